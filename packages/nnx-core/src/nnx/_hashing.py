@@ -1,0 +1,65 @@
+"""Canonical serialization and the project's digests.
+
+One place decides how a configuration becomes bytes: UTF-8 JSON with sorted
+keys, no whitespace, tuples as arrays, NaN/inf refused. The run id is the md5
+of those bytes; content digests (files, manifests) are SHA-256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["canonical_bytes", "md5_hex", "plain", "sha256_hex"]
+
+
+def plain(value: Any, path: str = "$") -> Any:
+    """Return ``value`` as JSON-like plain data, refusing anything else by path.
+
+    Mappings need string keys; tuples and lists become lists; NumPy scalars
+    become Python numbers; booleans stay booleans. Floats must be finite.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        f = float(value)
+        if not math.isfinite(f):
+            raise ValueError(f"{path}: non-finite number {value!r} cannot be serialized")
+        return f
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"{path}: mapping keys must be strings; got {k!r}")
+            out[k] = plain(v, f"{path}.{k}")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [plain(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    raise TypeError(
+        f"{path}: {type(value).__name__} is not JSON-like configuration data "
+        "(use str, int, float, bool, None, lists and string-keyed mappings)"
+    )
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """The canonical UTF-8 JSON encoding of ``value`` (sorted keys, compact)."""
+    text = json.dumps(
+        plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return text.encode("utf-8")
+
+
+def md5_hex(value: Any) -> str:
+    """md5 of the canonical encoding: the run-id digest."""
+    return hashlib.md5(canonical_bytes(value), usedforsecurity=False).hexdigest()
+
+
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 of raw bytes: the content digest for files and manifests."""
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,186 @@
+"""The one validator for configuration values (spec §2.3).
+
+Every params class, core or add-on, checks its numbers through these helpers
+so that the same input is refused with the same message everywhere:
+
+* reals must be finite ``numbers.Real`` values (booleans, strings, NaN and
+  ±inf refused) and then lie in their domain;
+* counts must be ``numbers.Integral`` values (booleans, floats, strings
+  refused) and are normalized to a plain ``int``, so ``np.int64(2)``
+  serializes and hashes exactly like ``2``.
+
+Each error is a ``ValueError`` naming the field and its accepted domain, and
+it is raised from ``__post_init__`` before anything else exists.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "NON_NEGATIVE",
+    "OPEN_UNIT",
+    "POSITIVE",
+    "PROBABILITY",
+    "UNIT_HALF_OPEN",
+    "Domain",
+    "check_batch_sizes",
+    "check_choice",
+    "check_count",
+    "check_counts",
+    "check_optional_count",
+    "check_optional_real",
+    "check_optional_str",
+    "check_real",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """An interval of accepted reals, with its human-readable spelling."""
+
+    low: float = -math.inf
+    high: float = math.inf
+    low_inclusive: bool = True
+    high_inclusive: bool = True
+
+    def __contains__(self, value: float) -> bool:
+        above = value >= self.low if self.low_inclusive else value > self.low
+        below = value <= self.high if self.high_inclusive else value < self.high
+        return above and below
+
+    def __str__(self) -> str:
+        if self.high == math.inf:
+            return f"{'>=' if self.low_inclusive else '>'} {_num(self.low)}"
+        if self.low == -math.inf:
+            return f"{'<=' if self.high_inclusive else '<'} {_num(self.high)}"
+        left = "[" if self.low_inclusive else "("
+        right = "]" if self.high_inclusive else ")"
+        return f"in {left}{_num(self.low)}, {_num(self.high)}{right}"
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
+NON_NEGATIVE = Domain(low=0.0)
+POSITIVE = Domain(low=0.0, low_inclusive=False)
+PROBABILITY = Domain(low=0.0, high=1.0)
+UNIT_HALF_OPEN = Domain(low=0.0, high=1.0, high_inclusive=False)
+OPEN_UNIT = Domain(low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_real(field: str, value: Any, domain: Domain = Domain()) -> float | int:
+    """Return ``value`` as a plain Python number if it is a finite real in ``domain``.
+
+    Plain ``int`` and ``float`` values are returned unchanged (``1`` stays ``1``,
+    so configurations keep the spelling the user wrote); other reals such as
+    NumPy scalars become the matching plain type.
+    """
+    if not _is_real(value) or isinstance(value, (str, bytes)):
+        raise ValueError(
+            f"{field} must be a finite real number {domain}; got {value!r} "
+            f"({type(value).__name__})"
+        )
+    plain: float | int = int(value) if isinstance(value, numbers.Integral) else float(value)
+    if not math.isfinite(plain):
+        raise ValueError(f"{field} must be a finite real number {domain}; got {value!r}")
+    if plain not in domain:
+        raise ValueError(f"{field} must be {domain}; got {value!r}")
+    return plain
+
+
+def check_optional_real(
+    field: str, value: Any, domain: Domain = Domain(), *, none_means: str = "unset"
+) -> float | int | None:
+    """Like :func:`check_real`, with ``None`` accepted as the documented sentinel."""
+    if value is None:
+        return None
+    try:
+        return check_real(field, value, domain)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (None means {none_means})") from None
+
+
+def check_count(field: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """Return ``value`` as a plain ``int`` if it is an integer count in range.
+
+    Any ``numbers.Integral`` is accepted (NumPy integers included); booleans,
+    floats (``2.0`` is not rounded), numeric strings, NaN and ±inf are refused.
+    """
+    span = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(
+            f"{field} must be an integer {span}; got {value!r} ({type(value).__name__})"
+        )
+    plain = int(value)
+    if plain < minimum or (maximum is not None and plain > maximum):
+        raise ValueError(f"{field} must be an integer {span}; got {plain}")
+    return plain
+
+
+def check_optional_count(
+    field: str, value: Any, *, minimum: int = 1, none_means: str = "unset"
+) -> int | None:
+    """Like :func:`check_count`, with ``None`` accepted as the variant sentinel."""
+    if value is None:
+        return None
+    try:
+        return check_count(field, value, minimum=minimum)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (None means {none_means})") from None
+
+
+def check_counts(field: str, values: Any, *, minimum: int = 1) -> tuple[int, ...]:
+    """Validate a sequence of counts entry by entry into an immutable tuple."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ValueError(f"{field} must be a sequence of integers >= {minimum}; got {values!r}")
+    return tuple(
+        check_count(f"{field}[{i}]", v, minimum=minimum) for i, v in enumerate(values)
+    )
+
+
+def check_choice(field: str, value: Any, choices: Iterable[str]) -> str:
+    """Return ``value`` if it is one of the allowed strings."""
+    allowed = tuple(choices)
+    if not isinstance(value, str) or value not in allowed:
+        names = ", ".join(repr(c) for c in allowed)
+        raise ValueError(f"{field} must be one of {names}; got {value!r}")
+    return value
+
+
+def check_optional_str(field: str, value: Any, *, allow_empty: bool = False) -> str | None:
+    """Return ``value`` if it is ``None`` or a (non-empty) string."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{field} must be a string or None; got {type(value).__name__}")
+    if not allow_empty and not value:
+        raise ValueError(f"{field} must be a non-empty string or None; got ''")
+    return value
+
+
+def check_batch_sizes(field: str, values: Any) -> tuple[int | None, ...]:
+    """Validate per-split batch sizes: counts >= 1, ``None`` meaning the full split.
+
+    Zero never means "full split" or "no split"; ``None`` is the only sentinel.
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ValueError(
+            f"{field} must be a sequence of batch sizes (integers >= 1, or None for the "
+            f"full split); got {values!r}"
+        )
+    return tuple(
+        None
+        if v is None
+        else check_count(f"{field}[{i}]", v, minimum=1)
+        for i, v in enumerate(values)
+    )

@@ -1,0 +1,77 @@
+"""Schedulers: ``Schedulers.COSINE_ANNEALING(opt, params, n_epochs)`` → ``CosineAnnealingLR``.
+
+The horizon a schedule counts in follows ``params.clock`` (spec §2.5): epochs
+on the default ``"epoch"`` clock, committed optimizer updates on
+``"optimizer_update"``. An explicit budget (``step_size``, ``T_max``,
+``total_steps``) wins; otherwise the planned horizon is used, which on the
+update clock needs ``updates_per_epoch``.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch.optim import lr_scheduler
+
+if TYPE_CHECKING:
+    from nnx.params.scheduler import NNSchedulerParams
+
+
+class Schedulers(enum.Enum):
+    REDUCE_LR_ON_PLATEAU = "reduce_lr_on_plateau"
+    STEP = "step"
+    COSINE_ANNEALING = "cosine_annealing"
+    ONE_CYCLE = "one_cycle"
+    LINEAR_WARMUP_DECAY = "linear_warmup_decay"
+
+    def __call__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        params: NNSchedulerParams,
+        n_epochs: int,
+        *,
+        updates_per_epoch: int | None = None,
+    ) -> Any:
+        """Build the torch scheduler for ``params`` over ``n_epochs`` of training."""
+        p = params
+        if self is Schedulers.REDUCE_LR_ON_PLATEAU:
+            return lr_scheduler.ReduceLROnPlateau(
+                optimizer,
+                mode="min",
+                factor=p.factor,
+                patience=p.patience,
+                threshold=p.threshold,
+                cooldown=p.cooldown,
+                min_lr=p.min_lr,
+            )
+        if self is Schedulers.STEP:
+            assert p.step_size is not None  # NNSchedulerParams requires it for STEP
+            return lr_scheduler.StepLR(optimizer, step_size=p.step_size, gamma=p.factor)
+        if self is Schedulers.COSINE_ANNEALING:
+            t_max = p.T_max or _horizon(p, n_epochs, updates_per_epoch)
+            return lr_scheduler.CosineAnnealingLR(optimizer, T_max=t_max, eta_min=p.min_lr)
+        total = p.total_steps or _horizon(p, n_epochs, updates_per_epoch)
+        if self is Schedulers.ONE_CYCLE:
+            max_lr: Any = p.max_lr
+            if max_lr is None:
+                max_lr = [group["lr"] for group in optimizer.param_groups]
+            return lr_scheduler.OneCycleLR(optimizer, max_lr=max_lr, total_steps=total)
+        from nnx.lr_schedules import LinearWarmupDecayLR
+
+        assert p.warmup_steps is not None  # NNSchedulerParams requires it for this kind
+        return LinearWarmupDecayLR(
+            optimizer, warmup_steps=p.warmup_steps, total_steps=total, min_lr=p.min_lr
+        )
+
+
+def _horizon(p: NNSchedulerParams, n_epochs: int, updates_per_epoch: int | None) -> int:
+    if p.clock == "epoch":
+        return n_epochs
+    if updates_per_epoch is None:
+        raise ValueError(
+            "an optimizer_update-clock schedule without an explicit budget needs the "
+            "planned updates per epoch (a loader with a length); set total_steps / T_max"
+        )
+    return n_epochs * updates_per_epoch

@@ -1,0 +1,96 @@
+"""Fields shared by NNTrainParams and NNTrainerParams: epochs, data, seed, lineage."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from nnx._validation import check_choice, check_count, check_optional_str
+from nnx.params._base import Params, always, empty_mapping, frozen_mapping, runtime, set_field
+
+__all__ = ["RESUME_MODES", "LoopParams"]
+
+#: How a resume restores state (§14.2): pick automatically, require the full
+#: training state, or warm-start from the weights alone.
+RESUME_MODES = ("auto", "stateful", "weights_only")
+
+L = TypeVar("L", bound="LoopParams")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopParams(Params):
+    """Epoch count, loaders and the run controls both training loops share.
+
+    Runtime-only (never in ``state()``): the loaders, ``extra_metrics``,
+    ``overwrite_existing`` and the resume request. A resume request is recorded
+    as lineage: ``parent_run_id`` / ``parent_checkpoint``.
+    """
+
+    n_epochs: int = always(10)
+    train_loader: Any = runtime()
+    val_loader: Any = runtime()
+    seed: int | None = None
+    data_id: str | None = None
+    save_phase_checkpoints: bool = True
+    parent_run_id: str | None = None
+    parent_checkpoint: str | None = None
+    extra_metrics: Mapping[str, Callable[..., Any]] = runtime(factory=empty_mapping)
+    overwrite_existing: bool = runtime(False)
+    resume_from_run_id: str | None = runtime()
+    resume_from_checkpoint: str | None = runtime()
+    resume_mode: str = runtime("auto")
+
+    def _validate_loop(self) -> None:
+        n = f"{type(self).__name__}."
+        set_field(self, "n_epochs", check_count(n + "n_epochs", self.n_epochs))
+        if self.seed is not None:
+            set_field(self, "seed", check_count(n + "seed", self.seed, minimum=0))
+        check_optional_str(n + "data_id", self.data_id)
+        for flag in ("save_phase_checkpoints", "overwrite_existing"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"{n}{flag} must be a bool; got {getattr(self, flag)!r}")
+        metrics = self.extra_metrics
+        if not isinstance(metrics, Mapping):
+            raise ValueError(f"{n}extra_metrics must be a mapping of name -> callable")
+        for key, fn in metrics.items():
+            if not isinstance(key, str) or not callable(fn):
+                raise ValueError(f"{n}extra_metrics[{key!r}] must map a name to a callable")
+        set_field(self, "extra_metrics", frozen_mapping(metrics))
+        self._validate_lineage(n)
+
+    def _validate_lineage(self, n: str) -> None:
+        check_choice(n + "resume_mode", self.resume_mode, RESUME_MODES)
+        for field in ("parent_run_id", "parent_checkpoint", "resume_from_run_id",
+                      "resume_from_checkpoint"):
+            check_optional_str(n + field, getattr(self, field))
+        if self.resume_from_run_id is None:
+            if self.resume_from_checkpoint is not None:
+                raise ValueError(
+                    f"{n}resume_from_checkpoint needs resume_from_run_id (the run to resume)"
+                )
+            if self.parent_checkpoint is not None and self.parent_run_id is None:
+                raise ValueError(f"{n}parent_checkpoint needs parent_run_id")
+            return
+        if self.parent_run_id not in (None, self.resume_from_run_id):
+            raise ValueError(
+                f"{n}parent_run_id ({self.parent_run_id!r}) contradicts resume_from_run_id "
+                f"({self.resume_from_run_id!r})"
+            )
+        checkpoint = self.resume_from_checkpoint or "last"
+        if self.parent_checkpoint not in (None, checkpoint):
+            raise ValueError(
+                f"{n}parent_checkpoint ({self.parent_checkpoint!r}) contradicts "
+                f"resume_from_checkpoint ({checkpoint!r})"
+            )
+        set_field(self, "parent_run_id", self.resume_from_run_id)
+        set_field(self, "parent_checkpoint", checkpoint)
+
+    def with_train_loader(self: L, loader: Any) -> L:
+        """A copy training on ``loader`` (same state, same run id)."""
+        return dataclasses.replace(self, train_loader=loader)
+
+    def with_val_loader(self: L, loader: Any) -> L:
+        """A copy validating on ``loader`` (same state, same run id)."""
+        return dataclasses.replace(self, val_loader=loader)

@@ -1,0 +1,84 @@
+"""NNModelParams: device, loss, net kind, precision policy and task."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from nnx.enums.devices import Devices
+from nnx.enums.losses import Losses
+from nnx.enums.nets import Nets
+from nnx.enums.precision import Precision
+from nnx.params._base import Params, always, enum_decoder
+from nnx.tasks.spec import TaskSpec
+
+__all__ = ["NNModelParams"]
+
+
+def _net(value: Any) -> Nets:
+    if isinstance(value, Nets):
+        return value
+    try:
+        return Nets[value]
+    except KeyError:
+        raise ValueError(f"NNModelParams.net: unknown net kind {value!r}") from None
+
+
+def _task(value: Any) -> TaskSpec | None:
+    return None if value is None else TaskSpec.from_state(value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NNModelParams(Params):
+    """What model to build and how to run it.
+
+    ``precision`` is the explicit policy (FP32 / FP16 / BF16). ``mixed_precision``
+    is the legacy flag (reduced precision on CUDA only); set one or the other.
+    ``device`` defaults to ``Devices.AUTO`` (CUDA, then MPS, then CPU).
+    """
+
+    net: Nets = always(Nets.FEED_FWD)
+    loss: Losses = always(Losses.CROSS_ENTROPY)
+    device: Devices = Devices.AUTO
+    precision: Precision | None = None
+    mixed_precision: bool = False
+    task: TaskSpec | None = None
+
+    _DECODERS: ClassVar[Mapping[str, Any]] = {
+        "net": _net,
+        "loss": enum_decoder(Losses),
+        "device": enum_decoder(Devices),
+        "precision": enum_decoder(Precision),
+        "task": _task,
+    }
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.net, Nets):
+            raise ValueError(f"NNModelParams.net must be a Nets member; got {self.net!r}")
+        for field, kind in (("loss", Losses), ("device", Devices)):
+            if not isinstance(getattr(self, field), kind):
+                raise ValueError(
+                    f"NNModelParams.{field} must be a {kind.__name__} member; "
+                    f"got {getattr(self, field)!r}"
+                )
+        if self.precision is not None and not isinstance(self.precision, Precision):
+            raise ValueError(
+                f"NNModelParams.precision must be a Precision member or None; got {self.precision!r}"
+            )
+        if not isinstance(self.mixed_precision, bool):
+            raise ValueError(
+                f"NNModelParams.mixed_precision must be a bool; got {self.mixed_precision!r}"
+            )
+        if self.precision is not None and self.mixed_precision:
+            raise ValueError(
+                "NNModelParams: set either precision (the explicit policy) or the legacy "
+                "mixed_precision flag, not both"
+            )
+        if self.task is not None:
+            if not isinstance(self.task, TaskSpec):
+                raise ValueError(f"NNModelParams.task must be a TaskSpec; got {self.task!r}")
+            if not self.task.accepts_loss(self.loss):
+                raise ValueError(
+                    f"NNModelParams.loss {self.loss.name} does not suit a {self.task.kind} task"
+                )

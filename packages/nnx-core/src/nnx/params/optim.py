@@ -1,0 +1,166 @@
+"""NNOptimParams and NNParamGroupSpec: the optimizer, its clipping, accumulation and groups."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from nnx._validation import (
+    NON_NEGATIVE,
+    POSITIVE,
+    UNIT_HALF_OPEN,
+    check_count,
+    check_optional_real,
+    check_real,
+)
+from nnx.enums.optims import Optims
+from nnx.params._base import Params, always, enum_decoder, set_field
+
+if TYPE_CHECKING:
+    from nnx.params.optim_builder import NNOptimParamsBuilder
+
+__all__ = ["NNOptimParams", "NNParamGroupSpec"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NNParamGroupSpec(Params):
+    """One param-group rule: a glob over dotted parameter names and its overrides.
+
+    ``lr`` sets the group's rate outright; ``lr_multiplier`` scales the
+    optimizer's ``max_lr``; at most one of them. ``weight_decay`` overrides the
+    optimizer's. Rules are matched in list order and the first match wins.
+    """
+
+    name_pattern: str = always()
+    lr: float | None = None
+    lr_multiplier: float | None = None
+    weight_decay: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name_pattern, str) or not self.name_pattern:
+            raise ValueError(
+                f"NNParamGroupSpec.name_pattern must be a non-empty glob string; "
+                f"got {self.name_pattern!r}"
+            )
+        hint = "freeze a group with nnx.finetune.freeze, not a zero rate"
+        set_field(self, "lr", check_optional_real(
+            "NNParamGroupSpec.lr", self.lr, POSITIVE, none_means="the optimizer's max_lr"))
+        set_field(self, "lr_multiplier", check_optional_real(
+            "NNParamGroupSpec.lr_multiplier", self.lr_multiplier, POSITIVE, none_means=hint))
+        set_field(self, "weight_decay", check_optional_real(
+            "NNParamGroupSpec.weight_decay", self.weight_decay, NON_NEGATIVE,
+            none_means="the optimizer's weight_decay"))
+        if self.lr is not None and self.lr_multiplier is not None:
+            raise ValueError(
+                f"NNParamGroupSpec({self.name_pattern!r}): set lr or lr_multiplier, not both"
+            )
+
+    def resolve_lr(self, max_lr: float) -> float:
+        """This group's learning rate under an optimizer whose base rate is ``max_lr``."""
+        if self.lr is not None:
+            return self.lr
+        if self.lr_multiplier is not None:
+            return max_lr * self.lr_multiplier
+        return max_lr
+
+
+def _momentum(value: Any) -> Any:
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return tuple(value)
+    return value
+
+
+def _groups(value: Any) -> Any:
+    if value is None:
+        return None
+    return tuple(g if isinstance(g, NNParamGroupSpec) else NNParamGroupSpec.from_state(g)
+                 for g in value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NNOptimParams(Params):
+    """A built-in optimizer's configuration.
+
+    ``momentum`` is SGD's float momentum or the Adam family's ``(beta1, beta2)``
+    pair (the field keeps its historical name; the builder takes ``betas=``).
+    ``None`` means torch's default. ``eps`` applies to the Adam family only.
+    """
+
+    name: Optims = always(Optims.ADAM)
+    max_lr: float = always(1e-3)
+    momentum: float | tuple[float, float] | None = None
+    weight_decay: float = always(0.0)
+    eps: float | None = None
+    grad_clip_norm: float | None = None
+    accumulate_grad_batches: int = 1
+    param_groups: tuple[NNParamGroupSpec, ...] | None = None
+
+    _DECODERS: ClassVar[Mapping[str, Any]] = {
+        "name": enum_decoder(Optims),
+        "momentum": _momentum,
+        "param_groups": _groups,
+    }
+
+    @classmethod
+    def builder(cls) -> NNOptimParamsBuilder:
+        from nnx.params.optim_builder import NNOptimParamsBuilder
+
+        return NNOptimParamsBuilder()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, Optims):
+            raise ValueError(f"NNOptimParams.name must be an Optims member; got {self.name!r}")
+        set_field(self, "max_lr", check_real("NNOptimParams.max_lr", self.max_lr, NON_NEGATIVE))
+        set_field(self, "weight_decay",
+                  check_real("NNOptimParams.weight_decay", self.weight_decay, NON_NEGATIVE))
+        set_field(self, "momentum", self._checked_momentum())
+        if self.eps is not None and not self.name.is_adam_family:
+            raise ValueError(
+                f"NNOptimParams.eps applies to the Adam family; Optims.{self.name.name} has none"
+            )
+        set_field(self, "eps", check_optional_real(
+            "NNOptimParams.eps", self.eps, POSITIVE, none_means="torch's 1e-8"))
+        set_field(self, "grad_clip_norm", check_optional_real(
+            "NNOptimParams.grad_clip_norm", self.grad_clip_norm, POSITIVE,
+            none_means="no clipping"))
+        set_field(self, "accumulate_grad_batches", check_count(
+            "NNOptimParams.accumulate_grad_batches", self.accumulate_grad_batches))
+        if self.param_groups is not None:
+            groups = tuple(self.param_groups)
+            if not groups:
+                raise ValueError(
+                    "NNOptimParams.param_groups must hold at least one NNParamGroupSpec, or be None"
+                )
+            for i, g in enumerate(groups):
+                if not isinstance(g, NNParamGroupSpec):
+                    raise ValueError(
+                        f"NNOptimParams.param_groups[{i}] must be an NNParamGroupSpec; got {g!r}"
+                    )
+            set_field(self, "param_groups", groups)
+
+    def _checked_momentum(self) -> float | tuple[float, float] | None:
+        m = self.momentum
+        if m is None:
+            if self.name is Optims.SGD_NESTEROV:
+                raise ValueError("NNOptimParams.momentum must be > 0 for Optims.SGD_NESTEROV")
+            return None
+        field = "NNOptimParams.momentum"
+        if self.name.is_adam_family:
+            if isinstance(m, (str, bytes)) or not isinstance(m, Sequence) or len(m) != 2:
+                raise ValueError(
+                    f"{field} for Optims.{self.name.name} must be the (beta1, beta2) pair, "
+                    f"each in [0, 1); got {m!r}"
+                )
+            return (
+                check_real(f"{field}[0] (beta1)", m[0], UNIT_HALF_OPEN),
+                check_real(f"{field}[1] (beta2)", m[1], UNIT_HALF_OPEN),
+            )
+        if isinstance(m, Sequence) and not isinstance(m, str):
+            raise ValueError(
+                f"{field} for Optims.{self.name.name} is a float >= 0 (betas are Adam's); got {m!r}"
+            )
+        value = check_real(field, m, NON_NEGATIVE)
+        if self.name is Optims.SGD_NESTEROV and value == 0:
+            raise ValueError(f"{field} must be > 0 for Optims.SGD_NESTEROV; got {m!r}")
+        return value

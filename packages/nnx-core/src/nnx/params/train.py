@@ -1,0 +1,45 @@
+"""NNTrainParams: one model, one optimizer, one schedule."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from nnx.params._base import always
+from nnx.params.loop import LoopParams
+from nnx.params.optim import NNOptimParams
+from nnx.params.scheduler import NNSchedulerParams
+
+__all__ = ["NNTrainParams"]
+
+
+def _scheduler(value: Any) -> NNSchedulerParams | None:
+    return None if value is None else NNSchedulerParams.from_state(value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NNTrainParams(LoopParams):
+    """What ``NNModel.train`` runs: epochs, loaders, optimizer, schedule, seed.
+
+    ``scheduler`` defaults to ReduceLROnPlateau with torch's knobs; pass
+    ``None`` to train without a schedule.
+    """
+
+    optim: NNOptimParams = always(factory=NNOptimParams)
+    scheduler: NNSchedulerParams | None = always(NNSchedulerParams())
+
+    _DECODERS: ClassVar[Mapping[str, Any]] = {
+        "optim": NNOptimParams.from_state,
+        "scheduler": _scheduler,
+    }
+
+    def __post_init__(self) -> None:
+        self._validate_loop()
+        if not isinstance(self.optim, NNOptimParams):
+            raise ValueError(f"NNTrainParams.optim must be an NNOptimParams; got {self.optim!r}")
+        if self.scheduler is not None and not isinstance(self.scheduler, NNSchedulerParams):
+            raise ValueError(
+                f"NNTrainParams.scheduler must be an NNSchedulerParams or None; "
+                f"got {self.scheduler!r}"
+            )

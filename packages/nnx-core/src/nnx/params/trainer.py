@@ -1,0 +1,75 @@
+"""NNTrainerParams: named optimizers and schedulers for the multi-optimizer Trainer (§8)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from nnx.params._base import always, empty_mapping, frozen_mapping, set_field
+from nnx.params.loop import LoopParams
+from nnx.params.optim import NNOptimParams
+from nnx.params.scheduler import NNSchedulerParams
+
+if TYPE_CHECKING:
+    from nnx.params.trainer_builder import NNTrainerParamsBuilder
+
+__all__ = ["NNTrainerParams"]
+
+
+def _named(cls: Any) -> Any:
+    def decode(value: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: cls.from_state(v) for k, v in value.items()}
+
+    return decode
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NNTrainerParams(LoopParams):
+    """The Trainer's configuration.
+
+    ``optims`` and ``schedulers`` are read-only snapshots taken at
+    construction: later changes to the dicts passed in (or to a builder) never
+    reach a built value. Insertion order is kept for optimizer construction;
+    ``state()`` writes sorted keys. Every scheduled name must be an optimizer.
+    """
+
+    optims: Mapping[str, NNOptimParams] = always(factory=empty_mapping)
+    schedulers: Mapping[str, NNSchedulerParams] = field(default_factory=empty_mapping)
+    auto_step_schedulers: bool = True
+
+    _DECODERS: ClassVar[Mapping[str, Any]] = {
+        "optims": _named(NNOptimParams),
+        "schedulers": _named(NNSchedulerParams),
+    }
+
+    @classmethod
+    def builder(cls) -> NNTrainerParamsBuilder:
+        from nnx.params.trainer_builder import NNTrainerParamsBuilder
+
+        return NNTrainerParamsBuilder()
+
+    def __post_init__(self) -> None:
+        self._validate_loop()
+        n = "NNTrainerParams."
+        for attr, kind in (("optims", NNOptimParams), ("schedulers", NNSchedulerParams)):
+            value = getattr(self, attr)
+            if not isinstance(value, Mapping):
+                raise ValueError(f"{n}{attr} must be a mapping of name -> {kind.__name__}")
+            for name, item in value.items():
+                if not isinstance(name, str) or not name:
+                    raise ValueError(f"{n}{attr}: names must be non-empty strings; got {name!r}")
+                if not isinstance(item, kind):
+                    raise ValueError(f"{n}{attr}[{name!r}] must be a {kind.__name__}; got {item!r}")
+            set_field(self, attr, frozen_mapping(value))
+        if not self.optims:
+            raise ValueError(f"{n}optims must name at least one optimizer")
+        orphans = [name for name in self.schedulers if name not in self.optims]
+        if orphans:
+            raise ValueError(
+                f"{n}schedulers {', '.join(map(repr, orphans))} name no optimizer "
+                f"(optimizers: {', '.join(map(repr, self.optims))}); register it with "
+                f".optimizer(name, ...) or fix the scheduler's name"
+            )
+        if not isinstance(self.auto_step_schedulers, bool):
+            raise ValueError(f"{n}auto_step_schedulers must be a bool")
