@@ -7,7 +7,6 @@ import pathlib
 
 import pytest
 from hypothesis import given
-
 from nnx import (
     NNOptimParams,
     NNOptimParamsBuilder,
@@ -70,7 +69,7 @@ def test_scheduler_last_variant_wins_and_resets_other_knobs_but_keeps_the_clock(
 def test_scheduler_builder_refusals():
     with pytest.raises(TypeError, match="unexpected scheduler knob"):
         NNSchedulerParams.builder().step(step_size=2, gamma=0.5)
-    with pytest.raises(ValueError, match="plateau scheduler .* 'optimizer_update' clock"):
+    with pytest.raises(ValueError, match=r"plateau scheduler .* 'optimizer_update' clock"):
         NNSchedulerParams.builder().clock("optimizer_update").reduce_on_plateau().build()
     with pytest.raises(ValueError, match=r"step_size must be an integer >= 1"):
         NNSchedulerParams.builder().step(step_size=0).build()
@@ -109,9 +108,9 @@ def test_each_variant_names_its_optimizer():
 
 
 def test_sgd_refuses_a_non_default_eps():
-    with pytest.raises(ValueError, match="Optims.SGD has no eps"):
+    with pytest.raises(ValueError, match=r"Optims\.SGD has no eps"):
         NNOptimParams.builder().sgd(max_lr=0.1, eps=1e-6)
-    with pytest.raises(ValueError, match="Optims.SGD_NESTEROV has no eps"):
+    with pytest.raises(ValueError, match=r"Optims\.SGD_NESTEROV has no eps"):
         NNOptimParams.builder().sgd_nesterov(max_lr=0.1, momentum=0.9, eps=1e-3)
     assert NNOptimParams.builder().sgd(max_lr=0.1, eps=1e-8).build().eps is None
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import pickle
 
 import pytest
 import torch
-from torch import nn
-from torch.optim import lr_scheduler
-
 from nnx import (
     Activations,
     Checkpoints,
@@ -24,6 +22,8 @@ from nnx import (
     Schedulers,
     build_optimizer,
 )
+from torch import nn
+from torch.optim import lr_scheduler
 
 
 def test_losses_construct_torch_modules_with_kwargs():
@@ -70,13 +70,14 @@ def test_linear_warmup_worked_numbers():
     lrs = lrs_over(sched, opt, 9)
     assert lrs[:4] == pytest.approx([0.04, 0.08, 0.12, 0.12], abs=1e-15)
     assert lrs[8] == pytest.approx(0.0, abs=1e-15)  # decays to min_lr at total_steps
-    assert all(a >= b for a, b in zip(lrs[3:], lrs[4:], strict=False))
+    assert all(a >= b for a, b in itertools.pairwise(lrs[3:]))
 
 
 def test_schedulers_build_torch_schedulers_on_both_clocks():
     net = nn.Linear(1, 1)
     opt = build_optimizer(net, NNOptimParams(max_lr=0.1))
-    cosine = Schedulers.COSINE_ANNEALING(opt, NNSchedulerParams(kind=Schedulers.COSINE_ANNEALING), 5)
+    cos_params = NNSchedulerParams(kind=Schedulers.COSINE_ANNEALING)
+    cosine = Schedulers.COSINE_ANNEALING(opt, cos_params, 5)
     assert isinstance(cosine, lr_scheduler.CosineAnnealingLR) and cosine.T_max == 5
     on_updates = NNSchedulerParams.builder().cosine_annealing().clock("optimizer_update").build()
     assert Schedulers.COSINE_ANNEALING(opt, on_updates, 2, updates_per_epoch=3).T_max == 6
@@ -124,7 +125,7 @@ def test_nets_member_builds_and_checks_its_params_class():
     net = Nets.FEED_FWD(NNParams(input_dim=3, output_dim=2, hidden_dims=(4,)))
     assert isinstance(net, nn.Module)
     assert net(torch.zeros(5, 3)).shape == (5, 2)
-    with pytest.raises(TypeError, match="Nets.VIT is configured with NNViTParams; got NNParams"):
+    with pytest.raises(TypeError, match=r"Nets\.VIT is configured with NNViTParams; got NNParams"):
         Nets.VIT(NNParams(input_dim=3, output_dim=2))
 
 
@@ -137,3 +138,10 @@ def test_add_on_member_without_its_distribution_names_what_to_install():
         _ = Nets.NOPE
     with pytest.raises(KeyError):
         _ = Nets["NOPE"]
+
+
+def test_nets_member_refuses_a_params_subclass_of_another_net():
+    from nnx import NNConvParams
+
+    with pytest.raises(TypeError, match="Nets.FEED_FWD is configured with NNParams; got NNConv"):
+        Nets.FEED_FWD(NNConvParams(input_dim=64, output_dim=2))

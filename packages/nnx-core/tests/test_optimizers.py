@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
-
 from nnx import NNOptimParams, NNParamGroupSpec, Optims, build_optimizer, build_param_groups
+from torch import nn
 
 
 class EncoderHead(nn.Module):

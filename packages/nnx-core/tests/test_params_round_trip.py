@@ -9,7 +9,6 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from nnx import (
     Activations,
     Devices,
@@ -251,7 +250,7 @@ def test_runtime_fields_never_enter_state():
     # Lineage only: never a resume request or its mode.
     assert rebuilt.resume_from_run_id is None and rebuilt.resume_mode == "auto"
     assert rebuilt.parent_run_id == "r1"
-    with pytest.raises(ValueError, match="unknown field.*'train_loader'"):
+    with pytest.raises(ValueError, match=r"unknown field.*'train_loader'"):
         NNTrainParams.from_state({**state, "train_loader": None})
 
 
@@ -382,7 +381,7 @@ def test_lineage_rules():
 
 
 def test_model_params_rules():
-    with pytest.raises(ValueError, match="set either precision .* not both"):
+    with pytest.raises(ValueError, match=r"set either precision .* not both"):
         NNModelParams(precision=Precision.FP16, mixed_precision=True)
     with pytest.raises(ValueError, match="MEAN_SQUARED_ERROR does not suit a categorical task"):
         NNModelParams(loss=Losses.MEAN_SQUARED_ERROR, task=TaskSpec.categorical(3))

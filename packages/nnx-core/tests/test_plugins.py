@@ -5,9 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-
 import nnx
+import pytest
 from nnx.cli import main as cli_main
 from nnx.plugins import (
     EntryPointRegistry,

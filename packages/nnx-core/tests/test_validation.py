@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-
 from nnx import (
     NNConvParams,
     NNMoEParams,
@@ -84,7 +83,8 @@ REAL_FIELDS = [
     (lambda v: NNOptimParams(momentum=(v, 0.9)), "NNOptimParams.momentum[0]"),
     (lambda v: NNOptimParams(momentum=(0.9, v)), "NNOptimParams.momentum[1]"),
     (lambda v: NNParamGroupSpec(name_pattern="*", lr=v), "NNParamGroupSpec.lr"),
-    (lambda v: NNParamGroupSpec(name_pattern="*", lr_multiplier=v), "NNParamGroupSpec.lr_multiplier"),
+    (lambda v: NNParamGroupSpec(name_pattern="*", lr_multiplier=v),
+     "NNParamGroupSpec.lr_multiplier"),
     (lambda v: NNParamGroupSpec(name_pattern="*", weight_decay=v), "NNParamGroupSpec.weight_decay"),
     (lambda v: NNSchedulerParams(min_lr=v), "NNSchedulerParams.min_lr"),
     (lambda v: NNSchedulerParams(threshold=v), "NNSchedulerParams.threshold"),

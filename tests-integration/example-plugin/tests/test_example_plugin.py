@@ -109,7 +109,7 @@ def test_params_are_frozen_slotted_and_keyword_only() -> None:
     with pytest.raises(AttributeError):
         params.scale = 3.0  # type: ignore[misc]
     with pytest.raises(TypeError):
-        ExampleMLPParams(3, 2)  # type: ignore[misc]
+        ExampleMLPParams(3, 2)  # type: ignore[call-arg]
 
 
 def test_state_round_trip() -> None:

@@ -10,7 +10,7 @@ group, and a name whose distribution is missing raises
 # Add-on distributions contribute nnx/<sub> directories to this package.
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
-from typing import TYPE_CHECKING, Any  # noqa: E402
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 

@@ -16,10 +16,8 @@ def installed_distributions() -> list[tuple[str, str]]:
     for dist in metadata.distributions():
         name = (dist.metadata["Name"] or "").strip()
         canonical = name.lower().replace("_", "-")
-        if canonical == "nnx-core" or (
-            canonical.startswith("nnx-") and any(r.startswith("nnx-core") or r.startswith("nnx_core")
-                                                 for r in (dist.requires or []))
-        ):
+        needs_core = any(r.replace("_", "-").startswith("nnx-core") for r in dist.requires or [])
+        if canonical == "nnx-core" or (canonical.startswith("nnx-") and needs_core):
             found[canonical] = dist.version
     return sorted(found.items(), key=lambda item: (item[0] != "nnx-core", item[0]))
 
@@ -58,7 +56,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nnx", description="NNx: config-addressed PyTorch training.")
+    parser = argparse.ArgumentParser(
+        prog="nnx", description="NNx: config-addressed PyTorch training."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="installed nnx distributions, torch and devices")
     info.set_defaults(func=cmd_info)

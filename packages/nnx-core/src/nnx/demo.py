@@ -73,7 +73,8 @@ def run_demo(epochs: int = 20, seed: int = 0) -> int:
     loss_fn = model_params.loss()
     groups = ", ".join(f"{g['name']} (lr {g['lr']:g}, wd {g['weight_decay']:g})"
                        for g in optimizer.param_groups)
-    print(f"net {type(net).__name__} {net_params.hidden_dims}, {type(optimizer).__name__}: {groups}")
+    print(f"net {type(net).__name__} {net_params.hidden_dims}, "
+          f"{type(optimizer).__name__}: {groups}")
 
     start = time.perf_counter()
     batch = 64

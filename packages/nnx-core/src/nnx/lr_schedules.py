@@ -47,7 +47,7 @@ class LinearWarmupDecayLR(LRScheduler):
         return floor + (base - floor) * (1.0 - done)
 
     def get_lr(self) -> list[float]:  # type: ignore[override]
-        return [self._rate(base, self.last_epoch) for base in self.base_lrs]
+        return [self._rate(float(base), self.last_epoch) for base in self.base_lrs]
 
     def state_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}

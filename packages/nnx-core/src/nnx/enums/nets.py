@@ -132,7 +132,8 @@ class Nets(metaclass=_NetsMeta):
     def __call__(self, params: Any) -> nn.Module:
         """Build the network from its params value."""
         expected = self.params_class
-        if not isinstance(params, expected):
+        # Exact class: a ConvNN's params are NNParams too, but would build a wrong FeedFwdNN.
+        if type(params) is not expected:
             raise TypeError(
                 f"Nets.{self.name} is configured with {expected.__name__}; "
                 f"got {type(params).__name__}"

@@ -73,8 +73,9 @@ class MoELinear(nn.Module):
         if probs.shape[0] == 0:  # no rows, no imbalance (and no NaN from an empty mean)
             return probs.sum()
         # f_e comes from an argmax and carries no gradient; the loss trains the
-        # router through P_e.
-        frac = torch.bincount(top1, minlength=self.num_experts).to(probs.dtype) / probs.shape[0]
+        # router through P_e. (one_hot + mean rather than bincount, which has no
+        # deterministic CUDA kernel under torch.use_deterministic_algorithms.)
+        frac = nn.functional.one_hot(top1, self.num_experts).to(probs.dtype).mean(dim=0)
         return self.num_experts * torch.sum(frac * probs.mean(dim=0))
 
     def __getstate__(self) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from nnx.params.vit import NNViTParams
 
 __all__ = [
     "NNConvParams",
-    "NNModelParams",
     "NNMoEParams",
+    "NNModelParams",
     "NNOptimParams",
     "NNOptimParamsBuilder",
     "NNParamGroupSpec",

@@ -136,7 +136,9 @@ class Params:
     def from_state(cls: type[P], state: Mapping[str, Any]) -> P:
         """Rebuild from ``state()`` data, validating exactly like the constructor."""
         if not isinstance(state, Mapping):
-            raise TypeError(f"{cls.__name__}.from_state needs a mapping; got {type(state).__name__}")
+            raise TypeError(
+                f"{cls.__name__}.from_state needs a mapping; got {type(state).__name__}"
+            )
         unknown = sorted(set(state) - cls.state_fields())
         if unknown:
             raise ValueError(

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
-from collections.abc import Mapping
 
 from nnx._validation import check_count, check_counts
 from nnx.params._base import always, set_field

@@ -64,7 +64,8 @@ class NNModelParams(Params):
                 )
         if self.precision is not None and not isinstance(self.precision, Precision):
             raise ValueError(
-                f"NNModelParams.precision must be a Precision member or None; got {self.precision!r}"
+                "NNModelParams.precision must be a Precision member or None; "
+                f"got {self.precision!r}"
             )
         if not isinstance(self.mixed_precision, bool):
             raise ValueError(

@@ -59,14 +59,20 @@ class NNParams(Params):
         set_field(self, "input_dim", check_count(n("input_dim"), self.input_dim))
         set_field(self, "output_dim", check_count(n("output_dim"), self.output_dim))
         set_field(self, "hidden_dims", check_counts(n("hidden_dims"), self.hidden_dims))
-        set_field(self, "dropout_prob", check_real(n("dropout_prob"), self.dropout_prob, PROBABILITY))
+        set_field(
+            self, "dropout_prob", check_real(n("dropout_prob"), self.dropout_prob, PROBABILITY)
+        )
         if not isinstance(self.activation, Activations):
-            raise ValueError(f"{n('activation')} must be an Activations member; got {self.activation!r}")
+            raise ValueError(
+                f"{n('activation')} must be an Activations member; got {self.activation!r}"
+            )
         if self.activations is not None:
             acts = tuple(self.activations)
             for i, a in enumerate(acts):
                 if not isinstance(a, Activations):
-                    raise ValueError(f"{n('activations')}[{i}] must be an Activations member; got {a!r}")
+                    raise ValueError(
+                        f"{n('activations')}[{i}] must be an Activations member; got {a!r}"
+                    )
             self._check_per_layer("activations", acts)
             set_field(self, "activations", acts)
         if self.dropout_probs is not None:
@@ -110,6 +116,6 @@ class NNParams(Params):
 
         member = net if isinstance(net, Nets) else Nets[net]
         cls = member.params_class
-        result = cls.from_state(state)
-        assert isinstance(result, NNParams)
-        return result
+        if not (isinstance(cls, type) and issubclass(cls, NNParams)):
+            raise TypeError(f"Nets.{member.name} is not configured by an NNParams subclass")
+        return cls.from_state(state)

@@ -72,7 +72,9 @@ class TaskSpec:
         return loss.is_regression
 
     def state(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"version": _VERSION, "kind": self.kind, "num_outputs": self.num_outputs}
+        out: dict[str, Any] = {
+            "version": _VERSION, "kind": self.kind, "num_outputs": self.num_outputs,
+        }
         if self.kind == "multilabel":
             out["threshold"] = self.threshold
         if self.ignore_index is not None:
