@@ -107,7 +107,19 @@ def wheels_for(dist: Dist, built: dict[str, Dist]) -> list[Path]:
     return [d.wheel for d in seen.values()]
 
 
-def check(dist: Dist, built: dict[str, Dist], work: Path) -> str:
+def lock_constraints(out: Path) -> Path:
+    """Versions pinned by uv.lock, so a fresh venv installs what the workspace tested.
+
+    Without them a newer torch on PyPI would be resolved (several GB) instead of
+    the locked one that uv's cache already holds.
+    """
+    run([UV, "export", "--frozen", "--no-hashes", "--no-emit-workspace", "--all-extras",
+         "--all-groups", "--format", "requirements-txt", "--output-file", str(out)],
+        ROOT, "uv export")
+    return out
+
+
+def check(dist: Dist, built: dict[str, Dist], work: Path, constraints: Path) -> str:
     """Install ``dist`` alone in a fresh venv and run its tests there; a summary line."""
     if dist.name != "nnx-core" and "nnx/__init__.py" in dist.files:
         raise CheckFailed("the wheel ships nnx/__init__.py, which belongs to nnx-core")
@@ -115,8 +127,8 @@ def check(dist: Dist, built: dict[str, Dist], work: Path) -> str:
     python = venv / "bin" / "python"
     run([UV, "venv", "--quiet", "--python", sys.executable, str(venv)], work, "uv venv")
     run(
-        [UV, "pip", "install", "--python", str(python), *map(str, wheels_for(dist, built)),
-         *TEST_TOOLS],
+        [UV, "pip", "install", "--python", str(python), "--constraints", str(constraints),
+         *map(str, wheels_for(dist, built)), *TEST_TOOLS],
         work, "uv pip install",
     )
     imports = ["nnx", *dist.subpackages]
@@ -159,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
 
     failures = 0
     with tempfile.TemporaryDirectory(prefix="nnx-alacarte-") as tmp:
+        constraints = lock_constraints(Path(tmp) / "constraints.txt")
         built: dict[str, Dist] = {}
         for i, path in enumerate(distributions(args.extra)):
             try:
@@ -177,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             work.mkdir()
             start = time.monotonic()
             try:
-                summary = check(dist, built, work)
+                summary = check(dist, built, work, constraints)
             except (CheckFailed, subprocess.TimeoutExpired) as exc:
                 print(f"FAIL {dist.name} ({time.monotonic() - start:.0f}s): {exc}", flush=True)
                 failures += 1

@@ -7,6 +7,7 @@ import pathlib
 
 import pytest
 from hypothesis import given
+
 from nnx import (
     NNOptimParams,
     NNOptimParamsBuilder,

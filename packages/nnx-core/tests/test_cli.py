@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import torch
+
 from nnx.cli import installed_distributions, main
 
 

@@ -7,6 +7,9 @@ import pickle
 
 import pytest
 import torch
+from torch import nn
+from torch.optim import lr_scheduler
+
 from nnx import (
     Activations,
     Checkpoints,
@@ -22,8 +25,6 @@ from nnx import (
     Schedulers,
     build_optimizer,
 )
-from torch import nn
-from torch.optim import lr_scheduler
 
 
 def test_losses_construct_torch_modules_with_kwargs():
@@ -143,5 +144,5 @@ def test_add_on_member_without_its_distribution_names_what_to_install():
 def test_nets_member_refuses_a_params_subclass_of_another_net():
     from nnx import NNConvParams
 
-    with pytest.raises(TypeError, match="Nets.FEED_FWD is configured with NNParams; got NNConv"):
+    with pytest.raises(TypeError, match=r"Nets\.FEED_FWD is configured with NNParams; got NNConv"):
         Nets.FEED_FWD(NNConvParams(input_dim=64, output_dim=2))

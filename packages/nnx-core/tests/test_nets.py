@@ -8,9 +8,10 @@ from collections.abc import Callable
 
 import pytest
 import torch
+from torch import Tensor, nn
+
 from nnx import Activations, Nets, NNConvParams, NNMoEParams, NNParams, NNViTParams
 from nnx.nets import ConvNN, FeedFwdNN, MoEFeedFwdNN, MoELinear, ViTNN
-from torch import Tensor, nn
 
 # Small enough that the whole file runs in a few seconds on a CPU.
 FF = NNParams(input_dim=4, output_dim=3, hidden_dims=(8, 8))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from nnx import NNOptimParams, NNParamGroupSpec, Optims, build_optimizer, build_param_groups
 from torch import nn
+
+from nnx import NNOptimParams, NNParamGroupSpec, Optims, build_optimizer, build_param_groups
 
 
 class EncoderHead(nn.Module):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import nnx
 import pytest
+
+import nnx
 from nnx.cli import main as cli_main
 from nnx.plugins import (
     EntryPointRegistry,

@@ -14,8 +14,9 @@ import pytest
 # The workspace run collects this file too, where the plugin is not installed.
 pytest.importorskip("nnx.example_plugin", reason="nnx-example-plugin is not installed")
 
-import nnx
 import torch
+
+import nnx
 from nnx import Nets, NNParams
 from nnx.example_plugin import (
     EXAMPLE_MLP,

@@ -81,32 +81,37 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from nnx.enums.activations import Activations
-    from nnx.enums.checkpoints import Checkpoints
-    from nnx.enums.devices import Devices
-    from nnx.enums.losses import Losses
-    from nnx.enums.nets import NetRegistration, Nets
-    from nnx.enums.optims import Optims
-    from nnx.enums.precision import Precision
-    from nnx.enums.schedulers import Schedulers
-    from nnx.identity import run_id
-    from nnx.lr_schedules import LinearWarmupDecayLR
-    from nnx.nets.conv import ConvNN
-    from nnx.nets.feedforward import FeedFwdNN
-    from nnx.nets.moe import MoEFeedFwdNN, MoELinear
-    from nnx.nets.vit import ViTNN
-    from nnx.optimizers import build_optimizer, build_param_groups
-    from nnx.params.conv import NNConvParams
-    from nnx.params.model import NNModelParams
-    from nnx.params.moe import NNMoEParams
-    from nnx.params.net import NNParams
-    from nnx.params.optim import NNOptimParams, NNParamGroupSpec
-    from nnx.params.optim_builder import NNOptimParamsBuilder
-    from nnx.params.scheduler import NNSchedulerParams
-    from nnx.params.scheduler_builder import NNSchedulerParamsBuilder
-    from nnx.params.train import NNTrainParams
-    from nnx.params.trainer import NNTrainerParams
-    from nnx.params.trainer_builder import NNTrainerParamsBuilder
-    from nnx.params.vit import NNViTParams
-    from nnx.plugins import MissingDistributionError
-    from nnx.tasks.spec import TaskSpec
+    # Explicit re-exports for type checkers (runtime resolution is lazy, above).
+    from nnx.enums.activations import Activations as Activations
+    from nnx.enums.checkpoints import Checkpoints as Checkpoints
+    from nnx.enums.devices import Devices as Devices
+    from nnx.enums.losses import Losses as Losses
+    from nnx.enums.nets import NetRegistration as NetRegistration
+    from nnx.enums.nets import Nets as Nets
+    from nnx.enums.optims import Optims as Optims
+    from nnx.enums.precision import Precision as Precision
+    from nnx.enums.schedulers import Schedulers as Schedulers
+    from nnx.identity import run_id as run_id
+    from nnx.lr_schedules import LinearWarmupDecayLR as LinearWarmupDecayLR
+    from nnx.nets.conv import ConvNN as ConvNN
+    from nnx.nets.feedforward import FeedFwdNN as FeedFwdNN
+    from nnx.nets.moe import MoEFeedFwdNN as MoEFeedFwdNN
+    from nnx.nets.moe import MoELinear as MoELinear
+    from nnx.nets.vit import ViTNN as ViTNN
+    from nnx.optimizers import build_optimizer as build_optimizer
+    from nnx.optimizers import build_param_groups as build_param_groups
+    from nnx.params.conv import NNConvParams as NNConvParams
+    from nnx.params.model import NNModelParams as NNModelParams
+    from nnx.params.moe import NNMoEParams as NNMoEParams
+    from nnx.params.net import NNParams as NNParams
+    from nnx.params.optim import NNOptimParams as NNOptimParams
+    from nnx.params.optim import NNParamGroupSpec as NNParamGroupSpec
+    from nnx.params.optim_builder import NNOptimParamsBuilder as NNOptimParamsBuilder
+    from nnx.params.scheduler import NNSchedulerParams as NNSchedulerParams
+    from nnx.params.scheduler_builder import NNSchedulerParamsBuilder as NNSchedulerParamsBuilder
+    from nnx.params.train import NNTrainParams as NNTrainParams
+    from nnx.params.trainer import NNTrainerParams as NNTrainerParams
+    from nnx.params.trainer_builder import NNTrainerParamsBuilder as NNTrainerParamsBuilder
+    from nnx.params.vit import NNViTParams as NNViTParams
+    from nnx.plugins import MissingDistributionError as MissingDistributionError
+    from nnx.tasks.spec import TaskSpec as TaskSpec

@@ -89,7 +89,7 @@ def run_demo(epochs: int = 20, seed: int = 0) -> int:
             loss = loss_fn(net(x_tr[idx]), y_tr[idx])
             loss.backward()
             optimizer.step()
-            total += float(loss) * len(idx)
+            total += float(loss.detach()) * len(idx)
         scheduler.step()
         net.eval()
         with torch.no_grad():

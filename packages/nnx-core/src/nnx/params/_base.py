@@ -29,6 +29,7 @@ __all__ = [
     "encode",
     "enum_decoder",
     "frozen_mapping",
+    "require_exact",
     "runtime",
     "set_field",
 ]
@@ -168,6 +169,14 @@ def enum_decoder(enum_cls: type[enum.Enum]) -> Callable[[Any], Any]:
             ) from None
 
     return decode
+
+
+def require_exact(owner: str, expected: type, value: Any) -> None:
+    """Builders' ``from_params`` take exactly their own params class, not a subclass."""
+    if type(value) is not expected:
+        raise TypeError(
+            f"{owner}.from_params takes an {expected.__name__}; got {type(value).__name__}"
+        )
 
 
 def set_field(obj: Any, name: str, value: Any) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from nnx.enums.optims import DEFAULT_EPS, Optims
+from nnx.params._base import require_exact
 from nnx.params.optim import NNOptimParams, NNParamGroupSpec
 
 __all__ = ["NNOptimParamsBuilder"]
@@ -113,11 +114,7 @@ class NNOptimParamsBuilder:
     @classmethod
     def from_params(cls, params: NNOptimParams) -> NNOptimParamsBuilder:
         """A builder pre-loaded so that ``from_params(p).build() == p``."""
-        if type(params) is not NNOptimParams:
-            raise TypeError(
-                f"NNOptimParamsBuilder.from_params takes an NNOptimParams; "
-                f"got {type(params).__name__}"
-            )
+        require_exact("NNOptimParamsBuilder", NNOptimParams, params)
         builder = cls()
         builder._variant = {
             "name": params.name,

@@ -11,6 +11,7 @@ import dataclasses
 from typing import Any
 
 from nnx.enums.schedulers import Schedulers
+from nnx.params._base import require_exact
 from nnx.params.scheduler import NNSchedulerParams
 
 __all__ = ["NNSchedulerParamsBuilder"]
@@ -76,11 +77,7 @@ class NNSchedulerParamsBuilder:
     @classmethod
     def from_params(cls, params: NNSchedulerParams) -> NNSchedulerParamsBuilder:
         """A builder pre-loaded so that ``from_params(p).build() == p``."""
-        if type(params) is not NNSchedulerParams:
-            raise TypeError(
-                f"NNSchedulerParamsBuilder.from_params takes an NNSchedulerParams; "
-                f"got {type(params).__name__}"
-            )
+        require_exact("NNSchedulerParamsBuilder", NNSchedulerParams, params)
         builder = cls()
         builder._fields = {f: getattr(params, f) for f in _FIELDS if f != "clock"}
         builder._clock = params.clock

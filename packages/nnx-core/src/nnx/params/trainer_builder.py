@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from nnx.params._base import require_exact
 from nnx.params.optim import NNOptimParams
 from nnx.params.scheduler import NNSchedulerParams
 from nnx.params.trainer import NNTrainerParams
@@ -101,11 +102,7 @@ class NNTrainerParamsBuilder:
     @classmethod
     def from_params(cls, params: NNTrainerParams) -> NNTrainerParamsBuilder:
         """A builder pre-loaded so that ``from_params(p).build() == p``."""
-        if type(params) is not NNTrainerParams:
-            raise TypeError(
-                f"NNTrainerParamsBuilder.from_params takes an NNTrainerParams; "
-                f"got {type(params).__name__}"
-            )
+        require_exact("NNTrainerParamsBuilder", NNTrainerParams, params)
         builder = cls()
         builder._values = {name: getattr(params, name) for name in _SCALARS}
         builder._optims = dict(params.optims)

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch import nn
+
 from nnx._validation import NON_NEGATIVE, check_real
 from nnx.enums.nets import NetRegistration
 from nnx.params._base import set_field
 from nnx.params.net import NNParams
-from torch import nn
 
 __all__ = ["EXAMPLE_MLP", "ExampleMLP", "ExampleMLPParams", "ExampleScaler", "example_sgd"]
 
