@@ -178,13 +178,16 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Env:
     plugin = tool.build(PLUGIN_DIR, root / "plugin-wheel")
     python = root / "venv" / "bin" / "python"
     _run([uv, "venv", "--quiet", "--python", sys.executable, str(root / "venv")], root)
-    _run([uv, "pip", "install", "--python", str(python), str(core.wheel), *tool.TEST_TOOLS], root)
+    # Install the versions uv.lock pins (already in uv's cache), never a newer torch.
+    pins = ["--constraints", str(tool.lock_constraints(root / "constraints.txt"))]
+    _run([uv, "pip", "install", "--python", str(python), *pins, str(core.wheel),
+          *tool.TEST_TOOLS], root)
 
     state = Env(root, python, plugin.files)
     state.absent_import = _import_nnx(python, root)
     state.absent = _probe(python, root, ABSENT_CHECKS)
 
-    _run([uv, "pip", "install", "--python", str(python), str(plugin.wheel)], root)
+    _run([uv, "pip", "install", "--python", str(python), *pins, str(plugin.wheel)], root)
     state.present_import = _import_nnx(python, root)
     state.present = _probe(python, root, PRESENT_CHECKS)
     return state
