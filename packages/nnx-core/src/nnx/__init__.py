@@ -52,6 +52,40 @@ _CORE_EXPORTS: dict[str, str] = {
     "ViTNN": "nnx.nets.vit",
     "MoEFeedFwdNN": "nnx.nets.moe",
     "MoELinear": "nnx.nets.moe",
+    # training, runs and checkpoints
+    "NNModel": "nnx.model",
+    "NNRun": "nnx.run",
+    "NNCheckpoint": "nnx.checkpoint",
+    "NNEvaluationDataPoint": "nnx.records",
+    "NNIterationDataPoint": "nnx.records",
+    "RunExistsError": "nnx.training",
+    "Callback": "nnx.callbacks.base",
+    "CallbackContext": "nnx.callbacks.base",
+    "EarlyStopping": "nnx.callbacks.early_stopping",
+    "LRMonitor": "nnx.callbacks.lr_monitor",
+    "ModelCheckpoint": "nnx.callbacks.model_checkpoint",
+    "TrainStepContext": "nnx.steps",
+    "EvalStepContext": "nnx.steps",
+    "default_train_step": "nnx.steps",
+    "ScheduleExhaustedError": "nnx.schedule",
+    "TaskValidationError": "nnx.tasks.adapters",
+    "MetricSpec": "nnx.metrics.spec",
+    "register_metric": "nnx.metrics.registry",
+    "MonitorSpec": "nnx.monitors",
+    "MonitorRecord": "nnx.monitors",
+    "MonitorUnavailableError": "nnx.monitors",
+    "ProbabilitySpec": "nnx.prediction",
+    "PredictionResult": "nnx.prediction",
+    "PredictResult": "nnx.prediction",
+    "prediction_from_logits": "nnx.prediction",
+    "freeze": "nnx.finetune",
+    "unfreeze": "nnx.finetune",
+    "frozen": "nnx.finetune",
+    "load_pretrained": "nnx.finetune",
+    "set_seed": "nnx.seeding",
+    "dataloader_worker_init_fn": "nnx.seeding",
+    "NNDataset": "nnx.datasets.dataset",
+    "NNTabularDataset": "nnx.datasets.tabular",
 }
 
 __all__ = sorted(_CORE_EXPORTS)
@@ -82,6 +116,14 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     # Explicit re-exports for type checkers (runtime resolution is lazy, above).
+    from nnx.callbacks.base import Callback as Callback
+    from nnx.callbacks.base import CallbackContext as CallbackContext
+    from nnx.callbacks.early_stopping import EarlyStopping as EarlyStopping
+    from nnx.callbacks.lr_monitor import LRMonitor as LRMonitor
+    from nnx.callbacks.model_checkpoint import ModelCheckpoint as ModelCheckpoint
+    from nnx.checkpoint import NNCheckpoint as NNCheckpoint
+    from nnx.datasets.dataset import NNDataset as NNDataset
+    from nnx.datasets.tabular import NNTabularDataset as NNTabularDataset
     from nnx.enums.activations import Activations as Activations
     from nnx.enums.checkpoints import Checkpoints as Checkpoints
     from nnx.enums.devices import Devices as Devices
@@ -91,8 +133,18 @@ if TYPE_CHECKING:
     from nnx.enums.optims import Optims as Optims
     from nnx.enums.precision import Precision as Precision
     from nnx.enums.schedulers import Schedulers as Schedulers
+    from nnx.finetune import freeze as freeze
+    from nnx.finetune import frozen as frozen
+    from nnx.finetune import load_pretrained as load_pretrained
+    from nnx.finetune import unfreeze as unfreeze
     from nnx.identity import run_id as run_id
     from nnx.lr_schedules import LinearWarmupDecayLR as LinearWarmupDecayLR
+    from nnx.metrics.registry import register_metric as register_metric
+    from nnx.metrics.spec import MetricSpec as MetricSpec
+    from nnx.model import NNModel as NNModel
+    from nnx.monitors import MonitorRecord as MonitorRecord
+    from nnx.monitors import MonitorSpec as MonitorSpec
+    from nnx.monitors import MonitorUnavailableError as MonitorUnavailableError
     from nnx.nets.conv import ConvNN as ConvNN
     from nnx.nets.feedforward import FeedFwdNN as FeedFwdNN
     from nnx.nets.moe import MoEFeedFwdNN as MoEFeedFwdNN
@@ -114,4 +166,19 @@ if TYPE_CHECKING:
     from nnx.params.trainer_builder import NNTrainerParamsBuilder as NNTrainerParamsBuilder
     from nnx.params.vit import NNViTParams as NNViTParams
     from nnx.plugins import MissingDistributionError as MissingDistributionError
+    from nnx.prediction import PredictionResult as PredictionResult
+    from nnx.prediction import PredictResult as PredictResult
+    from nnx.prediction import ProbabilitySpec as ProbabilitySpec
+    from nnx.prediction import prediction_from_logits as prediction_from_logits
+    from nnx.records import NNEvaluationDataPoint as NNEvaluationDataPoint
+    from nnx.records import NNIterationDataPoint as NNIterationDataPoint
+    from nnx.run import NNRun as NNRun
+    from nnx.schedule import ScheduleExhaustedError as ScheduleExhaustedError
+    from nnx.seeding import dataloader_worker_init_fn as dataloader_worker_init_fn
+    from nnx.seeding import set_seed as set_seed
+    from nnx.steps import EvalStepContext as EvalStepContext
+    from nnx.steps import TrainStepContext as TrainStepContext
+    from nnx.steps import default_train_step as default_train_step
+    from nnx.tasks.adapters import TaskValidationError as TaskValidationError
     from nnx.tasks.spec import TaskSpec as TaskSpec
+    from nnx.training import RunExistsError as RunExistsError

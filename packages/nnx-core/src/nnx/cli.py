@@ -52,7 +52,40 @@ def cmd_info(_: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from nnx.demo import run_demo
 
-    return run_demo(epochs=args.epochs, seed=args.seed)
+    return run_demo(epochs=args.epochs, seed=args.seed, salt=args.salt,
+                    overwrite=args.overwrite, verbose=False if args.quiet else None)
+
+
+def cmd_runs_list(args: argparse.Namespace) -> int:
+    from nnx.best import current_best
+    from nnx.run import NNRun
+    from nnx.run_render import epoch_rows
+
+    runs = NNRun.all(root=args.root)
+    if not runs:
+        print(f"no runs under {args.root}/")
+        return 0
+    best = current_best(__import__("pathlib").Path(args.root))
+    print(f"{'run id':<32}  {'net':<8}  {'epochs':>6}  {'val loss':>8}  {'val acc':>7}  best")
+    for run in runs:
+        rows = epoch_rows(run)
+        last = rows[-1] if rows else ("-",) * 6
+        mark = "*" if run.id == best else ""
+        print(f"{run.id:<32}  {run.model_params.net.name:<8}  {len(rows):>6}  {last[2]:>8}  "
+              f"{last[4]:>7}  {mark}")
+    return 0
+
+
+def cmd_runs_show(args: argparse.Namespace) -> int:
+    from nnx.run import NNRun
+
+    try:
+        run = NNRun.load(args.run_id, root=args.root)
+    except FileNotFoundError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(run)
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,10 +95,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="installed nnx distributions, torch and devices")
     info.set_defaults(func=cmd_info)
-    demo = sub.add_parser("demo", help="train a small classifier on embedded data")
-    demo.add_argument("--epochs", type=int, default=20)
+    demo = sub.add_parser("demo", help="train a penguin classifier on data shipped with nnx")
+    demo.add_argument("--epochs", type=int, default=30)
     demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--salt", help="record the same configuration as a separate run")
+    demo.add_argument("--overwrite", action="store_true", help="replace an existing run")
+    demo.add_argument("--quiet", action="store_true", help="no progress bar")
     demo.set_defaults(func=cmd_demo)
+    runs = sub.add_parser("runs", help="read what training wrote under runs/")
+    runs_sub = runs.add_subparsers(dest="runs_command", required=True)
+    listing = runs_sub.add_parser("list", help="every run, its last epoch and the best")
+    listing.add_argument("--root", default="runs")
+    listing.set_defaults(func=cmd_runs_list)
+    show = runs_sub.add_parser("show", help="one run's configuration and epochs")
+    show.add_argument("run_id")
+    show.add_argument("--root", default="runs")
+    show.set_defaults(func=cmd_runs_show)
     return parser
 
 

@@ -1,103 +1,78 @@
-"""``nnx demo``: the foundation at work on embedded, generated data.
+"""``nnx demo``: train a penguin-species classifier on data shipped inside nnx-core.
 
-It declares a run as configuration (net, model, optimizer, schedule), shows
-the run id that configuration hashes to, builds the net through ``Nets``, the
-optimizer through the shared build hook and the schedule through
-``Schedulers``, and trains a three-class spiral classifier for a few seconds.
-NNModel.train, with run directories and checkpoints, takes over this loop
-when the training surface lands; the configuration and its id stay the same.
+The Palmer Penguins measurements (CC0) are split 70 / 15 / 15 with a fixed
+seed, standardized with statistics of the training rows only, and fed to a
+small feed-forward net. The run lands in ``runs/<id>/`` like any other; the
+id is the hash of the configuration, so a second identical demo finds its
+run already there and says how to make another.
 """
 
 from __future__ import annotations
 
-import math
-import time
-
 import torch
 
+from nnx.datasets import NNDataset
+from nnx.datasets.penguins import load_penguins
 from nnx.enums.activations import Activations
 from nnx.enums.nets import Nets
-from nnx.identity import run_id
-from nnx.optimizers import build_optimizer
+from nnx.model import NNModel
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
-from nnx.params.optim import NNOptimParams, NNParamGroupSpec
+from nnx.params.optim import NNOptimParams
 from nnx.params.scheduler import NNSchedulerParams
 from nnx.params.train import NNTrainParams
+from nnx.run_render import render_text
+from nnx.training import RunExistsError
 
-__all__ = ["make_spirals", "run_demo"]
-
-
-def make_spirals(n_per_class: int = 300, classes: int = 3, seed: int = 0
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Interleaved noisy spirals: a small problem a linear model cannot solve."""
-    gen = torch.Generator().manual_seed(seed)
-    xs, ys = [], []
-    for c in range(classes):
-        r = torch.linspace(0.05, 1.0, n_per_class)
-        theta = torch.linspace(0, 4.0, n_per_class) + c * 2 * math.pi / classes
-        theta = theta + 0.2 * torch.randn(n_per_class, generator=gen)
-        xs.append(torch.stack([r * torch.sin(theta), r * torch.cos(theta)], dim=1))
-        ys.append(torch.full((n_per_class,), c, dtype=torch.long))
-    x, y = torch.cat(xs), torch.cat(ys)
-    order = torch.randperm(len(y), generator=gen)
-    return x[order], y[order]
+__all__ = ["run_demo"]
 
 
-def run_demo(epochs: int = 20, seed: int = 0) -> int:
-    # A 64-wide MLP gains nothing from intra-op threads and loses a lot to them
+def run_demo(*, epochs: int = 30, seed: int = 0, salt: str | None = None,
+             overwrite: bool = False, verbose: bool | None = None) -> int:
+    # A 32-wide MLP gains nothing from intra-op threads and loses a lot to them
     # when another process shares the cores; the demo's own process uses one.
     torch.set_num_threads(1)
-    torch.manual_seed(seed)
-    x, y = make_spirals(seed=seed)
-    split = int(0.8 * len(y))
-    (x_tr, y_tr), (x_va, y_va) = (x[:split], y[:split]), (x[split:], y[split:])
+    x, y, features, classes = load_penguins()
+    def dataset(features_: torch.Tensor) -> NNDataset:
+        return NNDataset(features_, y, val_proportion=0.15, test_proportion=0.15,
+                         batch_sizes=(32, None, None), seed=seed, classes=classes)
 
-    net_params = NNParams(input_dim=2, output_dim=3, hidden_dims=(64, 64),
-                          activation=Activations.GELU)
-    model_params = NNModelParams(net=Nets.FEED_FWD)
-    optim = (NNOptimParams.builder()
-             .adamw(max_lr=1e-2, weight_decay=1e-2)
-             .param_groups([NNParamGroupSpec(name_pattern="*.bias", weight_decay=0.0)])
-             .build())
-    schedule = NNSchedulerParams.builder().cosine_annealing(min_lr=1e-4).build()
-    train = NNTrainParams(n_epochs=epochs, optim=optim, scheduler=schedule, seed=seed,
-                          data_id=f"spirals-3x300-seed{seed}")
-    rid = run_id(model=model_params, net=net_params, train=train)
-    print(f"run id {rid}  (md5 of the configuration: same config, same id)")
+    # Standardize with statistics of the training rows only: nothing leaks from val / test.
+    train_rows = x[list(dataset(x).split_indices.train)]
+    mean, std = train_rows.mean(0), train_rows.std(0)
+    data = dataset((x - mean) / std)
+    print(f"Palmer penguins: {len(y)} birds, {len(features)} measurements, "
+          f"{len(classes)} species ({', '.join(classes)})")
 
-    net = model_params.net(net_params)
-    optimizer = build_optimizer(net, train.optim)
-    assert train.scheduler is not None
-    scheduler = train.scheduler.resolved_kind(optimizer, train.scheduler, epochs)
-    loss_fn = model_params.loss()
-    groups = ", ".join(f"{g['name']} (lr {g['lr']:g}, wd {g['weight_decay']:g})"
-                       for g in optimizer.param_groups)
-    print(f"net {type(net).__name__} {net_params.hidden_dims}, "
-          f"{type(optimizer).__name__}: {groups}")
+    model = NNModel(
+        net_params=NNParams(input_dim=len(features), output_dim=len(classes),
+                            hidden_dims=(32, 32), activation=Activations.GELU, dropout_prob=0.1),
+        params=NNModelParams(net=Nets.FEED_FWD),
+    )
+    params = NNTrainParams(
+        n_epochs=epochs, train_loader=data.train_loader, val_loader=data.val_loader,
+        optim=NNOptimParams.builder().adamw(max_lr=1e-2).build(),
+        scheduler=NNSchedulerParams.builder().cosine_annealing(min_lr=1e-4).build(),
+        seed=seed, data_id=f"penguins-70-15-15-seed{seed}", overwrite_existing=overwrite,
+    )
+    try:
+        run = model.train(params, salt=salt, verbose=verbose)
+    except RunExistsError as exc:
+        print(f"\n{exc}.")
+        print("Re-run it as a separate record:  uv run nnx demo --salt replicate-2")
+        print("or replace it:                   uv run nnx demo --overwrite")
+        print("Inspect it:                      uv run nnx runs show " + str(exc).split()[1])
+        return 0
+    print()
+    print(render_text(run))
+    best = run.best_checkpoint()
+    if best is not None:
+        print(f"\nBEST is epoch {best.epoch}: {run.checkpoints_dir.as_posix()}/best.pt")
+    if data.test_loader is not None:
+        from nnx.model import NNModel as _Model
 
-    start = time.perf_counter()
-    batch = 64
-    print(f"{'epoch':>5}  {'train loss':>10}  {'val loss':>8}  {'val acc':>7}  {'lr':>8}")
-    for epoch in range(epochs):
-        net.train()
-        order = torch.randperm(len(y_tr))
-        total = 0.0
-        for i in range(0, len(order), batch):
-            idx = order[i:i + batch]
-            optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(net(x_tr[idx]), y_tr[idx])
-            loss.backward()
-            optimizer.step()
-            total += float(loss.detach()) * len(idx)
-        scheduler.step()
-        net.eval()
-        with torch.no_grad():
-            logits = net(x_va)
-            val_loss = float(loss_fn(logits, y_va))
-            acc = float((logits.argmax(1) == y_va).float().mean())
-        lr = optimizer.param_groups[0]["lr"]
-        print(f"{epoch:>5}  {total / len(y_tr):>10.4f}  {val_loss:>8.4f}  {acc:>7.1%}  {lr:>8.2e}")
-    print(f"trained {epochs} epochs in {time.perf_counter() - start:.1f}s; "
-          f"final validation accuracy {acc:.1%}")
+        tested = _Model.from_checkpoint(run.checkpoints_dir / "best.pt").evaluate(
+            data.test_loader)
+        acc = "-" if tested.accuracy is None else f"{tested.accuracy:.1%}"
+        print(f"test accuracy of BEST: {acc} on {len(data.split_indices.test)} held-out birds")
     return 0

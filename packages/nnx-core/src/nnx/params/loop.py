@@ -8,15 +8,23 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from nnx._validation import check_choice, check_count, check_optional_str
+from nnx.metrics.spec import MetricSpec
+from nnx.monitors import MonitorSpec, check_monitor
 from nnx.params._base import Params, always, empty_mapping, frozen_mapping, runtime, set_field
 
-__all__ = ["RESUME_MODES", "LoopParams"]
+__all__ = ["LOOP_DECODERS", "RESUME_MODES", "LoopParams"]
 
 #: How a resume restores state (§14.2): pick automatically, require the full
 #: training state, or warm-start from the weights alone.
 RESUME_MODES = ("auto", "stateful", "weights_only")
 
 L = TypeVar("L", bound="LoopParams")
+
+#: Decoders for the shared fields; each loop class merges them into its own.
+LOOP_DECODERS: dict[str, Callable[[Any], Any]] = {
+    "metrics": lambda items: tuple(MetricSpec.from_state(item) for item in items),
+    "monitor": lambda item: None if item is None else MonitorSpec.from_state(item),
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,6 +44,8 @@ class LoopParams(Params):
     save_phase_checkpoints: bool = True
     parent_run_id: str | None = None
     parent_checkpoint: str | None = None
+    metrics: tuple[MetricSpec, ...] = ()
+    monitor: MonitorSpec | None = None
     extra_metrics: Mapping[str, Callable[..., Any]] = runtime(factory=empty_mapping)
     overwrite_existing: bool = runtime(False)
     resume_from_run_id: str | None = runtime()
@@ -58,7 +68,24 @@ class LoopParams(Params):
             if not isinstance(key, str) or not callable(fn):
                 raise ValueError(f"{n}extra_metrics[{key!r}] must map a name to a callable")
         set_field(self, "extra_metrics", frozen_mapping(metrics))
+        self._validate_declarations(n)
         self._validate_lineage(n)
+
+    def _validate_declarations(self, n: str) -> None:
+        specs = tuple(self.metrics)
+        for i, spec in enumerate(specs):
+            if not isinstance(spec, MetricSpec):
+                raise ValueError(f"{n}metrics[{i}] must be a MetricSpec; got {spec!r}")
+        labels = [spec.label for spec in specs]
+        duplicates = sorted({label for label in labels if labels.count(label) > 1})
+        if duplicates:
+            raise ValueError(f"{n}metrics report {', '.join(map(repr, duplicates))} twice; "
+                             "give one of them a distinct name=")
+        set_field(self, "metrics", specs)
+        if self.monitor is not None:
+            if not isinstance(self.monitor, MonitorSpec):
+                raise ValueError(f"{n}monitor must be a MonitorSpec or None; got {self.monitor!r}")
+            check_monitor(self.monitor, labels)
 
     def _validate_lineage(self, n: str) -> None:
         check_choice(n + "resume_mode", self.resume_mode, RESUME_MODES)

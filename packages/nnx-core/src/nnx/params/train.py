@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from nnx.params._base import always
-from nnx.params.loop import LoopParams
+from nnx.params.loop import LOOP_DECODERS, LoopParams
 from nnx.params.optim import NNOptimParams
 from nnx.params.scheduler import NNSchedulerParams
 
@@ -30,6 +30,7 @@ class NNTrainParams(LoopParams):
     scheduler: NNSchedulerParams | None = always(NNSchedulerParams())
 
     _DECODERS: ClassVar[Mapping[str, Any]] = {
+        **LOOP_DECODERS,
         "optim": NNOptimParams.from_state,
         "scheduler": _scheduler,
     }

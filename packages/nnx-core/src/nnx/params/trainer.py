@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from nnx.params._base import always, empty_mapping, frozen_mapping, set_field
-from nnx.params.loop import LoopParams
+from nnx.params.loop import LOOP_DECODERS, LoopParams
 from nnx.params.optim import NNOptimParams
 from nnx.params.scheduler import NNSchedulerParams
 
@@ -39,6 +39,7 @@ class NNTrainerParams(LoopParams):
     auto_step_schedulers: bool = True
 
     _DECODERS: ClassVar[Mapping[str, Any]] = {
+        **LOOP_DECODERS,
         "optims": _named(NNOptimParams),
         "schedulers": _named(NNSchedulerParams),
     }

@@ -1,5 +1,25 @@
 """Task declarations (spec §6.3): categorical, multilabel and regression."""
 
+from nnx.tasks.adapters import (
+    CategoricalAdapter,
+    LossOnlyAdapter,
+    MultilabelAdapter,
+    RegressionAdapter,
+    TaskAccumulator,
+    TaskAdapter,
+    TaskValidationError,
+    task_adapter,
+)
 from nnx.tasks.spec import TaskSpec
 
-__all__ = ["TaskSpec"]
+__all__ = [
+    "CategoricalAdapter",
+    "LossOnlyAdapter",
+    "MultilabelAdapter",
+    "RegressionAdapter",
+    "TaskAccumulator",
+    "TaskAdapter",
+    "TaskSpec",
+    "TaskValidationError",
+    "task_adapter",
+]

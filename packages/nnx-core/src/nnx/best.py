@@ -1,0 +1,110 @@
+"""The runs/best pointer (spec §4.1): the committed run with the lowest score.
+
+A candidate is a real run directory with run.yaml and a readable BEST
+checkpoint, not selected by a named monitor. The score is the BEST
+checkpoint's first finite of val error → val loss → train error → train loss
+(+inf when none). Ties keep the incumbent, then the lexicographically smallest
+id. The pointer is a relative symlink ``runs/best -> <id>``; where symlinks
+are unavailable, ``runs/best/POINTER.txt`` holds the run's path. When no
+candidate remains the pointer is removed: a missing pointer means "no winner
+yet".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from nnx._atomic import atomic_write_text
+from nnx.checkpoint import NNCheckpoint
+
+__all__ = ["BEST_NAME", "current_best", "elect_best", "run_score"]
+
+BEST_NAME = "best"
+_POINTER = "POINTER.txt"
+
+
+def run_score(run_dir: Path) -> float | None:
+    """The run's BEST score if it is a candidate, else None."""
+    if run_dir.name == BEST_NAME or run_dir.name.startswith(".") or run_dir.is_symlink():
+        return None
+    best = run_dir / "checkpoints" / "best.pt"
+    if not (run_dir / "run.yaml").is_file() or not best.is_file():
+        return None
+    try:
+        checkpoint = NNCheckpoint.from_file(best)
+    except Exception:  # a malformed artifact is never a candidate
+        return None
+    if checkpoint.named_monitor:
+        return None
+    return checkpoint.score
+
+
+def current_best(root: Path) -> str | None:
+    """The run id runs/best points at, or None."""
+    pointer = root / BEST_NAME
+    if pointer.is_symlink():
+        return Path(os.readlink(pointer)).name
+    marker = pointer / _POINTER
+    if marker.is_file():
+        return Path(marker.read_text(encoding="utf-8").strip()).name
+    return None
+
+
+def _point(root: Path, run_id: str | None) -> None:
+    pointer = root / BEST_NAME
+    if run_id is None:
+        if pointer.is_symlink() or pointer.is_file():
+            pointer.unlink()
+        elif pointer.is_dir():
+            shutil.rmtree(pointer)
+        return
+    tmp = root / f".best.{os.getpid()}.{uuid.uuid4().hex}"
+    try:
+        os.symlink(run_id, tmp, target_is_directory=True)
+    except (OSError, NotImplementedError):
+        # No symlinks (Windows without developer mode): a directory with a pointer file.
+        if pointer.is_symlink():
+            pointer.unlink()
+        pointer.mkdir(exist_ok=True)
+        atomic_write_text(pointer / _POINTER, f"{root.name}/{run_id}\n")
+        return
+    try:
+        if pointer.is_dir() and not pointer.is_symlink():
+            shutil.rmtree(pointer)
+        os.replace(tmp, pointer)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def elect_best(root: str | os.PathLike[str], *, exclude: str | None = None) -> str | None:
+    """Re-elect runs/best among the committed runs under ``root``; returns the winner.
+
+    ``exclude`` drops one run from the candidates (a run about to be overwritten).
+    """
+    root = Path(root)
+    if not root.is_dir():
+        return None
+    incumbent = current_best(root)
+    scored = []
+    for entry in root.iterdir():
+        if entry.name == exclude or not entry.is_dir():
+            continue
+        score = run_score(entry)
+        if score is not None:
+            scored.append((score, entry.name))
+    if not scored:
+        _point(root, None)
+        return None
+    low = min(score for score, _ in scored)
+    tied = sorted(name for score, name in scored if score == low or (
+        math.isinf(low) and math.isinf(score)))
+    winner = incumbent if incumbent in tied else tied[0]
+    if winner != incumbent or not (root / BEST_NAME).exists():
+        _point(root, winner)
+    return winner

@@ -1,0 +1,67 @@
+"""The callback bus (spec §5): the hooks and the context every hook receives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+    from nnx.records import NNIterationDataPoint
+
+__all__ = ["Callback", "CallbackContext", "_CallbackContext"]
+
+
+@dataclass(eq=False)
+class CallbackContext:
+    """What a hook sees. ``should_stop`` is writable: set it to end training.
+
+    ``optimizers`` and ``trainer`` are set in Trainer mode only; ``optimizer``
+    is then the primary (sorted-first) optimizer. ``idps`` is the running
+    history of this run. ``update_listeners`` are called after each committed
+    optimizer update; a listener that sets ``stop_at_update`` stops training
+    right after that batch. ``committed_updates`` counts those updates.
+    """
+
+    model: Any
+    run: Any
+    optimizer: torch.optim.Optimizer | None = None
+    optimizers: dict[str, torch.optim.Optimizer] | None = None
+    trainer: Any = None
+    scheduler: Any = None
+    epoch: int = 0
+    idp: NNIterationDataPoint | None = None
+    idps: list[NNIterationDataPoint] = field(default_factory=list)
+    should_stop: bool = False
+    stop_at_update: bool = False
+    committed_updates: int = 0
+    update_listeners: list[Callable[[CallbackContext], None]] = field(default_factory=list)
+
+    @property
+    def update_count(self) -> int:
+        return self.committed_updates
+
+
+# The spec's historical name for the context type.
+_CallbackContext = CallbackContext
+
+
+class Callback:
+    """Subclass and override the hooks you need; each receives the context."""
+
+    def on_train_begin(self, ctx: CallbackContext) -> None:
+        """Before the first epoch; reset per-run state here."""
+
+    def on_epoch_begin(self, ctx: CallbackContext) -> None:
+        """Before each epoch's first batch."""
+
+    def on_epoch_end(self, ctx: CallbackContext) -> None:
+        """After the epoch's validation and commit; ``ctx.idp`` is its last record."""
+
+    def on_train_end(self, ctx: CallbackContext) -> None:
+        """After the last epoch (also after an early stop)."""
+
+    def on_optimizer_update(self, ctx: CallbackContext, event: Any) -> None:
+        """After each committed optimizer update of an objective run (§6.5)."""

@@ -1,0 +1,129 @@
+"""EarlyStopping (spec §5, §6.2): stop when a validation signal stops improving.
+
+``monitor=None`` picks, once per run, the first finite of ``val_edp.error`` →
+``val_edp.loss`` and keeps it (``selected_monitor``). An explicit key reads
+exactly that field; a declared :class:`~nnx.monitors.MonitorSpec` applies the
+run's monitor rule. A missing value is not counted toward patience (one
+RuntimeWarning per run says so); a NaN / ±inf value counts as an epoch
+without improvement, so a diverged run still stops.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+from nnx._validation import NON_NEGATIVE, check_count, check_real
+from nnx.callbacks.base import Callback, CallbackContext
+
+__all__ = ["MONITOR_KEYS", "EarlyStopping"]
+
+MONITOR_KEYS = ("val_edp.error", "val_edp.loss", "train_edp.error", "train_edp.loss")
+
+
+def _read(idp: Any, key: str) -> tuple[bool, float | None]:
+    """(present, value) of ``"<split>_edp.<field>"`` on the epoch's last record."""
+    split, field = key.split(".")
+    edp = None if idp is None else getattr(idp, split)
+    value = None if edp is None else getattr(edp, field)
+    return value is not None, value
+
+
+class EarlyStopping(Callback):
+    """``EarlyStopping(monitor="val_edp.loss", mode="min", patience=5, min_delta=0.0)``."""
+
+    def __init__(self, monitor: Any = None, mode: str = "min", patience: int = 5,
+                 min_delta: float = 0.0, *, name: str | None = None) -> None:
+        from nnx.monitors import MonitorSpec
+
+        if mode not in ("min", "max"):
+            raise ValueError(f"EarlyStopping.mode must be 'min' or 'max'; got {mode!r}")
+        if isinstance(monitor, MonitorSpec):
+            self.spec: Any = monitor
+        elif monitor is None or monitor in MONITOR_KEYS:
+            self.spec = None
+        else:
+            raise ValueError(
+                f"EarlyStopping.monitor must be one of {', '.join(MONITOR_KEYS)}, a "
+                f"MonitorSpec or None; got {monitor!r} (declare an accuracy metric and monitor "
+                "it through MonitorSpec)")
+        if monitor is None and mode == "max":
+            raise ValueError("EarlyStopping(mode='max') needs an explicit monitor")
+        self.monitor = monitor
+        self.mode = mode
+        self.patience = check_count("EarlyStopping.patience", patience, minimum=0)
+        self.min_delta = check_real("EarlyStopping.min_delta", min_delta, NON_NEGATIVE)
+        self.name = name
+        self.on_train_begin_reset()
+
+    def on_train_begin_reset(self) -> None:
+        self.best: float | None = None
+        self.wait = 0
+        self.stopped_epoch: int | None = None
+        self.selected_monitor: str | None = None if self.monitor is None else (
+            self.monitor if isinstance(self.monitor, str) else None)
+        self._warned = False
+        self.tracker: Any = None
+        if self.spec is not None:
+            from nnx.monitors import MonitorTracker
+
+            self.tracker = MonitorTracker(self.spec, self.spec.mode or "min")
+
+    def on_train_begin(self, ctx: CallbackContext) -> None:
+        self.on_train_begin_reset()
+
+    def _value(self, ctx: CallbackContext) -> tuple[bool, float | None]:
+        if self.monitor is None and self.selected_monitor is None:
+            for key in ("val_edp.error", "val_edp.loss"):
+                present, value = _read(ctx.idp, key)
+                if present and value is not None and math.isfinite(value):
+                    self.selected_monitor = key
+                    break
+            else:
+                return False, None
+        assert self.selected_monitor is not None
+        return _read(ctx.idp, self.selected_monitor)
+
+    def _improved(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
+        if self.best is None:
+            return True
+        if self.mode == "min":
+            return value < self.best - self.min_delta
+        return value > self.best + self.min_delta
+
+    def on_epoch_end(self, ctx: CallbackContext) -> None:
+        if self.tracker is not None:
+            split = "val_edp" if self.spec.split == "val" else "train_summary"
+            edp = getattr(ctx.idp, split, None)
+            record = self.tracker.decide(None if edp is None else edp.value(self.spec.metric))
+            if record.status == "missing":
+                return
+            improved = record.improved
+        else:
+            present, value = self._value(ctx)
+            if not present or value is None:
+                if not self._warned:
+                    self._warned = True
+                    what = self.selected_monitor or "val_edp.error / val_edp.loss"
+                    warnings.warn(f"EarlyStopping: {what} is missing this epoch (no validation "
+                                  "loader, or the evaluator never sets it); the epoch does not "
+                                  "count toward patience", RuntimeWarning, stacklevel=2)
+                return
+            improved = self._improved(value)
+            if improved:
+                self.best = value
+        if improved:
+            self.wait = 0
+        else:
+            self.wait += 1
+            if self.wait >= self.patience:  # patience=0 reacts on the first bad epoch
+                self.stopped_epoch = ctx.epoch
+                ctx.should_stop = True
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best": self.best, "wait": self.wait, "selected_monitor": self.selected_monitor,
+                "monitor": self.monitor if isinstance(self.monitor, str) or self.monitor is None
+                else self.monitor.state(), "mode": self.mode}

@@ -1,0 +1,38 @@
+"""ModelCheckpoint (spec §5): extra weights-only snapshots, written after the epoch commits."""
+
+from __future__ import annotations
+
+from nnx._validation import check_count
+from nnx.callbacks.base import Callback, CallbackContext
+from nnx.checkpoint import NNCheckpoint
+
+__all__ = ["ModelCheckpoint"]
+
+
+class ModelCheckpoint(Callback):
+    """Every ``every_n_epochs`` epochs, write ``checkpoints/<prefix>_e<epoch>.pt``.
+
+    The files hold weights only (``training_state_present: false``); pass a
+    file's stem (``"custom_e3"``) as ``resume_from_checkpoint`` to warm-start
+    from its weights.
+    """
+
+    def __init__(self, every_n_epochs: int = 1, prefix: str = "custom") -> None:
+        self.every_n_epochs = check_count("ModelCheckpoint.every_n_epochs", every_n_epochs)
+        if not isinstance(prefix, str) or not prefix.isidentifier():
+            raise ValueError(f"ModelCheckpoint.prefix must be a plain name; got {prefix!r}")
+        self.prefix = prefix
+        self.saved: list[str] = []
+
+    def on_epoch_end(self, ctx: CallbackContext) -> None:
+        if (ctx.epoch + 1) % self.every_n_epochs:
+            return
+        run, model = ctx.run, ctx.model
+        tag = f"{self.prefix}_e{ctx.epoch}"
+        checkpoint = NNCheckpoint(
+            tag=tag, epoch=ctx.epoch, run_id=run.id, state_dict=model.net.state_dict(),
+            model=run.model_params.state(),
+            net=None if run.net_params is None else run.net_params.state(),
+            train=run.train_params.state(), idp=ctx.idp)
+        checkpoint.save(run.checkpoints_dir / f"{tag}.pt")
+        self.saved.append(tag)

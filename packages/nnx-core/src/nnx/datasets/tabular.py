@@ -1,0 +1,202 @@
+"""NNTabularDataset: a pandas DataFrame's columns as an NNDataset.
+
+pandas is imported only when a tabular dataset is built; it ships with the
+``tabular`` extra (``pip install "nnx-core[tabular]"``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from nnx._hashing import plain
+from nnx._validation import check_choice
+from nnx.datasets._split import check_split_config
+from nnx.datasets._tensors import ClassLabel
+from nnx.datasets.dataset import NNDataset
+
+__all__ = ["TASKS", "NNTabularDataset"]
+
+TASKS = ("classification", "regression")
+ColumnLabel = str | int
+
+
+class NNTabularDataset(NNDataset):
+    """Numeric ``feature_cols`` and a ``target_col`` of a DataFrame, split like NNDataset.
+
+    Features become one ``feature_dtype`` tensor and must be numeric and
+    finite. A classification target's labels are encoded to ``0..K-1`` in
+    sorted order (``classes`` holds the original labels); a regression target
+    must be numeric and finite and becomes a ``feature_dtype`` vector. The
+    DataFrame is read, never modified, and not kept.
+    """
+
+    def __init__(
+        self,
+        df: Any,
+        feature_cols: Any,
+        target_col: ColumnLabel,
+        *,
+        val_proportion: float = 0.2,
+        test_proportion: float = 0.0,
+        batch_sizes: tuple[int | None, int | None, int | None] = (32, None, None),
+        seed: int | None = None,
+        feature_dtype: torch.dtype = torch.float32,
+        task: str = "classification",
+    ) -> None:
+        owner = type(self).__name__
+        config = check_split_config(
+            owner,
+            val_proportion=val_proportion,
+            test_proportion=test_proportion,
+            batch_sizes=batch_sizes,
+            seed=seed,
+        )
+        check_choice(f"{owner}.task", task, TASKS)
+        if not isinstance(feature_dtype, torch.dtype) or not feature_dtype.is_floating_point:
+            raise ValueError(
+                f"{owner}.feature_dtype must be a floating torch.dtype; got {feature_dtype!r}"
+            )
+        features, target = _check_columns(owner, feature_cols, target_col)
+        pd = _import_pandas()
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"{owner}.df must be a pandas DataFrame; got {type(df).__name__}")
+        for col in (*features, target):
+            _column(owner, df, col)  # every column exists before any is converted
+        X = torch.stack([_numeric(owner, pd, df, c, feature_dtype) for c in features], dim=1)
+        if task == "classification":
+            Y, classes = _encode_labels(owner, df, target)
+        else:
+            Y, classes = _numeric(owner, pd, df, target, feature_dtype), None
+        self._feature_cols, self._target_col = features, target
+        self._task, self._feature_dtype = task, feature_dtype
+        super().__init__(
+            X,
+            Y,
+            val_proportion=config.val_proportion,
+            test_proportion=config.test_proportion,
+            batch_sizes=config.batch_sizes,
+            seed=config.seed,
+            classes=classes,
+        )
+
+    @property
+    def feature_cols(self) -> list[ColumnLabel]:
+        return list(self._feature_cols)
+
+    @property
+    def target_col(self) -> ColumnLabel:
+        return self._target_col
+
+    @property
+    def task(self) -> str:
+        return self._task
+
+    def state(self) -> dict[str, Any]:
+        """NNDataset's state plus the column selection, task and feature dtype."""
+        extra = {
+            "feature_cols": list(self._feature_cols),
+            "target_col": self._target_col,
+            "task": self._task,
+            "feature_dtype": str(self._feature_dtype).removeprefix("torch."),
+        }
+        return {**super().state(), **plain(extra)}
+
+
+def _import_pandas() -> Any:
+    try:
+        return importlib.import_module("pandas")
+    except ImportError as exc:
+        raise ImportError(
+            'NNTabularDataset needs pandas; install it with pip install "nnx-core[tabular]"'
+        ) from exc
+
+
+def _check_columns(
+    owner: str, feature_cols: Any, target_col: Any
+) -> tuple[tuple[ColumnLabel, ...], ColumnLabel]:
+    if isinstance(feature_cols, (str, bytes)):
+        raise ValueError(
+            f"{owner}.feature_cols must be a list of column labels; got the string "
+            f"{feature_cols!r} (write [{feature_cols!r}] for one column)"
+        )
+    try:
+        features = tuple(feature_cols)
+    except TypeError:
+        raise ValueError(
+            f"{owner}.feature_cols must be a list of column labels; got {feature_cols!r}"
+        ) from None
+    if not features:
+        raise ValueError(f"{owner}.feature_cols must name at least one column")
+    for i, col in enumerate(features):
+        _check_label(f"{owner}.feature_cols[{i}]", col)
+    _check_label(f"{owner}.target_col", target_col)
+    if len(set(features)) != len(features):
+        raise ValueError(f"{owner}.feature_cols must not repeat a column; got {list(features)!r}")
+    if target_col in features:
+        raise ValueError(f"{owner}: target_col {target_col!r} is also listed in feature_cols")
+    return features, target_col
+
+
+def _check_label(field: str, label: Any) -> None:
+    if isinstance(label, bool) or not isinstance(label, (str, int)):
+        raise ValueError(f"{field} must be a column label (str or int); got {label!r}")
+
+
+def _column(owner: str, df: Any, col: ColumnLabel) -> Any:
+    """The DataFrame's one column named ``col`` (a Series), or a ValueError naming it."""
+    if col not in df.columns:
+        raise ValueError(f"{owner}: column {col!r} is not in the DataFrame")
+    series = df[col]
+    if getattr(series, "ndim", 1) != 1:
+        raise ValueError(f"{owner}: column label {col!r} appears more than once in the DataFrame")
+    return series
+
+
+def _numeric(owner: str, pd: Any, df: Any, col: ColumnLabel, dtype: torch.dtype) -> Tensor:
+    """Column ``col`` as a finite ``dtype`` vector, or a ValueError naming the column."""
+    series = _column(owner, df, col)
+    kind = series.dtype.kind if isinstance(series.dtype, np.dtype) else None
+    if not pd.api.types.is_numeric_dtype(series.dtype) or kind == "c":
+        raise ValueError(f"{owner}: column {col!r} must be numeric; it has dtype {series.dtype}")
+    # torch.tensor copies: the result never shares memory with the DataFrame.
+    values = torch.tensor(series.to_numpy(dtype="float64", na_value=np.nan), dtype=dtype)
+    bad = ~torch.isfinite(values)
+    if bool(bad.any()):
+        first = series.index[int(bad.nonzero()[0, 0])]
+        raise ValueError(
+            f"{owner}: column {col!r} must be finite in {dtype}; {int(bad.sum())} value(s) "
+            f"are missing, NaN or infinite (first at index {first!r})"
+        )
+    return values
+
+
+def _encode_labels(owner: str, df: Any, col: ColumnLabel) -> tuple[Tensor, list[ClassLabel]]:
+    """Class indices ``0..K-1`` for the target's labels in sorted order, and the labels."""
+    series = _column(owner, df, col)
+    missing = series.isna()
+    if bool(missing.any()):
+        first = series.index[int(np.flatnonzero(missing.to_numpy())[0])]
+        raise ValueError(
+            f"{owner}: target column {col!r} has {int(missing.sum())} missing label(s) "
+            f"(first at index {first!r})"
+        )
+    values = series.to_numpy()
+    try:
+        labels, codes = np.unique(values, return_inverse=True)
+    except TypeError as exc:
+        raise ValueError(
+            f"{owner}: target column {col!r} mixes label types that cannot be sorted ({exc})"
+        ) from None
+    classes: list[ClassLabel] = labels.tolist()
+    for label in classes:
+        if not isinstance(label, (str, int, float)):
+            raise ValueError(
+                f"{owner}: target column {col!r} labels must be str, int, float or bool; "
+                f"got {type(label).__name__} {label!r}"
+            )
+    return torch.from_numpy(codes.reshape(-1).astype(np.int64)), classes

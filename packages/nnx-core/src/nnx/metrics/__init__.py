@@ -1,0 +1,41 @@
+"""Named metrics (spec §6.4): declared by MetricSpec, computed over the whole loader.
+
+Importing this package registers the built-ins at version 1: ``accuracy`` and
+``f1`` (labels, max), ``nll`` and ``brier`` (probabilities, min), ``mae`` and
+``mse`` (continuous, min).
+"""
+
+from nnx.metrics.builtin import F1_AVERAGES, register_builtin_metrics
+from nnx.metrics.registry import (
+    METRIC_INPUTS,
+    METRIC_MODES,
+    RESERVED_NAMES,
+    MetricAccumulator,
+    MetricRegistration,
+    MetricSource,
+    MissingMetricError,
+    check_metric_inputs,
+    metric_modes,
+    register_metric,
+    resolve_metric,
+)
+from nnx.metrics.spec import MetricSpec
+
+__all__ = [
+    "F1_AVERAGES",
+    "METRIC_INPUTS",
+    "METRIC_MODES",
+    "RESERVED_NAMES",
+    "MetricAccumulator",
+    "MetricRegistration",
+    "MetricSource",
+    "MetricSpec",
+    "MissingMetricError",
+    "check_metric_inputs",
+    "metric_modes",
+    "register_builtin_metrics",
+    "register_metric",
+    "resolve_metric",
+]
+
+register_builtin_metrics()

@@ -1,0 +1,257 @@
+"""The built-in metrics, registered at version 1 when nnx.metrics is imported.
+
+Every accumulator keeps running sums (or counts) over all samples it is fed,
+so a short last batch weighs exactly its samples. Inputs, as the task
+adapters deliver them (valid targets only):
+
+* labels — ``target`` and ``prediction`` are 1-D arrays of labels;
+* probabilities — ``target`` is 1-D; ``prediction`` is ``(n, C)`` class
+  probabilities (categorical) or 1-D Bernoulli probabilities (multilabel);
+* continuous — ``target`` and ``prediction`` are arrays of equal size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from nnx._validation import check_choice
+from nnx.metrics.registry import MetricSource, register_metric
+
+__all__ = ["F1_AVERAGES", "register_builtin_metrics"]
+
+F1_AVERAGES = ("macro", "binary")
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def _flat(value: Any, dtype: Any = None) -> npt.NDArray[Any]:
+    return np.asarray(value, dtype=dtype).reshape(-1)
+
+
+def _pair(target: Any, prediction: Any, dtype: Any = None) -> tuple[npt.NDArray[Any], ...]:
+    t, p = _flat(target, dtype), _flat(prediction, dtype)
+    if t.shape != p.shape:
+        raise ValueError(
+            f"metric update needs as many targets as predictions; got {t.size} and {p.size}"
+        )
+    return t, p
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den else math.nan
+
+
+class _Mean:
+    """Running sum / count of a per-sample quantity."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.n = 0
+
+    def add(self, values: npt.NDArray[np.float64]) -> None:
+        self.total += float(values.sum())
+        self.n += int(values.size)
+
+    def result(self) -> float:
+        return _ratio(self.total, self.n)
+
+
+class Accuracy:
+    """Fraction of labels predicted exactly."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self._mean = _Mean()
+
+    def update(self, target: Any, prediction: Any) -> None:
+        t, p = _pair(target, prediction)
+        self._mean.add((t == p).astype(np.float64))
+
+    def result(self) -> float:
+        return self._mean.result()
+
+
+class F1:
+    """F1 over every label seen: macro over labels present in targets or predictions
+    (scikit-learn's ``average="macro"``), or the F1 of the positive label 1 pooled
+    over every sample (``average="binary"``). An undefined F1 counts as 0."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.average = config.get("average", "macro")
+        self.tp: dict[Any, int] = {}
+        self.n_true: dict[Any, int] = {}
+        self.n_pred: dict[Any, int] = {}
+
+    @staticmethod
+    def _add(into: dict[Any, int], labels: npt.NDArray[Any]) -> None:
+        values, counts = np.unique(labels, return_counts=True)
+        for v, c in zip(values.tolist(), counts.tolist(), strict=True):
+            into[v] = into.get(v, 0) + int(c)
+
+    def update(self, target: Any, prediction: Any) -> None:
+        t, p = _pair(target, prediction)
+        self._add(self.n_true, t)
+        self._add(self.n_pred, p)
+        self._add(self.tp, t[t == p])
+
+    def _f1(self, label: Any) -> float:
+        tp = self.tp.get(label, 0)
+        den = self.n_true.get(label, 0) + self.n_pred.get(label, 0)
+        return 2.0 * tp / den if den else 0.0
+
+    def result(self) -> float:
+        if self.average == "binary":
+            if not self.n_true:
+                return math.nan
+            return self._f1(1)
+        labels = set(self.n_true) | set(self.n_pred)
+        if not labels:
+            return math.nan
+        return float(np.mean([self._f1(label) for label in labels]))
+
+
+def _probability_pair(
+    target: Any, prediction: Any
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.float64]]:
+    p = np.asarray(prediction, dtype=np.float64)
+    if p.ndim == 2:  # categorical: (n, C) probabilities against class indices
+        t = _flat(target)
+        if t.shape[0] != p.shape[0]:
+            raise ValueError(
+                f"metric update needs one class index per probability row; got {t.size} "
+                f"targets and {p.shape[0]} rows"
+            )
+        return t.astype(np.int64), p
+    t2, p2 = _pair(target, p, np.float64)
+    return t2, p2
+
+
+class NLL:
+    """Mean negative log-likelihood: of the true class (categorical), or the
+    Bernoulli NLL of each output (multilabel). Probabilities are clipped to
+    [eps, 1 - eps] as scikit-learn's log_loss does."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self._mean = _Mean()
+
+    def update(self, target: Any, prediction: Any) -> None:
+        t, p = _probability_pair(target, prediction)
+        p = np.clip(p, _EPS, 1.0 - _EPS)
+        if p.ndim == 2:
+            losses = -np.log(p[np.arange(t.size), t])
+        else:
+            y = t.astype(np.float64)
+            losses = -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
+        self._mean.add(losses)
+
+    def result(self) -> float:
+        return self._mean.result()
+
+
+class Brier:
+    """Mean Brier score: squared error summed over classes (categorical), or per
+    output (multilabel)."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self._mean = _Mean()
+
+    def update(self, target: Any, prediction: Any) -> None:
+        t, p = _probability_pair(target, prediction)
+        if p.ndim == 2:
+            onehot = np.zeros_like(p)
+            onehot[np.arange(t.size), t] = 1.0
+            scores = ((p - onehot) ** 2).sum(axis=1)
+        else:
+            scores = (p - t.astype(np.float64)) ** 2
+        self._mean.add(scores)
+
+    def result(self) -> float:
+        return self._mean.result()
+
+
+class MSE:
+    """Mean squared error over every valid output."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self._mean = _Mean()
+
+    def update(self, target: Any, prediction: Any) -> None:
+        t, p = _pair(target, prediction, np.float64)
+        self._mean.add((p - t) ** 2)
+
+    def result(self) -> float:
+        return self._mean.result()
+
+
+class MAE:
+    """Mean absolute error over every valid output."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self._mean = _Mean()
+
+    def update(self, target: Any, prediction: Any) -> None:
+        t, p = _pair(target, prediction, np.float64)
+        self._mean.add(np.abs(p - t))
+
+    def result(self) -> float:
+        return self._mean.result()
+
+
+def _no_config(metric: str) -> Any:
+    def check(config: Mapping[str, Any]) -> None:
+        if config:
+            raise ValueError(
+                f"metric {metric!r} takes no config; got key(s) {sorted(config)}"
+            )
+
+    return check
+
+
+def _check_f1_config(config: Mapping[str, Any]) -> None:
+    unknown = sorted(set(config) - {"average"})
+    if unknown:
+        raise ValueError(f"metric 'f1' config takes only 'average'; got key(s) {unknown}")
+    average = config.get("average", "macro")
+    try:
+        check_choice("metric 'f1' config['average']", average, F1_AVERAGES)
+    except ValueError as exc:
+        raise ValueError(
+            f"{exc}. Per-label and weighted averaging are not available: use 'macro' "
+            f"(categorical: macro over classes) or 'binary' (multilabel: the "
+            f"positive-decision F1 pooled over every output)"
+        ) from None
+
+
+def _check_f1_task(config: Mapping[str, Any], source: MetricSource) -> None:
+    average = config.get("average", "macro")
+    if source.metric_kind == "multilabel" and average != "binary":
+        raise ValueError(
+            "metric 'f1' on a multilabel model needs config={'average': 'binary'} (the "
+            "positive-decision F1 pooled over every output); per-label averaging is not "
+            "available"
+        )
+    if (source.metric_kind == "categorical" and average == "binary"
+            and source.num_outputs not in (None, 2)):
+        raise ValueError(
+            f"metric 'f1' with average='binary' needs two classes; this model has "
+            f"{source.num_outputs}: use config={{'average': 'macro'}}"
+        )
+
+
+def register_builtin_metrics() -> None:
+    """(Re-)register the built-in metrics at version 1."""
+    register_metric("accuracy", 1, Accuracy, input="labels", mode="max",
+                    check_config=_no_config("accuracy"))
+    register_metric("f1", 1, F1, input="labels", mode="max",
+                    check_config=_check_f1_config, check_task=_check_f1_task)
+    register_metric("nll", 1, NLL, input="probabilities", mode="min",
+                    check_config=_no_config("nll"))
+    register_metric("brier", 1, Brier, input="probabilities", mode="min",
+                    check_config=_no_config("brier"))
+    register_metric("mse", 1, MSE, input="continuous", mode="min",
+                    check_config=_no_config("mse"))
+    register_metric("mae", 1, MAE, input="continuous", mode="min",
+                    check_config=_no_config("mae"))

@@ -1,0 +1,206 @@
+"""The metric registry: ``(id, version)`` → factory, input kind and natural direction.
+
+Registrations live in the process-wide ``nnx.metrics`` versioned registry, so
+an add-on can also announce one through an entry point named ``id@vN`` whose
+object is a :class:`MetricRegistration`. Resolving a spec never imports a
+module by name or evaluates a string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from nnx._validation import check_choice
+from nnx.metrics.spec import MetricSpec
+from nnx.plugins import VersionedRegistry, versioned_registry
+
+__all__ = [
+    "METRIC_INPUTS",
+    "METRIC_MODES",
+    "RESERVED_NAMES",
+    "MetricAccumulator",
+    "MetricRegistration",
+    "MetricSource",
+    "MissingMetricError",
+    "check_metric_inputs",
+    "metric_modes",
+    "register_metric",
+    "resolve_metric",
+]
+
+#: What a metric receives as its prediction.
+METRIC_INPUTS = ("labels", "probabilities", "continuous")
+#: A metric's natural direction: higher ("max") or lower ("min") is better.
+METRIC_MODES = ("max", "min")
+#: Names a declared metric may not take: the record's own control values.
+RESERVED_NAMES = ("loss", "error")
+
+_INPUT_NEEDS = {
+    "labels": "a classification model that decodes labels (categorical: CrossEntropyLoss / "
+              "NLLLoss, or multilabel: BCEWithLogitsLoss)",
+    "probabilities": "a categorical (CrossEntropyLoss / NLLLoss) or multilabel "
+                     "(BCEWithLogitsLoss) model",
+    "continuous": "a regression loss (MSELoss, L1Loss, SmoothL1Loss, HuberLoss) or a "
+                  "regression task",
+}
+
+
+class MetricAccumulator(Protocol):
+    """What a metric factory returns: fed every batch's valid samples, read once."""
+
+    def update(self, target: Any, prediction: Any) -> None: ...
+
+    def result(self) -> float: ...
+
+
+class MetricSource(Protocol):
+    """What a model (its task adapter) can provide to metrics."""
+
+    @property
+    def metric_inputs(self) -> frozenset[str]: ...
+
+    @property
+    def metric_kind(self) -> str | None: ...
+
+    @property
+    def num_outputs(self) -> int | None: ...
+
+    @property
+    def description(self) -> str: ...
+
+
+MetricFactory = Callable[[Mapping[str, Any]], MetricAccumulator]
+ConfigCheck = Callable[[Mapping[str, Any]], None]
+TaskCheck = Callable[[Mapping[str, Any], MetricSource], None]
+
+
+class MissingMetricError(ValueError):
+    """A MetricSpec names an (id, version) nothing registered in this process."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricRegistration:
+    """A registered metric: its factory, the input it receives and its natural direction.
+
+    ``check_config(config)`` refuses a bad config with a ``ValueError``;
+    ``check_task(config, source)`` refuses a config the model cannot serve.
+    """
+
+    factory: MetricFactory
+    input: str
+    mode: str
+    check_config: ConfigCheck | None = None
+    check_task: TaskCheck | None = None
+
+    def __post_init__(self) -> None:
+        if not callable(self.factory):
+            raise ValueError(f"a metric factory must be callable; got {self.factory!r}")
+        check_choice("register_metric input", self.input, METRIC_INPUTS)
+        check_choice("register_metric mode", self.mode, METRIC_MODES)
+        for name in ("check_config", "check_task"):
+            hook = getattr(self, name)
+            if hook is not None and not callable(hook):
+                raise ValueError(f"register_metric {name} must be callable or None; got {hook!r}")
+
+
+def _registry() -> VersionedRegistry:
+    return versioned_registry("nnx.metrics")
+
+
+def register_metric(
+    id: str,
+    version: int,
+    factory: MetricFactory,
+    *,
+    input: str,
+    mode: str,
+    check_config: ConfigCheck | None = None,
+    check_task: TaskCheck | None = None,
+) -> MetricRegistration:
+    """Register ``factory`` as metric ``id`` at ``version`` for this process.
+
+    ``factory(config)`` returns an accumulator with ``update(target, prediction)``
+    and ``result()``; ``input`` is ``"labels"``, ``"probabilities"`` or
+    ``"continuous"``; ``mode`` is the natural direction (``"max"`` / ``"min"``).
+    A later registration of the same (id, version) replaces the earlier one.
+    """
+    registration = MetricRegistration(
+        factory=factory, input=input, mode=mode, check_config=check_config,
+        check_task=check_task,
+    )
+    _registry().register(id, version, registration)
+    return registration
+
+
+def resolve_metric(spec: MetricSpec) -> MetricRegistration:
+    """The registration ``spec`` names, with its config checked.
+
+    Raises :class:`MissingMetricError` naming the registered versions when the
+    (id, version) is unknown; no metric code runs in that case.
+    """
+    if not isinstance(spec, MetricSpec):
+        raise ValueError(f"a declared metric must be a MetricSpec; got {spec!r}")
+    registry = _registry()
+    found = registry.get(spec.id, spec.version)
+    if found is None:
+        versions = registry.versions(spec.id)
+        known = (
+            f"registered versions of {spec.id!r}: {', '.join(f'v{v}' for v in versions)}"
+            if versions else f"no version of {spec.id!r} is registered"
+        )
+        raise MissingMetricError(
+            f"metric {spec.id}@v{spec.version} is not registered in this process ({known}); "
+            f"register it with nnx.metrics.register_metric({spec.id!r}, {spec.version}, ...) "
+            f"before training"
+        )
+    if not isinstance(found, MetricRegistration):
+        raise MissingMetricError(
+            f"metric {spec.id}@v{spec.version} resolved to {type(found).__name__}, not a "
+            f"MetricRegistration; an nnx.metrics entry point must name a MetricRegistration"
+        )
+    if found.check_config is not None:
+        found.check_config(spec.config)
+    return found
+
+
+def check_metric_inputs(
+    specs: Iterable[MetricSpec], source: MetricSource
+) -> tuple[tuple[MetricSpec, MetricRegistration], ...]:
+    """Check declared metrics against what the model provides, before any batch is read.
+
+    Refuses an unregistered spec, a duplicate or reserved name, and an input the
+    model cannot provide (``ValueError``); returns each spec with its registration.
+    """
+    resolved: list[tuple[MetricSpec, MetricRegistration]] = []
+    seen: set[str] = set()
+    for spec in specs:
+        registration = resolve_metric(spec)
+        label = spec.label
+        if label in RESERVED_NAMES:
+            raise ValueError(
+                f"metric {spec.id}@v{spec.version} cannot be reported as {label!r}: that name "
+                f"is the record's own {label}; give the MetricSpec another name="
+            )
+        if label in seen:
+            raise ValueError(
+                f"two declared metrics are reported as {label!r}; give one of them a "
+                f"distinct name="
+            )
+        seen.add(label)
+        if registration.input not in source.metric_inputs:
+            raise ValueError(
+                f"metric {label!r} ({spec.id}@v{spec.version}) needs {registration.input} "
+                f"inputs, which need {_INPUT_NEEDS[registration.input]}; this model is "
+                f"{source.description}"
+            )
+        if registration.check_task is not None:
+            registration.check_task(spec.config, source)
+        resolved.append((spec, registration))
+    return tuple(resolved)
+
+
+def metric_modes(specs: Iterable[MetricSpec]) -> dict[str, str]:
+    """Each declared metric's natural direction by reported name (for monitors)."""
+    return {spec.label: resolve_metric(spec).mode for spec in specs}

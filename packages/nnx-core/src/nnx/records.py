@@ -1,0 +1,160 @@
+"""What a run records: evaluation data points and per-batch iteration data points.
+
+An :class:`NNEvaluationDataPoint` (edp) is one evaluation: a batch's training
+values, or a whole validation pass. An :class:`NNIterationDataPoint` (idp) is
+one training microbatch: its ``train_edp``, and on the epoch's last batch also
+the validation result, the whole-epoch training summary and the monitor's
+decision. Both serialize to plain data with ``state()``; optional values are
+written only when set, so records of runs that do not use a feature keep
+their columns.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["EDP_FIELDS", "NNEvaluationDataPoint", "NNIterationDataPoint", "first_finite"]
+
+#: The scalar fields of an edp, in column order.
+EDP_FIELDS = ("loss", "error", "accuracy", "f1", "recall", "precision")
+_TASK_FIELDS = ("kind", "count", "status")
+
+
+def _number(name: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            value = float(value)  # tensors and NumPy scalars
+        except (TypeError, ValueError):
+            raise ValueError(f"NNEvaluationDataPoint.{name} must be a number or None; "
+                             f"got {type(value).__name__}") from None
+    return float(value)
+
+
+def _numbers(name: str, values: Mapping[str, Any] | None) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in (values or {}).items():
+        if not isinstance(key, str):
+            raise ValueError(f"NNEvaluationDataPoint.{name} keys must be strings; got {key!r}")
+        number = _number(f"{name}[{key!r}]", value)
+        if number is not None:
+            out[key] = number
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NNEvaluationDataPoint:
+    """One evaluation's values. ``error`` is 1 - accuracy for classification.
+
+    ``extra`` holds a custom step's own values; ``metrics`` the declared and
+    task metrics. ``kind`` / ``count`` / ``status`` are set by task records
+    (``status`` is ``"ok"`` or ``"empty"`` when every target was masked).
+    """
+
+    loss: float | None = None
+    error: float | None = None
+    accuracy: float | None = None
+    f1: float | None = None
+    recall: float | None = None
+    precision: float | None = None
+    extra: Mapping[str, float] = field(default_factory=dict)
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    kind: str | None = None
+    count: int | None = None
+    status: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in EDP_FIELDS:
+            object.__setattr__(self, name, _number(name, getattr(self, name)))
+        object.__setattr__(self, "extra", _numbers("extra", self.extra))
+        object.__setattr__(self, "metrics", _numbers("metrics", self.metrics))
+        if self.count is not None:
+            object.__setattr__(self, "count", int(self.count))
+
+    def state(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            n: getattr(self, n) for n in EDP_FIELDS if getattr(self, n) is not None
+        }
+        if self.extra:
+            out["extra"] = dict(self.extra)
+        if self.metrics:
+            out["metrics"] = dict(self.metrics)
+        for name in _TASK_FIELDS:
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> NNEvaluationDataPoint:
+        return cls(**dict(state))
+
+    def value(self, name: str) -> float | None:
+        """A scalar field or a metric by name (``"loss"``, ``"error"``, ``"nll"`` …)."""
+        if name in EDP_FIELDS:
+            result: float | None = getattr(self, name)
+            return result
+        return self.metrics.get(name, self.extra.get(name))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NNIterationDataPoint:
+    """One training microbatch.
+
+    ``iter_idx`` counts microbatches over the whole run, ``batch_idx`` within
+    the epoch, ``update_count`` committed optimizer updates so far. The epoch's
+    last idp also carries ``val_edp``, ``train_summary`` (when metrics or a
+    monitor are declared) and ``selection`` (the monitor's record, as data).
+    """
+
+    epoch: int
+    iter_idx: int
+    batch_idx: int
+    train_edp: NNEvaluationDataPoint | None = None
+    val_edp: NNEvaluationDataPoint | None = None
+    train_summary: NNEvaluationDataPoint | None = None
+    lr: float | None = None
+    update_count: int | None = None
+    selection: Mapping[str, Any] | None = None
+
+    def state(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"epoch": self.epoch, "iter_idx": self.iter_idx,
+                               "batch_idx": self.batch_idx}
+        for name in ("train_edp", "val_edp", "train_summary"):
+            edp = getattr(self, name)
+            if edp is not None:
+                out[name] = edp.state()
+        if self.lr is not None:
+            out["lr"] = self.lr
+        if self.update_count is not None:
+            out["update_count"] = self.update_count
+        if self.selection is not None:
+            out["selection"] = dict(self.selection)
+        return out
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> NNIterationDataPoint:
+        data = dict(state)
+        for name in ("train_edp", "val_edp", "train_summary"):
+            if data.get(name) is not None:
+                data[name] = NNEvaluationDataPoint.from_state(data[name])
+        return cls(**data)
+
+
+def first_finite(idp: NNIterationDataPoint) -> tuple[str, float] | None:
+    """The epoch's control signal: the first finite value of val error → val loss →
+    train error → train loss, with the name it came from; None if there is none."""
+    val = idp.val_edp
+    if val is not None and (val.status == "empty" or (val.error is None and val.loss is None)):
+        return None  # an unavailable validation record ends the walk: no signal this epoch
+    for split, edp in (("val", val), ("train", idp.train_edp)):
+        if edp is None:
+            continue
+        for name in ("error", "loss"):
+            value = getattr(edp, name)
+            if value is not None and math.isfinite(value):
+                return f"{split}_edp.{name}", value
+    return None

@@ -1,0 +1,181 @@
+"""NNRun: a run's configuration, history and directory (spec §4).
+
+``runs/<id>/run.yaml`` is the configuration and hashes to ``<id>``;
+``metadata.yaml`` is the environment (never hashed); ``idps.csv`` the
+per-iteration history, rewritten each epoch. Every file goes through the
+atomic writer. LAST is the commit marker: loading a run drops history newer
+than LAST's epoch (what a killed process may have left behind).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from nnx._atomic import atomic_write_text
+from nnx.checkpoint import NNCheckpoint
+from nnx.environment import environment_snapshot
+from nnx.history_csv import read_idps_csv, render_idps_csv
+from nnx.identity import check_salt, run_id, run_identity
+from nnx.params.model import NNModelParams
+from nnx.params.net import NNParams
+from nnx.params.train import NNTrainParams
+from nnx.records import NNIterationDataPoint
+from nnx.run_render import render_html, render_text
+
+__all__ = ["DEFAULT_ROOT", "NNRun", "display_path"]
+
+#: Where runs live, relative to the working directory.
+DEFAULT_ROOT = "runs"
+
+
+def display_path(path: Path) -> str:
+    """``runs/<id>`` relative to the working directory, with ``/`` separators."""
+    try:
+        shown = os.path.relpath(path, Path.cwd())
+    except ValueError:  # another drive on Windows
+        shown = str(path)
+    return shown.replace(os.sep, "/")
+
+
+class NNRun:
+    """One configuration's run: its params, its id, its history on disk."""
+
+    def __init__(
+        self,
+        *,
+        model_params: NNModelParams,
+        train_params: NNTrainParams,
+        net_params: NNParams | None = None,
+        trainer_params: Any = None,
+        salt: str | None = None,
+        transforms: Sequence[Any] = (),
+        root: str | os.PathLike[str] = DEFAULT_ROOT,
+    ) -> None:
+        self.model_params = model_params
+        self.net_params = net_params
+        self.train_params = train_params
+        self.trainer_params = trainer_params
+        self.salt = check_salt(salt)
+        self.transforms = tuple(transforms)
+        self.root = Path(root)
+        self.idps: list[NNIterationDataPoint] = []
+        self.metadata: dict[str, Any] = {}
+        self.id = run_id(**self._parts())
+
+    def _parts(self) -> dict[str, Any]:
+        return {"model": self.model_params, "net": self.net_params, "train": self.train_params,
+                "trainer": self.trainer_params, "salt": self.salt,
+                "transforms": self.transforms}
+
+    def state(self) -> dict[str, Any]:
+        """run.yaml: the configuration document the id hashes."""
+        return run_identity(**self._parts())
+
+    @property
+    def path(self) -> Path:
+        return self.root / self.id
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.path / "checkpoints"
+
+    def exists(self) -> bool:
+        return (self.path / "run.yaml").is_file()
+
+    # -- writing ----------------------------------------------------------------------
+    def save_config(self) -> None:
+        """run.yaml and metadata.yaml (the environment, refreshed on every save)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.path / "run.yaml", yaml.safe_dump(self.state(), sort_keys=False))
+        self.metadata = {**self.metadata, "environment": environment_snapshot()}
+        atomic_write_text(self.path / "metadata.yaml",
+                          yaml.safe_dump(self.metadata, sort_keys=False))
+
+    def save_history(self) -> None:
+        """idps.csv, rewritten whole (the history of every epoch so far)."""
+        atomic_write_text(self.path / "idps.csv", render_idps_csv(self.idps))
+
+    def save(self) -> None:
+        self.save_config()
+        self.save_history()
+
+    # -- reading ----------------------------------------------------------------------
+    @classmethod
+    def load(cls, run_id: str, *, root: str | os.PathLike[str] = DEFAULT_ROOT) -> NNRun:
+        """Read a run back from disk; needs nothing registered and builds no model."""
+        path = Path(root) / run_id
+        if not (path / "run.yaml").is_file():
+            raise FileNotFoundError(f"no run {run_id!r} under {root} (no run.yaml)")
+        doc = yaml.safe_load((path / "run.yaml").read_text(encoding="utf-8"))
+        if not isinstance(doc, Mapping) or "model" not in doc or "train" not in doc:
+            raise ValueError(f"{path / 'run.yaml'} is not an NNx run configuration")
+        model = NNModelParams.from_state(doc["model"])
+        net = None if doc.get("net") is None else NNParams.resolve_from_state(doc["net"], model.net)
+        run = cls(model_params=model, net_params=net,
+                  train_params=NNTrainParams.from_state(doc["train"]),
+                  trainer_params=doc.get("trainer"), salt=doc.get("salt"),
+                  transforms=doc.get("transforms", ()), root=root)
+        run_dir_name = path.resolve().name
+        if run.id != run_dir_name:
+            raise ValueError(f"{path / 'run.yaml'} hashes to {run.id}, not to its directory "
+                             f"name {run_dir_name}")
+        meta = path / "metadata.yaml"
+        if meta.is_file():
+            run.metadata = yaml.safe_load(meta.read_text(encoding="utf-8")) or {}
+        history = path / "idps.csv"
+        if history.is_file():
+            run.idps = read_idps_csv(history.read_text(encoding="utf-8"))
+        last_epoch = run.committed_epoch()
+        if last_epoch is not None:
+            run.idps = [idp for idp in run.idps if idp.epoch <= last_epoch]
+        return run
+
+    def committed_epoch(self) -> int | None:
+        """LAST's epoch: the last committed epoch, or None before the first commit."""
+        last = self.checkpoints_dir / "last.pt"
+        if not last.is_file():
+            return None
+        payload = torch.load(last, map_location="cpu", weights_only=True, mmap=True)
+        epoch: int = payload["epoch"]
+        return epoch
+
+    @classmethod
+    def all(cls, *, root: str | os.PathLike[str] = DEFAULT_ROOT) -> list[NNRun]:
+        """Every readable run under ``root``, sorted by id."""
+        base = Path(root)
+        if not base.is_dir():
+            return []
+        runs = []
+        for entry in sorted(base.iterdir()):
+            if entry.name.startswith(".") or entry.is_symlink() or not entry.is_dir():
+                continue
+            if (entry / "run.yaml").is_file():
+                runs.append(cls.load(entry.name, root=root))
+        return runs
+
+    # -- views ------------------------------------------------------------------------
+    def epoch_records(self) -> list[NNIterationDataPoint]:
+        """The last record of each epoch (the one carrying validation)."""
+        last: dict[int, NNIterationDataPoint] = {}
+        for idp in self.idps:
+            last[idp.epoch] = idp
+        return [last[e] for e in sorted(last)]
+
+    def best_checkpoint(self) -> NNCheckpoint | None:
+        best = self.checkpoints_dir / "best.pt"
+        return NNCheckpoint.from_file(best) if best.is_file() else None
+
+    def __str__(self) -> str:
+        return render_text(self)
+
+    def _repr_html_(self) -> str:
+        return render_html(self)
+
+    def __repr__(self) -> str:
+        return f"NNRun(id={self.id!r}, epochs={len(self.epoch_records())})"

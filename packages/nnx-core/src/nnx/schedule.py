@@ -1,0 +1,131 @@
+"""Scheduler clocks and budgets (spec §2.5): when a schedule steps, and how far it may go.
+
+An ``"epoch"``-clock schedule steps once per completed epoch (a plateau
+schedule reads the epoch's control signal). An ``"optimizer_update"``-clock
+schedule steps once per committed optimizer update, never per microbatch,
+masked window or skipped AMP step. Budgets count the clock's unit; without
+an explicit budget the horizon is the planned one (epochs, or epochs × updates
+per epoch when NNx owns the windows and the loader has a length).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import torch
+from torch.optim import lr_scheduler
+
+from nnx.enums.schedulers import Schedulers
+from nnx.params.scheduler import NNSchedulerParams
+
+__all__ = ["ScheduleDriver", "ScheduleExhaustedError", "planned_updates_per_epoch"]
+
+
+class ScheduleExhaustedError(RuntimeError):
+    """A one-cycle / warmup-decay schedule was asked to go past its total_steps."""
+
+
+def planned_updates_per_epoch(loader: Any, accumulate: int) -> int | None:
+    """ceil(batches / accumulate_grad_batches), or None for a loader without a length."""
+    try:
+        batches = len(loader)
+    except TypeError:
+        return None
+    return math.ceil(batches / accumulate)
+
+
+_BOUNDED = (Schedulers.ONE_CYCLE, Schedulers.LINEAR_WARMUP_DECAY)
+
+
+class ScheduleDriver:
+    """Builds a run's scheduler and steps it on its clock."""
+
+    def __init__(
+        self,
+        params: NNSchedulerParams,
+        optimizer: torch.optim.Optimizer,
+        n_epochs: int,
+        *,
+        updates_per_epoch: int | None,
+        plateau_rule: tuple[str, float, str] | None = None,
+    ) -> None:
+        self.params = params
+        self.kind = params.resolved_kind
+        self.clock = params.clock
+        explicit = {Schedulers.STEP: params.step_size, Schedulers.COSINE_ANNEALING: params.T_max,
+                    Schedulers.ONE_CYCLE: params.total_steps,
+                    Schedulers.LINEAR_WARMUP_DECAY: params.total_steps}.get(self.kind)
+        self.explicit_budget = explicit is not None
+        needs_budget = self.clock == "optimizer_update" and not self.explicit_budget
+        if needs_budget and updates_per_epoch is None:
+            raise ValueError(
+                f"a {self.kind.name} schedule on the 'optimizer_update' clock needs an explicit "
+                "budget (total_steps / T_max) when the loader has no length or a custom step "
+                "owns the updates"
+            )
+        horizon_unit = 1 if self.clock == "epoch" else (updates_per_epoch or 0)
+        self.horizon = explicit if explicit is not None else n_epochs * horizon_unit
+        if self.kind is Schedulers.REDUCE_LR_ON_PLATEAU:
+            mode, threshold, threshold_mode = plateau_rule or ("min", params.threshold, "rel")
+            plateau: Any = lr_scheduler.ReduceLROnPlateau
+            self.scheduler: Any = plateau(
+                optimizer, mode=mode, factor=params.factor, patience=params.patience,
+                threshold=threshold, threshold_mode=threshold_mode, cooldown=params.cooldown,
+                min_lr=params.min_lr)
+        else:
+            self.scheduler = self.kind(optimizer, params, n_epochs,
+                                       updates_per_epoch=updates_per_epoch)
+        self.steps = 0
+        self._warned_cosine = False
+
+    @property
+    def is_plateau(self) -> bool:
+        return self.kind is Schedulers.REDUCE_LR_ON_PLATEAU
+
+    def on_epoch_end(self, signal: float | None) -> None:
+        """Step an epoch-clock schedule; a plateau schedule reads ``signal``."""
+        if self.clock != "epoch":
+            return
+        if self.is_plateau:
+            if signal is None:
+                warnings.warn("no metric available this epoch: the plateau scheduler does not "
+                              "step", RuntimeWarning, stacklevel=2)
+                return
+            worse = math.inf if self.scheduler.mode == "min" else -math.inf
+            self.scheduler.step(signal if math.isfinite(signal) else worse)
+            return
+        self._advance()
+
+    def on_update(self) -> None:
+        """Step an update-clock schedule after one committed optimizer update."""
+        if self.clock == "optimizer_update":
+            self._advance()
+
+    def _advance(self) -> None:
+        self.steps += 1
+        if self.kind in _BOUNDED:
+            if self.steps > self.horizon:
+                raise ScheduleExhaustedError(
+                    f"the {self.kind.name} schedule's total_steps ({self.horizon}) is exhausted: "
+                    f"{self.clock} {self.steps} is past it. Set total_steps to cover the run "
+                    "(a loader yielding more batches than its len() needs an explicit one)"
+                )
+            if self.steps == self.horizon:
+                return  # the last position is final; stepping past it is refused above
+        if (self.kind is Schedulers.COSINE_ANNEALING and self.steps > self.horizon
+                and not self.explicit_budget and not self._warned_cosine):
+            self._warned_cosine = True
+            warnings.warn(f"the cosine schedule passed its T_max ({self.horizon}); its rate now "
+                          "climbs back up. Set T_max to the run's length", RuntimeWarning,
+                          stacklevel=3)
+        self.scheduler.step()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"scheduler": self.scheduler.state_dict(), "steps": self.steps,
+                "clock": self.clock, "horizon": self.horizon}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.steps = state["steps"]

@@ -1,0 +1,154 @@
+"""The training-step hook contract (spec §6, §6.1) and the default supervised step.
+
+A step function receives a :class:`TrainStepContext` per microbatch and
+returns that microbatch's :class:`NNEvaluationDataPoint`. The default step
+owns the whole update: forward under the run's autocast, the task's masked
+loss, the inline NaN guard, accumulation over windows of
+``accumulate_grad_batches`` microbatches normalized by the window's total
+loss weight (uneven batches and a short last window reduce exactly like one
+full batch), unscale, clipping, step, and ``report_update``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from nnx.precision import ResolvedPrecision
+from nnx.records import NNEvaluationDataPoint
+
+if TYPE_CHECKING:
+    from nnx.model import NNModel
+
+__all__ = ["EvalStepContext", "TrainStepContext", "UpdateWindow", "default_train_step"]
+
+
+@dataclass(eq=False)
+class UpdateWindow:
+    """The accumulation window the current microbatch belongs to."""
+
+    size: int
+    position: int = 0  # microbatches already in the window
+    closes: bool = False  # this microbatch ends the window
+    denominator: float = 0.0
+    poisoned: bool = False
+    summed: bool = False  # a reduction="sum" loss: the window's update is Σ numerators
+
+
+@dataclass(eq=False)
+class TrainStepContext:
+    """What one training microbatch's step sees.
+
+    Honor ``grad_clip_norm``, ``accumulate_grad_batches``, ``scaler`` and
+    ``precision`` (``precision.autocast()`` is the forward context) in a
+    custom step, and call :meth:`report_update` after each optimizer step you
+    take yourself.
+    """
+
+    model: NNModel
+    batch: Any
+    batch_idx: int
+    epoch: int
+    optimizer: torch.optim.Optimizer
+    precision: ResolvedPrecision
+    scaler: torch.amp.GradScaler | None
+    grad_clip_norm: float | None
+    accumulate_grad_batches: int
+    window: UpdateWindow
+    _on_update: Callable[[], None] = field(repr=False, default=lambda: None)
+    summary: Any = None  # the epoch's training-summary accumulator, when declared
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.device
+
+    def report_update(self, name: str | None = None) -> None:
+        """Tell NNx an optimizer update was committed (steps update-clock schedules)."""
+        if name is not None:
+            raise ValueError("NNModel.train has one optimizer: call report_update() without "
+                             "a name")
+        self._on_update()
+
+
+@dataclass(eq=False)
+class EvalStepContext:
+    """What a custom evaluation sees: the whole validation loader, once per epoch."""
+
+    model: NNModel
+    val_loader: Any
+    extra_metrics: Any
+    epoch_idx: int
+    metrics: tuple[Any, ...] = ()
+
+
+def _scale_grads(optimizer: torch.optim.Optimizer, factor: float) -> None:
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.grad is not None:
+                p.grad.mul_(factor)
+
+
+def _close_window(ctx: TrainStepContext) -> None:
+    window, opt = ctx.window, ctx.optimizer
+    if window.poisoned or window.denominator <= 0:
+        opt.zero_grad(set_to_none=True)  # a masked or NaN-guarded window takes no update
+        return
+    if ctx.scaler is not None:
+        ctx.scaler.unscale_(opt)
+    if not window.summed:  # a mean-reduced loss: Σ numerators / Σ weights over the window
+        _scale_grads(opt, 1.0 / window.denominator)
+    if ctx.grad_clip_norm is not None:
+        params = [p for g in opt.param_groups for p in g["params"] if p.grad is not None]
+        torch.nn.utils.clip_grad_norm_(params, ctx.grad_clip_norm)
+    if ctx.scaler is None:
+        opt.step()
+        ctx.report_update()
+    else:
+        before = ctx.scaler.get_scale()
+        ctx.scaler.step(opt)
+        ctx.scaler.update()
+        if ctx.scaler.get_scale() >= before:  # a skipped step lowers the scale
+            ctx.report_update()
+    opt.zero_grad(set_to_none=True)
+
+
+def default_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
+    """The supervised step: ``loss_fn(net(X), Y)`` → backward → (window end) step."""
+    model = ctx.model
+    inputs, target = model.split_batch(ctx.batch)
+    if ctx.window.position == 0:
+        ctx.optimizer.zero_grad(set_to_none=True)
+    with ctx.precision.autocast():
+        raw = model.forward_raw(inputs)
+    output = raw.float()  # loss bookkeeping and records in full precision
+    adapter = model.task_adapter
+    if target is None:
+        raise ValueError("the default training step needs (X, Y) batches; got no target")
+    adapter.validate(output, target)
+    ctx.window.summed = adapter.reduction(model.loss_fn) == "sum"
+    numerator, denominator = adapter.loss_parts(output, target, model.loss_fn)
+    weight = float(denominator)
+    total = float(numerator.detach())
+    loss_value = (total if ctx.window.summed else total / weight) if weight > 0 else math.nan
+    if weight > 0 and not math.isfinite(loss_value):
+        # The inline NaN guard: never back-propagate a non-finite loss; drop the window.
+        ctx.window.poisoned = True
+        warnings.warn(f"non-finite training loss at epoch {ctx.epoch}, batch {ctx.batch_idx}: "
+                      "the update window is skipped", RuntimeWarning, stacklevel=2)
+    elif weight > 0:
+        scaled = numerator if ctx.scaler is None else ctx.scaler.scale(numerator)
+        torch.autograd.backward(scaled)
+    ctx.window.denominator += weight
+    if ctx.window.closes:
+        _close_window(ctx)
+    detached = output.detach()
+    if ctx.summary is not None:
+        ctx.summary.update(detached, target, loss_numerator=total, loss_denominator=weight,
+                           validate=False)
+    return adapter.record(detached, target, loss=None if weight <= 0 else loss_value,
+                          validate=False)

@@ -1,0 +1,372 @@
+"""The supervised training loop behind ``NNModel.train`` (spec §1 layer 5, §4, §5, §6).
+
+Order of business: every check and every build (optimizer, schedule,
+precision, metrics) happens before the run directory is reserved, so a
+refused call leaves nothing on disk. Then, per epoch: batches through the
+step function in accumulation windows, validation, the control signal,
+the epoch-clock schedule, the commit (history → LAST → FIRST/Q1–Q3 → BEST →
+runs/best), and the callbacks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import shutil
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from nnx._atomic import atomic_write_text
+from nnx.best import current_best, elect_best
+from nnx.callbacks.base import Callback, CallbackContext
+from nnx.checkpoint import NNCheckpoint
+from nnx.optimizers import build_optimizer
+from nnx.params.train import NNTrainParams
+from nnx.precision import resolve_precision
+from nnx.progress import Progress
+from nnx.records import NNEvaluationDataPoint, NNIterationDataPoint, first_finite
+from nnx.run import NNRun, display_path
+from nnx.schedule import ScheduleDriver, planned_updates_per_epoch
+from nnx.steps import EvalStepContext, TrainStepContext, UpdateWindow, default_train_step
+
+if TYPE_CHECKING:
+    from nnx.model import NNModel
+
+__all__ = ["RunExistsError", "phase_epochs", "train_model"]
+
+StepFn = Callable[[TrainStepContext], NNEvaluationDataPoint]
+EvalFn = Callable[[EvalStepContext], NNEvaluationDataPoint]
+
+
+class RunExistsError(FileExistsError):
+    """The configuration's run directory already exists and overwriting was not asked for."""
+
+
+def phase_epochs(n_epochs: int) -> dict[str, int]:
+    """FIRST at epoch 0 and Q1–Q3 at 1/4, 2/4, 3/4 of the run; a quartile that lands on
+    FIRST, LAST or an earlier quartile is not written (all three need n_epochs >= 8)."""
+    phases = {"first": 0}
+    taken = {0, n_epochs - 1}
+    for k in (1, 2, 3):
+        epoch = math.ceil(k * n_epochs / 4) - 1
+        if epoch not in taken:
+            phases[f"q{k}"] = epoch
+            taken.add(epoch)
+    return phases
+
+
+class _FunctionCallback(Callback):
+    """A plain function callback receives the full history at each epoch's end."""
+
+    def __init__(self, fn: Callable[[list[NNIterationDataPoint]], Any]) -> None:
+        self.fn = fn
+
+    def on_epoch_end(self, ctx: CallbackContext) -> None:
+        self.fn(ctx.idps)
+
+
+def _callbacks(items: Iterable[Any]) -> list[Callback]:
+    out: list[Callback] = []
+    for i, cb in enumerate(items):
+        if isinstance(cb, Callback):
+            out.append(cb)
+        elif callable(cb):
+            out.append(_FunctionCallback(cb))
+        else:
+            raise TypeError(f"callbacks[{i}] must be a Callback or a callable; "
+                            f"got {type(cb).__name__}")
+    return out
+
+
+def _with_lookahead(loader: Iterable[Any]) -> Iterator[tuple[Any, bool]]:
+    """(batch, is_last) pairs, so a window can close at the epoch's end without len()."""
+    iterator = iter(loader)
+    try:
+        current = next(iterator)
+    except StopIteration:
+        return
+    for following in iterator:
+        yield current, False
+        current = following
+    yield current, True
+
+
+class _Loop:
+    def __init__(self, model: NNModel, params: NNTrainParams, *, step_fn: StepFn | None,
+                 eval_fn: EvalFn | None, callbacks: Sequence[Any], salt: str | None,
+                 verbose: bool | None, root: str) -> None:
+        if not isinstance(params, NNTrainParams):
+            raise TypeError(f"NNModel.train needs an NNTrainParams; got {type(params).__name__}")
+        if params.train_loader is None:
+            raise ValueError("NNTrainParams.train_loader is required to train")
+        for name, fn in (("train_step_fn", step_fn), ("eval_step_fn", eval_fn)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{name} must be callable")
+        self.model, self.params = model, params
+        self.step_fn: StepFn = step_fn or default_train_step
+        self.custom_step = step_fn is not None and step_fn is not default_train_step
+        self.eval_fn = eval_fn
+        self.callbacks = _callbacks(callbacks)
+        model.task_adapter.check_loss(model.loss_fn)
+        self.metrics = params.metrics
+        self.monitor = params.monitor
+        self._check_declarations()
+        self.run = NNRun(model_params=model.params, net_params=model.net_params,
+                         train_params=params, salt=salt, root=root)
+        if self.run.path.exists() and not params.overwrite_existing:
+            raise RunExistsError(
+                f"run {self.run.id} already exists at {display_path(self.run.path)}; pass a "
+                "salt=... for a separate record of the same configuration, or "
+                "overwrite_existing=True to replace it")
+        # Builds that can fail happen before the run is reserved.
+        self.optimizer = build_optimizer(model.net, params.optim)
+        self.precision = resolve_precision(model.params, model.device)
+        self.scaler = self.precision.make_scaler()
+        self.schedule = None
+        if params.scheduler is not None:
+            per_epoch = None if self.custom_step else planned_updates_per_epoch(
+                params.train_loader, params.optim.accumulate_grad_batches)
+            self.schedule = ScheduleDriver(params.scheduler, self.optimizer, params.n_epochs,
+                                           updates_per_epoch=per_epoch,
+                                           plateau_rule=self._plateau_rule())
+        self.progress = Progress(params.n_epochs, params.train_loader, verbose=verbose)
+        self.ctx = CallbackContext(model=model, run=self.run, optimizer=self.optimizer,
+                                   scheduler=self.schedule)
+        self.iter_idx = 0
+        self.epoch_complete = False
+        self.summary: Any = None
+        self.best_score = math.inf
+        self.phases = phase_epochs(params.n_epochs) if params.save_phase_checkpoints else {}
+
+    def _check_declarations(self) -> None:
+        from nnx.metrics import check_metric_inputs, metric_modes
+        from nnx.monitors import MonitorTracker
+
+        check_metric_inputs(self.metrics, self.model.task_adapter)
+        self.tracker = None
+        spec = self.monitor
+        if spec is None:
+            return
+        if spec.split == "val" and self.params.val_loader is None:
+            raise ValueError("a validation-split MonitorSpec needs NNTrainParams.val_loader")
+        if spec.split == "train" and spec.metric not in ("loss", "error") and self.custom_step:
+            raise ValueError(f"MonitorSpec(metric={spec.metric!r}, split='train') needs the "
+                             "default training step: a custom step records no declared metric")
+        self.direction = spec.direction(metric_modes(self.metrics))
+        self.tracker = MonitorTracker(spec, self.direction)
+
+    def _plateau_rule(self) -> tuple[str, float, str] | None:
+        """With a named monitor, ReduceLROnPlateau decides exactly as the monitor does."""
+        if self.monitor is None:
+            return None
+        return self.direction, float(self.monitor.min_delta), "abs"
+
+    def _signal(self, idp: NNIterationDataPoint) -> tuple[float | None, bool, Any]:
+        """(control value, improved?, monitor record) for the epoch's last record."""
+        if self.tracker is None:
+            found = first_finite(idp)
+            score = math.inf if found is None else found[1]
+            return (None if found is None else found[1]), score < self.best_score, None
+        assert self.monitor is not None
+        edp = idp.val_edp if self.monitor.split == "val" else idp.train_summary
+        record = self.tracker.decide(self.monitor.read(edp))
+        return record.value, record.improved, record
+
+    # -- reservation ------------------------------------------------------------------
+    def reserve(self) -> None:
+        root, path = self.run.root, self.run.path
+        root.mkdir(parents=True, exist_ok=True)
+        if path.exists():  # overwrite: hand runs/best on first, then remove the artifacts
+            if current_best(root) == self.run.id:
+                elect_best(root, exclude=self.run.id)
+            shutil.rmtree(path)
+        path.mkdir()
+        (path / "checkpoints").mkdir()
+        atomic_write_text(path / ".history-committed-by-last", "")
+        self.run.save_config()
+
+    # -- one epoch --------------------------------------------------------------------
+    def _report_update(self) -> None:
+        self.ctx.committed_updates += 1
+        self.updates_this_epoch += 1
+        if self.schedule is not None:
+            self.schedule.on_update()
+        for listener in list(self.ctx.update_listeners):
+            listener(self.ctx)
+
+    def _lr(self) -> float:
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    def train_epoch(self, epoch: int) -> list[NNIterationDataPoint]:
+        net, params = self.model.net, self.params
+        set_epoch = getattr(params.train_loader, "set_epoch", None)
+        if callable(set_epoch):
+            set_epoch(epoch)
+        net.train()
+        accumulate = params.optim.accumulate_grad_batches
+        window = UpdateWindow(size=accumulate)
+        summary = self.model.task_adapter.accumulator(metrics=self.metrics) if (
+            self.metrics or self.monitor is not None) and not self.custom_step else None
+        self.summary = summary
+        records: list[NNIterationDataPoint] = []
+        self.updates_this_epoch = 0
+        for batch_idx, (batch, is_last) in enumerate(_with_lookahead(params.train_loader)):
+            window.closes = is_last or window.position + 1 == accumulate
+            ctx = TrainStepContext(
+                model=self.model, batch=batch, batch_idx=batch_idx, epoch=epoch,
+                optimizer=self.optimizer, precision=self.precision, scaler=self.scaler,
+                grad_clip_norm=params.optim.grad_clip_norm, accumulate_grad_batches=accumulate,
+                window=window, _on_update=self._report_update, summary=summary)
+            edp = self.step_fn(ctx)
+            if not isinstance(edp, NNEvaluationDataPoint):
+                raise TypeError(f"the train step must return an NNEvaluationDataPoint; got "
+                                f"{type(edp).__name__}")
+            if window.closes:
+                window = UpdateWindow(size=accumulate)
+            else:
+                window.position += 1
+            idp = NNIterationDataPoint(epoch=epoch, iter_idx=self.iter_idx, batch_idx=batch_idx,
+                                       train_edp=edp, lr=self._lr(),
+                                       update_count=self.ctx.committed_updates)
+            self.iter_idx += 1
+            records.append(idp)
+            self.progress.batch(epoch, edp.loss)
+            self.epoch_complete = is_last
+            if self.ctx.stop_at_update:
+                break
+        if not records:
+            raise ValueError(f"the training loader yielded no batch in epoch {epoch}")
+        if (self.schedule is not None and self.schedule.clock == "optimizer_update"
+                and self.updates_this_epoch == 0):
+            warnings.warn(f"epoch {epoch} reported no optimizer update: the update-clock "
+                          "schedule did not step (call ctx.report_update() after each "
+                          "optimizer.step() in a custom step)", RuntimeWarning, stacklevel=2)
+        return records
+
+    def validate(self, epoch: int) -> NNEvaluationDataPoint | None:
+        loader = self.params.val_loader
+        if loader is None:
+            return None
+        if self.eval_fn is None:
+            return self.model.evaluate(loader, metrics=self.metrics,
+                                       extra_metrics=self.params.extra_metrics)
+        from nnx.modes import preserved_state
+
+        ctx = EvalStepContext(model=self.model, val_loader=loader,
+                              extra_metrics=self.params.extra_metrics, epoch_idx=epoch,
+                              metrics=self.metrics)
+        with preserved_state(self.model.net, mode="eval"), torch.no_grad():
+            edp = self.eval_fn(ctx)
+        if not isinstance(edp, NNEvaluationDataPoint):
+            raise TypeError("eval_step_fn must return an NNEvaluationDataPoint")
+        return edp
+
+    # -- commit -----------------------------------------------------------------------
+    def _checkpoint(self, tag: str, epoch: int, idp: NNIterationDataPoint,
+                    monitor_value: float | None = None) -> None:
+        run = self.run
+        checkpoint = NNCheckpoint(
+            tag=tag, epoch=epoch, run_id=run.id, state_dict=self.model.net.state_dict(),
+            model=run.model_params.state(),
+            net=None if run.net_params is None else run.net_params.state(),
+            train=self.params.state(), idp=idp, named_monitor=self.tracker is not None,
+            monitor_value=monitor_value)
+        checkpoint.save(run.checkpoints_dir / f"{tag}.pt", training_state=self._training_state(
+            epoch))
+
+    def _training_state(self, epoch: int) -> dict[str, Any]:
+        from nnx.seeding import capture_rng_state
+
+        return {
+            "epoch": epoch,
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": None if self.schedule is None else self.schedule.state_dict(),
+            "scaler": None if self.scaler is None else self.scaler.state_dict(),
+            "precision": self.precision.state(),
+            "committed_updates": self.ctx.committed_updates,
+            "rng": capture_rng_state(),
+        }
+
+    def commit(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
+               value: float | None) -> None:
+        run = self.run
+        previous = len(run.idps) - len([i for i in run.idps if i.epoch == epoch])
+        run.save_history()
+        try:
+            self._checkpoint("last", epoch, idp)
+        except BaseException:
+            run.idps = run.idps[:previous]  # LAST failed: history rolls back to the last epoch
+            run.save_history()
+            raise
+        for tag, phase_epoch in self.phases.items():
+            if phase_epoch == epoch:
+                self._checkpoint(tag, epoch, idp)
+        if self.tracker is not None:  # a named monitor decides BEST; never elected to runs/best
+            if improved:
+                self._checkpoint("best", epoch, idp, monitor_value=value)
+            return
+        first_best = not (run.checkpoints_dir / "best.pt").exists()
+        if improved or first_best:
+            if value is not None:
+                self.best_score = min(value, self.best_score)
+            self._checkpoint("best", epoch, idp)
+            elect_best(run.root)
+
+    # -- the run ----------------------------------------------------------------------
+    def execute(self) -> NNRun:
+        self.reserve()
+        if self.params.seed is not None:
+            from nnx.seeding import set_seed
+
+            set_seed(self.params.seed)
+        ctx, run = self.ctx, self.run
+        ctx.idps = run.idps
+        for cb in self.callbacks:
+            cb.on_train_begin(ctx)
+        try:
+            for epoch in range(self.params.n_epochs):
+                ctx.epoch = epoch
+                for cb in self.callbacks:
+                    cb.on_epoch_begin(ctx)
+                records = self.train_epoch(epoch)
+                if ctx.stop_at_update and not self.epoch_complete:
+                    break  # a partial epoch is discarded, never committed
+                val_edp = self.validate(epoch)
+                last = records[-1]
+                records[-1] = NNIterationDataPoint(
+                    epoch=last.epoch, iter_idx=last.iter_idx, batch_idx=last.batch_idx,
+                    train_edp=last.train_edp, val_edp=val_edp, lr=last.lr,
+                    update_count=last.update_count,
+                    train_summary=None if self.summary is None else self.summary.result())
+                value, improved, record = self._signal(records[-1])
+                if record is not None:
+                    records[-1] = dataclasses.replace(records[-1], selection=record.state())
+                run.idps.extend(records)
+                idp = run.idps[-1]
+                if self.schedule is not None:
+                    self.schedule.on_epoch_end(value)
+                self.commit(epoch, idp, improved=improved, value=value)
+                ctx.idp = idp
+                self.progress.epoch_done(epoch, idp)
+                for cb in self.callbacks:
+                    cb.on_epoch_end(ctx)
+                if ctx.should_stop or ctx.stop_at_update:
+                    break
+        finally:
+            self.progress.close()
+        for cb in self.callbacks:
+            cb.on_train_end(ctx)
+        print(f"Run saved to {display_path(run.path)}")
+        return run
+
+
+def train_model(model: NNModel, params: NNTrainParams, *, train_step_fn: StepFn | None = None,
+                eval_step_fn: EvalFn | None = None, callbacks: Sequence[Any] = (),
+                salt: str | None = None, verbose: bool | None = None,
+                root: str = "runs") -> NNRun:
+    loop = _Loop(model, params, step_fn=train_step_fn, eval_fn=eval_step_fn,
+                 callbacks=callbacks, salt=salt, verbose=verbose, root=root)
+    return loop.execute()
