@@ -1,0 +1,77 @@
+"""The atomic writer (spec §4.2): the old file or the new one, never a torn one."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from nnx._atomic import atomic_write, atomic_write_text
+
+
+def leftovers(directory):
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith("."))
+
+
+def test_writes_and_replaces(tmp_path):
+    target = tmp_path / "run.yaml"
+    atomic_write_text(target, "a: 1\n")
+    atomic_write_text(target, "a: 2\n")
+    assert target.read_text() == "a: 2\n"
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("error", [OSError("disk full"), KeyboardInterrupt()])
+def test_a_failed_write_keeps_the_previous_file_and_removes_its_temp(tmp_path, error):
+    target = tmp_path / "idps.csv"
+    atomic_write_text(target, "old\n")
+
+    def explode(handle):
+        handle.write(b"half of the new con")
+        raise error
+
+    with pytest.raises(type(error)):
+        atomic_write(target, explode)
+    assert target.read_text() == "old\n"
+    assert leftovers(tmp_path) == []
+
+
+def test_a_failed_rename_removes_the_temp_and_reraises(tmp_path):
+    target = tmp_path / "blocker"
+    target.mkdir()
+    (target / "inside").write_text("x")  # os.replace onto a non-empty directory fails
+    with pytest.raises(OSError):
+        atomic_write_text(target, "new")
+    assert leftovers(tmp_path) == []
+
+
+def test_temp_lives_beside_the_resolved_destination(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real, target_is_directory=True)
+    seen = []
+
+    def spy(handle):
+        seen.append(leftovers(real))  # the temp, while it is being written
+        handle.write(b"x")
+
+    atomic_write(link / "file.txt", spy)
+    assert len(seen[0]) == 1 and seen[0][0].startswith(".file.txt.")
+    assert (real / "file.txt").read_text() == "x" and leftovers(real) == []
+
+
+def test_bare_filename_in_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    atomic_write_text("plain.txt", "ok")
+    assert (tmp_path / "plain.txt").read_text() == "ok"
+
+
+def test_new_files_follow_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "f", "x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "f").stat().st_mode) == 0o644
