@@ -64,6 +64,8 @@ _CORE_EXPORTS: dict[str, str] = {
     "EarlyStopping": "nnx.callbacks.early_stopping",
     "LRMonitor": "nnx.callbacks.lr_monitor",
     "ModelCheckpoint": "nnx.callbacks.model_checkpoint",
+    "TensorBoardCallback": "nnx.callbacks.tensorboard",
+    "WandbCallback": "nnx.callbacks.wandb",
     "TrainStepContext": "nnx.steps",
     "EvalStepContext": "nnx.steps",
     "default_train_step": "nnx.steps",
@@ -121,6 +123,8 @@ if TYPE_CHECKING:
     from nnx.callbacks.early_stopping import EarlyStopping as EarlyStopping
     from nnx.callbacks.lr_monitor import LRMonitor as LRMonitor
     from nnx.callbacks.model_checkpoint import ModelCheckpoint as ModelCheckpoint
+    from nnx.callbacks.tensorboard import TensorBoardCallback as TensorBoardCallback
+    from nnx.callbacks.wandb import WandbCallback as WandbCallback
     from nnx.checkpoint import NNCheckpoint as NNCheckpoint
     from nnx.datasets.dataset import NNDataset as NNDataset
     from nnx.datasets.tabular import NNTabularDataset as NNTabularDataset

@@ -1,13 +1,13 @@
 """The runs/best pointer (spec §4.1): the committed run with the lowest score.
 
-A candidate is a real run directory with run.yaml and a readable BEST
-checkpoint, not selected by a named monitor. The score is the BEST
-checkpoint's first finite of val error → val loss → train error → train loss
-(+inf when none). Ties keep the incumbent, then the lexicographically smallest
-id. The pointer is a relative symlink ``runs/best -> <id>``; where symlinks
-are unavailable, ``runs/best/POINTER.txt`` holds the run's path. When no
-candidate remains the pointer is removed: a missing pointer means "no winner
-yet".
+A candidate is a real run directory whose run.yaml and history load, with a
+readable BEST checkpoint no later than its committed LAST, not selected by a
+named monitor. The score is the BEST checkpoint's first finite of val error →
+val loss → train error → train loss (+inf when none). Ties keep the
+incumbent, then the lexicographically smallest id. The pointer is a relative
+symlink ``runs/best -> <id>``; where symlinks are unavailable,
+``runs/best/POINTER.txt`` holds the run's path. When no candidate remains the
+pointer is removed: a missing pointer means "no winner yet".
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 
 from nnx._atomic import atomic_write_text
 from nnx.checkpoint import NNCheckpoint
+from nnx.run import NNRun
 
 __all__ = ["BEST_NAME", "current_best", "elect_best", "run_score"]
 
@@ -37,9 +38,13 @@ def run_score(run_dir: Path) -> float | None:
         return None
     try:
         checkpoint = NNCheckpoint.from_file(best)
+        if checkpoint.named_monitor:
+            return None
+        # A committed BEST: the run and its history load, and BEST is no later than LAST.
+        committed = NNRun.load(run_dir.name, root=run_dir.parent).committed_epoch()
     except Exception:  # a malformed artifact is never a candidate
         return None
-    if checkpoint.named_monitor:
+    if committed is None or checkpoint.epoch > committed:
         return None
     return checkpoint.score
 

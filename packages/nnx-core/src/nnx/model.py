@@ -26,7 +26,7 @@ from nnx.prediction import (
 )
 from nnx.records import NNEvaluationDataPoint
 from nnx.run import DEFAULT_ROOT, NNRun
-from nnx.tasks.adapters import task_adapter
+from nnx.tasks.adapters import TaskAdapter, task_adapter
 
 __all__ = ["NNModel"]
 
@@ -57,8 +57,21 @@ class NNModel:
         self.device = params.device()
         self.net: nn.Module = params.net(net_params).to(self.device)
         self.loss_fn: nn.Module = params.loss().to(self.device)
-        self.task_adapter = task_adapter(params.task, self.loss_fn)
-        self.task_adapter.check_loss(self.loss_fn)
+        self._adapter = task_adapter(params.task, self.loss_fn)
+        self._adapter_loss = self.loss_fn
+
+    @property
+    def task_adapter(self) -> TaskAdapter:
+        """The task's adapter for the live ``loss_fn``.
+
+        The loss object's class weights, ``ignore_index`` and ``reduction`` stay
+        authoritative (spec §3.1, §6.3): assigning another loss to ``loss_fn``
+        rebuilds the adapter for it, checking that it suits the task.
+        """
+        if self._adapter_loss is not self.loss_fn:
+            self._adapter = task_adapter(self.params.task, self.loss_fn)
+            self._adapter_loss = self.loss_fn
+        return self._adapter
 
     # -- batches ----------------------------------------------------------------------
     def split_batch(self, batch: Any) -> tuple[tuple[torch.Tensor, ...], torch.Tensor | None]:

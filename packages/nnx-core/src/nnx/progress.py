@@ -41,6 +41,13 @@ class Progress:
     def epoch_done(self, epoch: int, idp: NNIterationDataPoint) -> None:
         if self.bar is None:
             return
+        selection = idp.selection
+        if selection is not None:  # a named monitor: show its value
+            value = selection.get("value")
+            name = f"{selection.get('split')}.{selection.get('metric')}"
+            if isinstance(value, float) and math.isfinite(value):
+                self.monitored = f"{name} {value:.4f}"
+            return
         found = first_finite(idp)
         if found is not None and math.isfinite(found[1]):
             self.monitored = f"{found[0]} {found[1]:.4f}"

@@ -16,7 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["EDP_FIELDS", "NNEvaluationDataPoint", "NNIterationDataPoint", "first_finite"]
+__all__ = [
+    "EDP_FIELDS",
+    "NNEvaluationDataPoint",
+    "NNIterationDataPoint",
+    "first_finite",
+    "signal_walk",
+]
 
 #: The scalar fields of an edp, in column order.
 EDP_FIELDS = ("loss", "error", "accuracy", "f1", "recall", "precision")
@@ -144,17 +150,29 @@ class NNIterationDataPoint:
         return cls(**data)
 
 
-def first_finite(idp: NNIterationDataPoint) -> tuple[str, float] | None:
-    """The epoch's control signal: the first finite value of val error → val loss →
-    train error → train loss, with the name it came from; None if there is none."""
+def signal_walk(
+    idp: NNIterationDataPoint,
+) -> tuple[tuple[str, float] | None, list[tuple[str, float]]]:
+    """The control-signal walk of :func:`first_finite`, with the non-finite values it
+    rejected on the way (``[(name, value), ...]``, in walk order)."""
     val = idp.val_edp
     if val is not None and (val.status == "empty" or (val.error is None and val.loss is None)):
-        return None  # an unavailable validation record ends the walk: no signal this epoch
+        return None, []  # an unavailable validation record ends the walk: no signal
+    rejected: list[tuple[str, float]] = []
     for split, edp in (("val", val), ("train", idp.train_edp)):
         if edp is None:
             continue
         for name in ("error", "loss"):
             value = getattr(edp, name)
-            if value is not None and math.isfinite(value):
-                return f"{split}_edp.{name}", value
-    return None
+            if value is None:
+                continue
+            if math.isfinite(value):
+                return (f"{split}_edp.{name}", value), rejected
+            rejected.append((f"{split}_edp.{name}", value))
+    return None, rejected
+
+
+def first_finite(idp: NNIterationDataPoint) -> tuple[str, float] | None:
+    """The epoch's control signal: the first finite value of val error → val loss →
+    train error → train loss, with the name it came from; None if there is none."""
+    return signal_walk(idp)[0]

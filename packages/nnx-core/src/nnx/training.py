@@ -14,7 +14,7 @@ import dataclasses
 import math
 import shutil
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -27,7 +27,7 @@ from nnx.optimizers import build_optimizer
 from nnx.params.train import NNTrainParams
 from nnx.precision import resolve_precision
 from nnx.progress import Progress
-from nnx.records import NNEvaluationDataPoint, NNIterationDataPoint, first_finite
+from nnx.records import NNEvaluationDataPoint, NNIterationDataPoint, signal_walk
 from nnx.run import NNRun, display_path
 from nnx.schedule import ScheduleDriver, planned_updates_per_epoch
 from nnx.steps import EvalStepContext, TrainStepContext, UpdateWindow, default_train_step
@@ -46,13 +46,14 @@ class RunExistsError(FileExistsError):
 
 
 def phase_epochs(n_epochs: int) -> dict[str, int]:
-    """FIRST at epoch 0 and Q1–Q3 at 1/4, 2/4, 3/4 of the run; a quartile that lands on
-    FIRST, LAST or an earlier quartile is not written (all three need n_epochs >= 8)."""
+    """FIRST at epoch 0 and Q1–Q3 on the epoch that completes k/4 of the run (rounded
+    down: epoch ``k * n_epochs // 4 - 1``); a quartile that lands on FIRST, LAST or an
+    earlier quartile is not written, so all three need n_epochs >= 8 (spec §4)."""
     phases = {"first": 0}
     taken = {0, n_epochs - 1}
     for k in (1, 2, 3):
-        epoch = math.ceil(k * n_epochs / 4) - 1
-        if epoch not in taken:
+        epoch = k * n_epochs // 4 - 1
+        if epoch >= 0 and epoch not in taken:
             phases[f"q{k}"] = epoch
             taken.add(epoch)
     return phases
@@ -94,6 +95,45 @@ def _with_lookahead(loader: Iterable[Any]) -> Iterator[tuple[Any, bool]]:
     yield current, True
 
 
+def _batch_size(batch: Any) -> int:
+    """The sample count of a batch: the leading size of its first tensor (1 if none)."""
+    if isinstance(batch, torch.Tensor):
+        return int(batch.shape[0]) if batch.ndim else 1
+    if isinstance(batch, Mapping):
+        batch = list(batch.values())
+    if isinstance(batch, (list, tuple)):
+        for item in batch:
+            if isinstance(item, torch.Tensor) and item.ndim:
+                return int(item.shape[0])
+    return 1
+
+
+class _RecordSummary:
+    """The whole-epoch training summary of a custom step's records: loss and error each
+    averaged over the records that carry them, weighted by the record's count or else
+    the batch's sample count (spec §6.4)."""
+
+    def __init__(self) -> None:
+        self.sums = {"loss": [0.0, 0.0], "error": [0.0, 0.0]}
+
+    def update(self, edp: NNEvaluationDataPoint, batch: Any) -> None:
+        weight = float(edp.count if edp.count is not None else _batch_size(batch))
+        if weight <= 0:
+            return
+        for name, acc in self.sums.items():
+            value = getattr(edp, name)
+            if value is not None:
+                acc[0] += weight * value
+                acc[1] += weight
+
+    def result(self) -> NNEvaluationDataPoint:
+        def mean(name: str) -> float | None:
+            total, weight = self.sums[name]
+            return total / weight if weight else None
+
+        return NNEvaluationDataPoint(loss=mean("loss"), error=mean("error"))
+
+
 class _Loop:
     def __init__(self, model: NNModel, params: NNTrainParams, *, step_fn: StepFn | None,
                  eval_fn: EvalFn | None, callbacks: Sequence[Any], salt: str | None,
@@ -110,6 +150,8 @@ class _Loop:
         self.custom_step = step_fn is not None and step_fn is not default_train_step
         self.eval_fn = eval_fn
         self.callbacks = _callbacks(callbacks)
+        for callback in self.callbacks:
+            callback.check_run(params)
         model.task_adapter.check_loss(model.loss_fn)
         self.metrics = params.metrics
         self.monitor = params.monitor
@@ -167,7 +209,13 @@ class _Loop:
     def _signal(self, idp: NNIterationDataPoint) -> tuple[float | None, bool, Any]:
         """(control value, improved?, monitor record) for the epoch's last record."""
         if self.tracker is None:
-            found = first_finite(idp)
+            found, rejected = signal_walk(idp)
+            if rejected:  # NaN / ±inf is never a baseline: one warning per epoch (§6.2)
+                names = ", ".join(f"{name}={value}" for name, value in rejected)
+                used = "no finite value is available" if found is None else (
+                    f"using {found[0]}={found[1]}")
+                warnings.warn(f"epoch {idp.epoch}: rejected non-finite control value(s) "
+                              f"{names}; {used}", RuntimeWarning, stacklevel=3)
             score = math.inf if found is None else found[1]
             return (None if found is None else found[1]), score < self.best_score, None
         assert self.monitor is not None
@@ -208,9 +256,11 @@ class _Loop:
         net.train()
         accumulate = params.optim.accumulate_grad_batches
         window = UpdateWindow(size=accumulate)
+        declared = bool(self.metrics) or self.monitor is not None
         summary = self.model.task_adapter.accumulator(metrics=self.metrics) if (
-            self.metrics or self.monitor is not None) and not self.custom_step else None
-        self.summary = summary
+            declared and not self.custom_step) else None
+        # A custom step's records are summarized as they come back (spec §6.4).
+        self.summary = summary if not (declared and self.custom_step) else _RecordSummary()
         records: list[NNIterationDataPoint] = []
         self.updates_this_epoch = 0
         for batch_idx, (batch, is_last) in enumerate(_with_lookahead(params.train_loader)):
@@ -224,6 +274,8 @@ class _Loop:
             if not isinstance(edp, NNEvaluationDataPoint):
                 raise TypeError(f"the train step must return an NNEvaluationDataPoint; got "
                                 f"{type(edp).__name__}")
+            if isinstance(self.summary, _RecordSummary):
+                self.summary.update(edp, batch)
             if window.closes:
                 window = UpdateWindow(size=accumulate)
             else:
@@ -316,6 +368,9 @@ class _Loop:
             elect_best(run.root)
 
     # -- the run ----------------------------------------------------------------------
+    def _end(self, ctx: CallbackContext) -> None:
+        _end_callbacks(self.callbacks, ctx)
+
     def execute(self) -> NNRun:
         self.reserve()
         if self.params.seed is not None:
@@ -355,12 +410,24 @@ class _Loop:
                     cb.on_epoch_end(ctx)
                 if ctx.should_stop or ctx.stop_at_update:
                     break
+        except BaseException as exc:
+            # on_train_end still runs so loggers close their files; ctx.error says why.
+            ctx.error = exc
+            raise
         finally:
             self.progress.close()
-        for cb in self.callbacks:
-            cb.on_train_end(ctx)
+            self._end(ctx)
         print(f"Run saved to {display_path(run.path)}")
         return run
+
+
+def _end_callbacks(callbacks: Sequence[Callback], ctx: CallbackContext) -> None:
+    for cb in callbacks:
+        try:
+            cb.on_train_end(ctx)
+        except Exception:
+            if ctx.error is None:
+                raise  # after a failure, a callback's own error must not mask the first one
 
 
 def train_model(model: NNModel, params: NNTrainParams, *, train_step_fn: StepFn | None = None,

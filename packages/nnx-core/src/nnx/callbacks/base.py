@@ -38,6 +38,7 @@ class CallbackContext:
     stop_at_update: bool = False
     committed_updates: int = 0
     update_listeners: list[Callable[[CallbackContext], None]] = field(default_factory=list)
+    error: BaseException | None = None  # set when training raised; on_train_end still runs
 
     @property
     def update_count(self) -> int:
@@ -51,6 +52,9 @@ _CallbackContext = CallbackContext
 class Callback:
     """Subclass and override the hooks you need; each receives the context."""
 
+    def check_run(self, params: Any) -> None:
+        """Called with the training params before any run is reserved; raise to refuse."""
+
     def on_train_begin(self, ctx: CallbackContext) -> None:
         """Before the first epoch; reset per-run state here."""
 
@@ -61,7 +65,7 @@ class Callback:
         """After the epoch's validation and commit; ``ctx.idp`` is its last record."""
 
     def on_train_end(self, ctx: CallbackContext) -> None:
-        """After the last epoch (also after an early stop)."""
+        """After the last epoch, an early stop, or a failure (then ``ctx.error`` is set)."""
 
     def on_optimizer_update(self, ctx: CallbackContext, event: Any) -> None:
         """After each committed optimizer update of an objective run (§6.5)."""

@@ -70,8 +70,25 @@ class EarlyStopping(Callback):
 
             self.tracker = MonitorTracker(self.spec, self.spec.mode or "min")
 
+    def check_run(self, params: Any) -> None:
+        """Refuse, before any run is reserved, a monitor the run cannot resolve."""
+        if self.spec is not None and self.spec.mode is None:
+            from nnx.metrics import metric_modes
+
+            self.spec.direction(metric_modes(tuple(getattr(params, "metrics", ()) or ())))
+
     def on_train_begin(self, ctx: CallbackContext) -> None:
         self.on_train_begin_reset()
+        if self.spec is not None and self.spec.mode is None:
+            # A declared metric's natural direction is its registered mode (accuracy:
+            # "max"), exactly as the run's own monitor resolves it (spec §6.4).
+            from nnx.metrics import metric_modes
+            from nnx.monitors import MonitorTracker
+
+            run = ctx.run
+            params = getattr(run, "trainer_params", None) or getattr(run, "train_params", None)
+            declared = tuple(getattr(params, "metrics", ()) or ())
+            self.tracker = MonitorTracker(self.spec, self.spec.direction(metric_modes(declared)))
 
     def _value(self, ctx: CallbackContext) -> tuple[bool, float | None]:
         if self.monitor is None and self.selected_monitor is None:
@@ -97,8 +114,7 @@ class EarlyStopping(Callback):
     def on_epoch_end(self, ctx: CallbackContext) -> None:
         if self.tracker is not None:
             split = "val_edp" if self.spec.split == "val" else "train_summary"
-            edp = getattr(ctx.idp, split, None)
-            record = self.tracker.decide(None if edp is None else edp.value(self.spec.metric))
+            record = self.tracker.decide(self.spec.read(getattr(ctx.idp, split, None)))
             if record.status == "missing":
                 return
             improved = record.improved

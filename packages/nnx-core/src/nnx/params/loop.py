@@ -5,12 +5,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nnx._validation import check_choice, check_count, check_optional_str
-from nnx.metrics.spec import MetricSpec
-from nnx.monitors import MonitorSpec, check_monitor
 from nnx.params._base import Params, always, empty_mapping, frozen_mapping, runtime, set_field
+
+if TYPE_CHECKING:
+    # Imported lazily at run time: nnx.metrics.spec and nnx.monitors build on
+    # nnx.params._base, so importing them here would make ``from nnx import
+    # MetricSpec`` (or MonitorSpec) a circular import in a fresh interpreter.
+    from nnx.metrics.spec import MetricSpec
+    from nnx.monitors import MonitorSpec
 
 __all__ = ["LOOP_DECODERS", "RESUME_MODES", "LoopParams"]
 
@@ -21,10 +26,19 @@ RESUME_MODES = ("auto", "stateful", "weights_only")
 L = TypeVar("L", bound="LoopParams")
 
 #: Decoders for the shared fields; each loop class merges them into its own.
-LOOP_DECODERS: dict[str, Callable[[Any], Any]] = {
-    "metrics": lambda items: tuple(MetricSpec.from_state(item) for item in items),
-    "monitor": lambda item: None if item is None else MonitorSpec.from_state(item),
-}
+def _metrics(items: Any) -> tuple[MetricSpec, ...]:
+    from nnx.metrics.spec import MetricSpec
+
+    return tuple(MetricSpec.from_state(item) for item in items)
+
+
+def _monitor(item: Any) -> MonitorSpec | None:
+    from nnx.monitors import MonitorSpec
+
+    return None if item is None else MonitorSpec.from_state(item)
+
+
+LOOP_DECODERS: dict[str, Callable[[Any], Any]] = {"metrics": _metrics, "monitor": _monitor}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,6 +86,9 @@ class LoopParams(Params):
         self._validate_lineage(n)
 
     def _validate_declarations(self, n: str) -> None:
+        from nnx.metrics.spec import MetricSpec
+        from nnx.monitors import MonitorSpec, check_monitor
+
         specs = tuple(self.metrics)
         for i, spec in enumerate(specs):
             if not isinstance(spec, MetricSpec):
