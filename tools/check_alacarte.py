@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 UV = os.environ.get("UV") or shutil.which("uv") or "uv"
-TEST_TOOLS = ("pytest", "hypothesis")
+TEST_TOOLS = ("pytest", "hypothesis", "scikit-learn")  # the dev group's test tools
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
