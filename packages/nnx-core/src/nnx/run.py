@@ -66,6 +66,7 @@ class NNRun:
         self.root = Path(root)
         self.idps: list[NNIterationDataPoint] = []
         self.metadata: dict[str, Any] = {}
+        self.resume_status: Any = None  # a ResumeStatus when this run started from a checkpoint
         self.id = run_id(**self._parts())
 
     def _parts(self) -> dict[str, Any]:
@@ -128,6 +129,10 @@ class NNRun:
         meta = path / "metadata.yaml"
         if meta.is_file():
             run.metadata = yaml.safe_load(meta.read_text(encoding="utf-8")) or {}
+            if run.metadata.get("resume") is not None:
+                from nnx.resume import ResumeStatus
+
+                run.resume_status = ResumeStatus.from_state(run.metadata["resume"])
         history = path / "idps.csv"
         if history.is_file():
             run.idps = read_idps_csv(history.read_text(encoding="utf-8"))

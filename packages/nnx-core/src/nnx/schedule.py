@@ -124,7 +124,7 @@ class ScheduleDriver:
 
     def state_dict(self) -> dict[str, Any]:
         return {"scheduler": self.scheduler.state_dict(), "steps": self.steps,
-                "clock": self.clock, "horizon": self.horizon}
+                "clock": self.clock, "horizon": self.horizon, "kind": self.kind.name}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.scheduler.load_state_dict(state["scheduler"])

@@ -23,11 +23,13 @@ from nnx._atomic import atomic_write_text
 from nnx.best import current_best, elect_best
 from nnx.callbacks.base import Callback, CallbackContext
 from nnx.checkpoint import NNCheckpoint
+from nnx.components import ComponentSpec, collect_states, discover_components
 from nnx.optimizers import build_optimizer
 from nnx.params.train import NNTrainParams
 from nnx.precision import resolve_precision
 from nnx.progress import Progress
 from nnx.records import NNEvaluationDataPoint, NNIterationDataPoint, signal_walk
+from nnx.resume import apply_resume, check_resume, loader_generators, plan_resume
 from nnx.run import NNRun, display_path
 from nnx.schedule import ScheduleDriver, planned_updates_per_epoch
 from nnx.steps import EvalStepContext, TrainStepContext, UpdateWindow, default_train_step
@@ -137,7 +139,7 @@ class _RecordSummary:
 class _Loop:
     def __init__(self, model: NNModel, params: NNTrainParams, *, step_fn: StepFn | None,
                  eval_fn: EvalFn | None, callbacks: Sequence[Any], salt: str | None,
-                 verbose: bool | None, root: str) -> None:
+                 verbose: bool | None, root: str, components: Sequence[Any] = ()) -> None:
         if not isinstance(params, NNTrainParams):
             raise TypeError(f"NNModel.train needs an NNTrainParams; got {type(params).__name__}")
         if params.train_loader is None:
@@ -174,14 +176,34 @@ class _Loop:
             self.schedule = ScheduleDriver(params.scheduler, self.optimizer, params.n_epochs,
                                            updates_per_epoch=per_epoch,
                                            plateau_rule=self._plateau_rule())
-        self.progress = Progress(params.n_epochs, params.train_loader, verbose=verbose)
+        self.components = discover_components(
+            [*self.callbacks, self.step_fn, *self._own_components()], components)
+        self.resume = plan_resume(params, self.run.root)
+        if self.resume is not None:
+            check_resume(self.resume, self)
+        self.start_epoch = 0 if self.resume is None else self.resume.start_epoch
+        self.end_epoch = params.n_epochs if self.resume is None else self.resume.end_epoch
+        self.progress = Progress(self.end_epoch - self.start_epoch, params.train_loader,
+                                 verbose=verbose)
         self.ctx = CallbackContext(model=model, run=self.run, optimizer=self.optimizer,
                                    scheduler=self.schedule)
         self.iter_idx = 0
         self.epoch_complete = False
         self.summary: Any = None
         self.best_score = math.inf
-        self.phases = phase_epochs(params.n_epochs) if params.save_phase_checkpoints else {}
+        self.phases = self._phases()
+
+    def _phases(self) -> dict[str, int]:
+        """Phase epochs: the plan's own on a fresh or planned run, this session's otherwise."""
+        params = self.params
+        if not params.save_phase_checkpoints:
+            return {}
+        if self.resume is None or params.resume_epochs == "planned":
+            return phase_epochs(params.n_epochs)
+        return {tag: self.start_epoch + e for tag, e in phase_epochs(params.n_epochs).items()}
+
+    def _own_components(self) -> list[Any]:
+        return [] if self.tracker is None else [_MonitorComponent(self.tracker)]
 
     def _check_declarations(self) -> None:
         from nnx.metrics import check_metric_inputs, metric_modes
@@ -332,9 +354,15 @@ class _Loop:
     def _training_state(self, epoch: int) -> dict[str, Any]:
         from nnx.seeding import capture_rng_state
 
+        generators = loader_generators(self.params.train_loader)
         return {
             "epoch": epoch,
+            "optimizer_class": type(self.optimizer).__name__,
             "optimizer": self.optimizer.state_dict(),
+            "components": collect_states(self.components),
+            "loop": {"iter_idx": self.iter_idx, "planned_n_epochs": self.end_epoch,
+                     "best_score": None if math.isinf(self.best_score) else self.best_score},
+            "loaders": {seed: gen.get_state() for seed, gen in generators.items()},
             "schedule": None if self.schedule is None else self.schedule.state_dict(),
             "scaler": None if self.scaler is None else self.scaler.state_dict(),
             "precision": self.precision.state(),
@@ -381,8 +409,13 @@ class _Loop:
         ctx.idps = run.idps
         for cb in self.callbacks:
             cb.on_train_begin(ctx)
+        if self.resume is not None:
+            apply_resume(self.resume, self)
+            run.resume_status = self.resume.status
+            run.metadata["resume"] = self.resume.status.state()
+            run.save_config()
         try:
-            for epoch in range(self.params.n_epochs):
+            for epoch in range(self.start_epoch, self.end_epoch):
                 ctx.epoch = epoch
                 for cb in self.callbacks:
                     cb.on_epoch_begin(ctx)
@@ -421,6 +454,28 @@ class _Loop:
         return run
 
 
+class _MonitorComponent:
+    """The named monitor's best value, checkpointed as ``nnx.monitor`` (§6.4)."""
+
+    def __init__(self, tracker: Any) -> None:
+        self.tracker = tracker
+
+    def component_spec(self) -> ComponentSpec:
+        return ComponentSpec("nnx.monitor", 1, required=True)
+
+    def component_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = self.tracker.state_dict()
+        return state
+
+    def check_component_state(self, state: dict[str, Any], *, version: int) -> list[str]:
+        mine = self.tracker.state_dict()
+        return [f"monitor {key}: saved {state.get(key)!r}, now {mine[key]!r}"
+                for key in ("metric", "split", "direction") if state.get(key) != mine[key]]
+
+    def load_component_state(self, state: dict[str, Any], *, version: int) -> None:
+        self.tracker.load_state_dict(state)
+
+
 def _end_callbacks(callbacks: Sequence[Callback], ctx: CallbackContext) -> None:
     for cb in callbacks:
         try:
@@ -433,7 +488,8 @@ def _end_callbacks(callbacks: Sequence[Callback], ctx: CallbackContext) -> None:
 def train_model(model: NNModel, params: NNTrainParams, *, train_step_fn: StepFn | None = None,
                 eval_step_fn: EvalFn | None = None, callbacks: Sequence[Any] = (),
                 salt: str | None = None, verbose: bool | None = None,
-                root: str = "runs") -> NNRun:
+                root: str = "runs", components: Sequence[Any] = ()) -> NNRun:
     loop = _Loop(model, params, step_fn=train_step_fn, eval_fn=eval_step_fn,
-                 callbacks=callbacks, salt=salt, verbose=verbose, root=root)
+                 callbacks=callbacks, salt=salt, verbose=verbose, root=root,
+                 components=components)
     return loop.execute()

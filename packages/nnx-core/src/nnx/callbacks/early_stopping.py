@@ -139,7 +139,33 @@ class EarlyStopping(Callback):
                 self.stopped_epoch = ctx.epoch
                 ctx.should_stop = True
 
-    def state_dict(self) -> dict[str, Any]:
+    # -- component protocol (§14.1) ----------------------------------------------------
+    def component_spec(self) -> Any:
+        from nnx.components import ComponentSpec
+
+        return ComponentSpec(self.name or "early_stopping", 1, required=False,
+                             numbered=self.name is None)
+
+    def _identity(self) -> Any:
+        return self.spec.state() if self.spec is not None else self.monitor
+
+    def component_state(self) -> dict[str, Any]:
         return {"best": self.best, "wait": self.wait, "selected_monitor": self.selected_monitor,
-                "monitor": self.monitor if isinstance(self.monitor, str) or self.monitor is None
-                else self.monitor.state(), "mode": self.mode}
+                "monitor": self._identity(), "mode": self.mode,
+                "tracker": None if self.tracker is None else self.tracker.state_dict()}
+
+    def check_component_state(self, state: dict[str, Any], *, version: int) -> list[str]:
+        problems = []
+        if state.get("monitor") != self._identity():
+            problems.append(f"EarlyStopping was saved monitoring {state.get('monitor')!r}, "
+                            f"now {self._identity()!r}")
+        if state.get("mode") != self.mode:
+            problems.append(f"EarlyStopping was saved with mode={state.get('mode')!r}, "
+                            f"now {self.mode!r}")
+        return problems
+
+    def load_component_state(self, state: dict[str, Any], *, version: int) -> None:
+        self.best, self.wait = state["best"], state["wait"]
+        self.selected_monitor = state["selected_monitor"]
+        if self.tracker is not None and state.get("tracker") is not None:
+            self.tracker.load_state_dict(state["tracker"])

@@ -6,12 +6,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from nnx._validation import check_choice
 from nnx.params._base import always
 from nnx.params.loop import LOOP_DECODERS, LoopParams
 from nnx.params.optim import NNOptimParams
 from nnx.params.scheduler import NNSchedulerParams
 
-__all__ = ["NNTrainParams"]
+__all__ = ["RESUME_EPOCHS", "NNTrainParams"]
+
+#: What n_epochs means on a resume (§14.3): more epochs, or the plan's total.
+RESUME_EPOCHS = ("additional", "planned")
 
 
 def _scheduler(value: Any) -> NNSchedulerParams | None:
@@ -28,6 +32,7 @@ class NNTrainParams(LoopParams):
 
     optim: NNOptimParams = always(factory=NNOptimParams)
     scheduler: NNSchedulerParams | None = always(NNSchedulerParams())
+    resume_epochs: str = "additional"
 
     _DECODERS: ClassVar[Mapping[str, Any]] = {
         **LOOP_DECODERS,
@@ -37,6 +42,7 @@ class NNTrainParams(LoopParams):
 
     def __post_init__(self) -> None:
         self._validate_loop()
+        check_choice("NNTrainParams.resume_epochs", self.resume_epochs, RESUME_EPOCHS)
         if not isinstance(self.optim, NNOptimParams):
             raise ValueError(f"NNTrainParams.optim must be an NNOptimParams; got {self.optim!r}")
         if self.scheduler is not None and not isinstance(self.scheduler, NNSchedulerParams):

@@ -1,0 +1,229 @@
+"""Resuming a run from a checkpoint (spec §14, §14.2, §14.3).
+
+``plan_resume`` reads and checks everything before the new run is reserved:
+the source checkpoint, the mode (``auto`` / ``stateful`` / ``weights_only``),
+the epochs to train (``resume_epochs="additional"`` or ``"planned"``), the
+schedule's shared horizon, and whether the saved optimizer, precision,
+schedule and components fit this run. ``apply_resume`` then restores them
+after the reset hooks ran; if anything fails, the model and every RNG stream
+are put back before the error propagates.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from nnx.checkpoint import NNCheckpoint
+from nnx.components import ComponentRestoreError, check_components, restore_components
+from nnx.enums.schedulers import Schedulers
+from nnx.seeding import capture_rng_state, restore_rng_state
+
+if TYPE_CHECKING:
+    from nnx.training import _Loop
+
+__all__ = ["ResumePlan", "ResumeStatus", "apply_resume", "check_resume", "loader_generators",
+           "plan_resume"]
+
+
+@dataclass
+class ResumeStatus:
+    """What a run's start restored; stored in metadata.yaml under ``resume``."""
+
+    mode: str = "fresh"  # "fresh", "stateful" or "weights_only"
+    source_run: str | None = None
+    source_checkpoint: str | None = None
+    source_epoch: int | None = None
+    restored_components: list[str] = field(default_factory=list)
+    fresh_components: list[str] = field(default_factory=list)
+
+    def state(self) -> dict[str, Any]:
+        return {"mode": self.mode, "source_run": self.source_run,
+                "source_checkpoint": self.source_checkpoint, "source_epoch": self.source_epoch,
+                "restored_components": list(self.restored_components),
+                "fresh_components": list(self.fresh_components)}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> ResumeStatus:
+        return cls(**dict(state))
+
+
+@dataclass
+class ResumePlan:
+    checkpoint: NNCheckpoint
+    training_state: dict[str, Any] | None
+    mode: str  # "stateful" or "weights_only"
+    start_epoch: int
+    end_epoch: int  # exclusive
+    status: ResumeStatus
+
+
+_BOUNDED = (Schedulers.ONE_CYCLE, Schedulers.LINEAR_WARMUP_DECAY)
+
+
+def _check_horizon(params: Any) -> None:
+    """A stateful resume of a bounded schedule needs one explicit, shared horizon."""
+    schedule = params.scheduler
+    if schedule is None or params.resume_mode == "weights_only":
+        return
+    if schedule.resolved_kind in _BOUNDED and schedule.total_steps is None:
+        raise ValueError(
+            f"resuming a {schedule.resolved_kind.name} schedule needs an explicit total_steps "
+            "covering the original and the resumed epochs (or resume_mode='weights_only')")
+    if (schedule.resolved_kind is Schedulers.LINEAR_WARMUP_DECAY and schedule.clock == "epoch"
+            and schedule.warmup_steps is None and params.resume_epochs != "planned"):
+        raise ValueError("resuming an epoch-clock warm-up schedule needs an explicit "
+                         "warmup_steps unless resume_epochs='planned'")
+
+
+def plan_resume(params: Any, root: Path) -> ResumePlan | None:
+    """Read and check the resume request; None when the run starts fresh."""
+    planned = params.resume_epochs == "planned"
+    if params.resume_from_run_id is None:
+        if planned:
+            raise ValueError("resume_epochs='planned' needs a resume (resume_from_run_id)")
+        return None
+    _check_horizon(params)
+    source, tag = params.resume_from_run_id, params.resume_from_checkpoint or "last"
+    path = root / source / "checkpoints" / f"{tag}.pt"
+    if not path.is_file():
+        raise FileNotFoundError(f"cannot resume: run {source} has no {tag!r} checkpoint "
+                                f"({path.as_posix()})")
+    checkpoint = NNCheckpoint.from_file(path)
+    state = checkpoint.load_training_state()
+    mode = params.resume_mode
+    if mode == "stateful" and state is None:
+        raise ValueError(f"resume_mode='stateful' needs training state, but {tag!r} of run "
+                         f"{source} holds weights only")
+    if mode == "auto":
+        mode = "stateful" if state is not None else "weights_only"
+        if state is None:
+            warnings.warn(f"checkpoint {tag!r} of run {source} holds weights only: the "
+                          "optimizer, schedule, scaler and RNG start fresh", RuntimeWarning,
+                          stacklevel=3)
+    if mode == "weights_only":
+        state = None
+    start = checkpoint.epoch + 1
+    if planned:
+        loop_state = None if state is None else state.get("loop")
+        if state is None:
+            raise ValueError("resume_epochs='planned' needs a stateful resume")
+        if loop_state is None or loop_state.get("planned_n_epochs") is None:
+            raise ValueError("resume_epochs='planned': the checkpoint records no plan")
+        if loop_state["planned_n_epochs"] != params.n_epochs:
+            raise ValueError(f"resume_epochs='planned': the source planned "
+                             f"{loop_state['planned_n_epochs']} epochs, this run {params.n_epochs}")
+        if start >= params.n_epochs:
+            raise ValueError(f"resume_epochs='planned': the source already finished its plan of "
+                             f"{params.n_epochs} epochs")
+    end = params.n_epochs if planned else start + params.n_epochs
+    status = ResumeStatus(mode=mode, source_run=source, source_checkpoint=tag,
+                          source_epoch=checkpoint.epoch)
+    return ResumePlan(checkpoint, state, mode, start, end, status)
+
+
+def check_resume(plan: ResumePlan, loop: _Loop) -> None:
+    """Refuse a checkpoint that does not fit this run, before anything is reserved."""
+    expected = {k: tuple(v.shape) for k, v in loop.model.net.state_dict().items()}
+    saved = {k: tuple(v.shape) for k, v in plan.checkpoint.state_dict.items()}
+    if expected != saved:
+        missing = sorted(set(expected) - set(saved))[:5]
+        extra = sorted(set(saved) - set(expected))[:5]
+        shapes = sorted(k for k in set(expected) & set(saved) if expected[k] != saved[k])[:5]
+        raise ValueError(f"the checkpoint's weights do not fit this net (missing {missing}, "
+                         f"unexpected {extra}, other shapes {shapes})")
+    state = plan.training_state
+    if state is None:
+        return
+    problems = []
+    optimizer_class = state.get("optimizer_class")
+    if optimizer_class is not None and optimizer_class != type(loop.optimizer).__name__:
+        problems.append(f"optimizer: saved {optimizer_class}, now {type(loop.optimizer).__name__}")
+    groups = state["optimizer"]["param_groups"]
+    if [len(g["params"]) for g in groups] != [len(g["params"]) for g in
+                                              loop.optimizer.param_groups]:
+        problems.append("optimizer: the parameter groups differ in number or size")
+    saved_precision = state.get("precision", {}).get("policy")
+    if saved_precision is not None and saved_precision != loop.precision.policy.name:
+        problems.append(f"precision: saved {saved_precision}, now {loop.precision.policy.name} "
+                        "(a weights_only resume may switch)")
+    problems += _schedule_problems(state.get("schedule"), loop)
+    problems += check_components(loop.components, state.get("components"))
+    if problems:
+        raise ComponentRestoreError(problems)
+
+
+def _schedule_problems(saved: Mapping[str, Any] | None, loop: _Loop) -> list[str]:
+    schedule = loop.schedule
+    if (saved is None) != (schedule is None):
+        return ["schedule: the checkpoint and this run disagree on having a schedule"]
+    if saved is None or schedule is None:
+        return []
+    problems = []
+    if saved.get("kind") not in (None, schedule.kind.name):
+        problems.append(f"schedule: saved {saved.get('kind')}, now {schedule.kind.name}")
+    if saved.get("clock") != schedule.clock:
+        problems.append(f"schedule clock: saved {saved.get('clock')}, now {schedule.clock}")
+    if schedule.is_plateau:
+        now = schedule.scheduler
+        before = saved["scheduler"]
+        for key in ("mode", "threshold_mode", "threshold"):
+            if before.get(key) != getattr(now, key):
+                problems.append(f"plateau {key}: saved {before.get(key)!r}, now "
+                                f"{getattr(now, key)!r} (resume with the original monitor and "
+                                "threshold, or resume_mode='weights_only')")
+    elif schedule.kind in _BOUNDED and saved.get("horizon") != schedule.horizon:
+        problems.append(f"schedule total_steps: saved {saved.get('horizon')}, now "
+                        f"{schedule.horizon}")
+    return problems
+
+
+def loader_generators(loader: Any) -> dict[int, torch.Generator]:
+    """The torch Generators a loader draws from, keyed by their stable seed."""
+    found = {}
+    for owner in (loader, getattr(loader, "sampler", None),
+                  getattr(getattr(loader, "batch_sampler", None), "sampler", None)):
+        gen = getattr(owner, "generator", None)
+        if isinstance(gen, torch.Generator):
+            found[gen.initial_seed()] = gen
+    return found
+
+
+def apply_resume(plan: ResumePlan, loop: _Loop) -> None:
+    """Restore weights (and, when stateful, everything else); roll back on failure."""
+    net = loop.model.net
+    model_before = {k: v.detach().clone() for k, v in net.state_dict().items()}
+    rng_before = capture_rng_state()
+    try:
+        net.load_state_dict(plan.checkpoint.state_dict)
+        state = plan.training_state
+        if state is None:
+            plan.status.fresh_components = list(loop.components)
+            return
+        loop.optimizer.load_state_dict(state["optimizer"])
+        if loop.schedule is not None and state.get("schedule") is not None:
+            loop.schedule.load_state_dict(state["schedule"])
+        if loop.scaler is not None and state.get("scaler") is not None:
+            loop.scaler.load_state_dict(state["scaler"])
+        counters = state.get("loop", {})
+        loop.ctx.committed_updates = int(state.get("committed_updates", 0))
+        loop.iter_idx = int(counters.get("iter_idx", 0))
+        best = counters.get("best_score")
+        loop.best_score = math.inf if best is None else float(best)
+        restored, fresh = restore_components(loop.components, state.get("components"))
+        plan.status.restored_components, plan.status.fresh_components = restored, fresh
+        generators = loader_generators(loop.params.train_loader)
+        for seed, gen_state in (state.get("loaders") or {}).items():
+            if int(seed) in generators:
+                generators[int(seed)].set_state(gen_state)
+        restore_rng_state(state["rng"])
+    except BaseException:
+        net.load_state_dict(model_before)
+        restore_rng_state(rng_before)
+        raise

@@ -1,0 +1,215 @@
+"""Resuming from a checkpoint (spec §14, §14.1–§14.3): bit-exact, checked before it starts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from nnx import (
+    Callback,
+    EarlyStopping,
+    NNDataset,
+    NNModel,
+    NNOptimParams,
+    NNParams,
+    NNRun,
+    NNSchedulerParams,
+    NNTrainParams,
+)
+from nnx.components import ComponentRestoreError, ComponentSpec, discover_components
+
+
+def dataset() -> NNDataset:
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(96, 5, generator=g)
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).long() + (x[:, 2] > 1).long()
+    return NNDataset(x, y, val_proportion=0.25, batch_sizes=(16, None, None), seed=7)
+
+
+def model() -> NNModel:
+    torch.manual_seed(11)  # the weights are replaced on resume; this only fixes the start
+    return NNModel(net_params=NNParams(input_dim=5, output_dim=3, hidden_dims=(16, 16),
+                                       dropout_prob=0.2))
+
+
+def plan(**changes) -> NNTrainParams:
+    data = dataset()  # fresh loaders: their generators start from their seed
+    base = dict(n_epochs=4, train_loader=data.train_loader, val_loader=data.val_loader,
+                optim=NNOptimParams.builder().adam(max_lr=3e-2).build(),
+                scheduler=NNSchedulerParams.builder().reduce_on_plateau(
+                    factor=0.5, patience=0, threshold=1e-3).build(), seed=0)
+    base.update(changes)
+    return NNTrainParams(**base)
+
+
+class StopAfter(Callback):
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def on_epoch_end(self, ctx):
+        if ctx.epoch == self.epoch:
+            ctx.should_stop = True
+
+
+def records(run):
+    return [(i.epoch, i.iter_idx, i.update_count, i.lr, i.train_edp.loss,
+             None if i.val_edp is None else i.val_edp.loss) for i in run.idps]
+
+
+def test_a_split_run_continues_bit_for_bit(tmp_path):
+    straight_stop = EarlyStopping(monitor="val_edp.loss", patience=10)
+    full = model()
+    straight = full.train(plan(), callbacks=[straight_stop], verbose=False,
+                          root=tmp_path / "a")
+
+    first_model = model()
+    first = first_model.train(plan(), callbacks=[EarlyStopping(monitor="val_edp.loss",
+                                                               patience=10), StopAfter(1)],
+                              verbose=False, root=tmp_path / "b")
+    assert [r.epoch for r in first.epoch_records()] == [0, 1]
+
+    resumed_stop = EarlyStopping(monitor="val_edp.loss", patience=10)
+    second_model = model()
+    rest = second_model.train(
+        plan(resume_from_run_id=first.id, resume_mode="stateful", resume_epochs="planned"),
+        callbacks=[resumed_stop], verbose=False, root=tmp_path / "b")
+
+    assert rest.id != first.id  # the child hashes its parent
+    for key, value in full.net.state_dict().items():
+        assert torch.equal(value, second_model.net.state_dict()[key]), key
+    assert records(rest) == [r for r in records(straight) if r[0] >= 2]
+    a = torch.load(straight.checkpoints_dir / "last.pt.opt.pt", weights_only=False)
+    b = torch.load(rest.checkpoints_dir / "last.pt.opt.pt", weights_only=False)
+    assert a["schedule"]["scheduler"] == b["schedule"]["scheduler"]
+    for sa, sb in zip(a["optimizer"]["state"].values(), b["optimizer"]["state"].values(),
+                      strict=True):
+        assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert (resumed_stop.best, resumed_stop.wait) == (straight_stop.best, straight_stop.wait)
+    status = NNRun.load(rest.id, root=tmp_path / "b").resume_status
+    assert (status.mode, status.source_run, status.source_epoch) == ("stateful", first.id, 1)
+    assert "early_stopping" in status.restored_components
+    state = NNRun.load(rest.id, root=tmp_path / "b").state()["train"]
+    assert state["parent_run_id"] == first.id and state["resume_epochs"] == "planned"
+
+
+def test_additional_epochs_and_weights_only(tmp_path):
+    first = model().train(plan(n_epochs=2), verbose=False, root=tmp_path)
+    more = model().train(plan(n_epochs=2, resume_from_run_id=first.id), verbose=False,
+                         root=tmp_path)
+    assert [r.epoch for r in more.epoch_records()] == [2, 3]
+    assert more.resume_status.mode == "stateful"
+    warm = model().train(plan(n_epochs=1, resume_from_run_id=first.id,
+                              resume_mode="weights_only"), verbose=False, root=tmp_path)
+    assert warm.resume_status.mode == "weights_only"
+    assert [r.epoch for r in warm.epoch_records()] == [2]
+
+
+def test_refusals_happen_before_anything_is_reserved(tmp_path):
+    first = model().train(plan(n_epochs=2), verbose=False, root=tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+
+    def refused(exc, match, **changes):
+        with pytest.raises(exc, match=match):
+            model().train(plan(**changes), verbose=False, root=tmp_path)
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+    refused(ValueError, "needs a resume", resume_epochs="planned")
+    refused(FileNotFoundError, "no 'q3' checkpoint", resume_from_run_id=first.id,
+            resume_from_checkpoint="q3")
+    refused(ValueError, "source planned 2 epochs, this run 4", resume_from_run_id=first.id,
+            resume_epochs="planned")
+    refused(ValueError, "already finished its plan", n_epochs=2, resume_from_run_id=first.id,
+            resume_epochs="planned")
+    refused(ComponentRestoreError, "optimizer: saved Adam, now SGD",
+            resume_from_run_id=first.id, optim=NNOptimParams.builder().sgd(max_lr=0.1).build())
+    refused(ComponentRestoreError, "schedule clock|plateau|schedule:",
+            resume_from_run_id=first.id, scheduler=None)
+    one_cycle = NNSchedulerParams.builder().one_cycle(max_lr=0.1).clock("optimizer_update")
+    refused(ValueError, "explicit total_steps", resume_from_run_id=first.id,
+            scheduler=one_cycle.build())
+    with pytest.raises(ValueError, match="do not fit this net"):
+        NNModel(net_params=NNParams(input_dim=5, output_dim=3, hidden_dims=(8,))).train(
+            plan(resume_from_run_id=first.id), verbose=False, root=tmp_path)
+
+
+def test_a_changed_early_stopping_monitor_is_reported_before_restoring(tmp_path):
+    first = model().train(plan(n_epochs=2), callbacks=[EarlyStopping(monitor="val_edp.loss")],
+                          verbose=False, root=tmp_path)
+    with pytest.raises(ComponentRestoreError, match=r"saved monitoring 'val_edp\.loss'"):
+        model().train(plan(resume_from_run_id=first.id),
+                      callbacks=[EarlyStopping(monitor="val_edp.error")], verbose=False,
+                      root=tmp_path)
+
+
+def test_weights_only_checkpoint_needs_a_weights_only_or_auto_resume(tmp_path):
+    from nnx import ModelCheckpoint
+
+    first = model().train(plan(n_epochs=2), callbacks=[ModelCheckpoint(prefix="snap")],
+                          verbose=False, root=tmp_path)
+    with pytest.raises(ValueError, match="holds weights only"):
+        model().train(plan(resume_from_run_id=first.id, resume_from_checkpoint="snap_e1",
+                           resume_mode="stateful"), verbose=False, root=tmp_path)
+    with pytest.warns(RuntimeWarning, match="holds weights only"):
+        warm = model().train(plan(n_epochs=1, resume_from_run_id=first.id,
+                                  resume_from_checkpoint="snap_e1"),
+                             verbose=False, root=tmp_path)
+    assert warm.resume_status.mode == "weights_only"
+
+
+class Counter:
+    def __init__(self, name="test.counter", required=True, numbered=False):
+        self.spec = ComponentSpec(name, 1, required=required, numbered=numbered)
+        self.count = 0
+
+    def component_spec(self):
+        return self.spec
+
+    def component_state(self):
+        return {"count": self.count}
+
+    def load_component_state(self, state, *, version):
+        if state["count"] < 0:
+            raise RuntimeError("negative count")
+        self.count = state["count"]
+
+
+def test_component_discovery_numbering_and_refusals():
+    a, b = Counter("x", numbered=True), Counter("x", numbered=True)
+    found = discover_components([a, b, a])
+    assert list(found) == ["x", "x.2"] and found["x.2"][1] is b
+    with pytest.raises(ValueError, match="two components are named 'y'"):
+        discover_components([Counter("y"), Counter("y")])
+    with pytest.raises(TypeError, match=r"components\[0\]"):
+        discover_components([], [object()])
+
+
+def test_components_restore_transactionally(tmp_path):
+    counter = Counter()
+    counter.count = 3
+    first = model().train(plan(n_epochs=1), components=[counter], verbose=False, root=tmp_path)
+    # A required component missing on resume is reported with every other problem.
+    with pytest.raises(ComponentRestoreError, match=r"'test\.counter'.*does not register"):
+        model().train(plan(resume_from_run_id=first.id), verbose=False, root=tmp_path)
+    counter.count = 5
+    resumed_counter = Counter()
+    rest = model().train(plan(n_epochs=1, resume_from_run_id=first.id),
+                         components=[resumed_counter], verbose=False, root=tmp_path)
+    assert resumed_counter.count == 3 and "test.counter" in rest.resume_status.restored_components
+    assert dataclasses.is_dataclass(rest.resume_status)
+
+
+def test_a_failing_load_rolls_back_components_model_and_rng(tmp_path):
+    good, bad = Counter("a"), Counter("b")
+    good.count, bad.count = 2, -1  # -1 makes load_component_state raise on resume
+    first = model().train(plan(n_epochs=1), components=[good, bad], verbose=False,
+                          root=tmp_path)
+    fresh_good, fresh_bad = Counter("a"), Counter("b")
+    victim = model()
+    weights = {k: v.clone() for k, v in victim.net.state_dict().items()}
+    with pytest.raises(RuntimeError, match="negative count"):
+        victim.train(plan(resume_from_run_id=first.id), components=[fresh_good, fresh_bad],
+                     verbose=False, root=tmp_path)
+    assert fresh_good.count == 0 and fresh_bad.count == 0
+    assert all(torch.equal(weights[k], v) for k, v in victim.net.state_dict().items())
