@@ -27,7 +27,7 @@ from nnx import (
     NNSchedulerParams,
     NNTrainParams,
 )
-from nnx.checkpoint import sidecar_path
+from nnx.checkpoint import checkpoint_files, sidecar_path
 
 B = 3  # microbatches per epoch
 
@@ -168,8 +168,8 @@ def test_a_mid_epoch_stop_at_update_discards_the_partial_epoch(tmp_path):
     assert last_epoch(run) == 0
     assert {i.epoch for i in run.idps} == {0}
     assert {i.epoch for i in NNRun.load(run.id, root=root).idps} == {0}
-    assert max(NNCheckpoint.from_file(p).epoch for p in (root / run.id / "checkpoints").glob(
-        "*.pt") if not p.name.endswith(".opt.pt")) == 0
+    assert max(NNCheckpoint.from_file(p).epoch
+               for p in checkpoint_files(root / run.id / "checkpoints")) == 0
     # The live net keeps the partial epoch's update; LAST keeps the committed weights.
     last = NNCheckpoint.load(run.id, Checkpoints.LAST, root=root)
     assert any(not torch.equal(last.state_dict[k], v) for k, v in model.net.state_dict().items())
@@ -312,7 +312,7 @@ def test_model_checkpoint_files_are_weights_only(tmp_path):
         path = root / run.id / "checkpoints" / f"{tag}.pt"
         checkpoint = NNCheckpoint.from_file(path)
         assert checkpoint.training_state_present is False
-        assert checkpoint.load_training_state() is None
+        assert checkpoint.training_state() is None
         assert not sidecar_path(path).exists()
     e3 = NNCheckpoint.from_file(root / run.id / "checkpoints" / "custom_e3.pt")
     assert e3.epoch == 3

@@ -31,6 +31,7 @@ from nnx import (
 )
 from nnx._hashing import md5_hex
 from nnx.best import current_best, elect_best
+from nnx.checkpoint import checkpoint_files
 from nnx.training import phase_epochs
 
 # -- helpers ----------------------------------------------------------------------------
@@ -62,7 +63,7 @@ def params(n_epochs: int = 2, **kw) -> NNTrainParams:
 def tags(run_dir: Path) -> dict[str, int]:
     """Checkpoint tag -> epoch of every checkpoint file (sidecars excluded)."""
     return {p.name[:-3]: NNCheckpoint.from_file(p).epoch
-            for p in (run_dir / "checkpoints").glob("*.pt") if not p.name.endswith(".opt.pt")}
+            for p in checkpoint_files(run_dir / "checkpoints")}
 
 
 def val_errors(values):
@@ -205,7 +206,7 @@ def test_without_phase_checkpoints_only_last_and_best_are_written(tmp_path):
     assert set(tags(tmp_path / "runs" / run.id)) == {"last", "best"}
     last = NNCheckpoint.load(run.id, Checkpoints.LAST, root=tmp_path / "runs")
     assert last.epoch == 7 and last.training_state_present
-    assert last.load_training_state()["epoch"] == 7
+    assert last.training_state()["epoch"] == 7
 
 
 # -- BEST: the first finite of val error -> val loss -> train error -> train loss ---------------

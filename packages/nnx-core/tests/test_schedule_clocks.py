@@ -28,6 +28,7 @@ from nnx import (
     Schedulers,
     default_train_step,
 )
+from nnx.checkpoint import checkpoint_files
 
 # -- helpers ----------------------------------------------------------------------------
 
@@ -82,8 +83,7 @@ class TrainedAt(Callback):
 
 def checkpoint_epochs(run_dir: Path) -> dict[str, int]:
     return {p.name[:-3]: NNCheckpoint.from_file(p).epoch
-            for p in sorted((run_dir / "checkpoints").glob("*.pt"))
-            if not p.name.endswith(".opt.pt")}
+            for p in checkpoint_files(run_dir / "checkpoints")}
 
 
 # -- warm-up ------------------------------------------------------------------------------

@@ -13,36 +13,66 @@ temp name is never touched again.
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import secrets
-from collections.abc import Callable
+import signal
+import threading
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text", "fsync_dir"]
+__all__ = [
+    "atomic_write",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "fsync_dir",
+    "interrupts_held",
+    "serialized",
+]
 
 PathLike = str | os.PathLike[str]
 
 
-def _fsync(fd: int) -> None:
-    with contextlib.suppress(OSError):  # durability is best-effort; the rename is atomic
-        os.fsync(fd)
+# A filesystem that cannot flush does not fail a save; a real I/O error does.
+_UNSUPPORTED = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF}
 
 
-def fsync_dir(path: PathLike) -> None:
-    """Flush a directory entry (the rename) to disk where the platform allows it."""
+def _fsync(fd: int, *, strict: bool = False) -> None:
+    """Flush ``fd`` to stable storage (F_FULLFSYNC on macOS, whose fsync stops at the
+    drive's cache). Errors are tolerated unless ``strict``; even then an unsupported
+    flush is tolerated and only a real I/O error (EIO, ENOSPC) raises."""
+    try:
+        full = getattr(fcntl, "F_FULLFSYNC", None) if fcntl is not None else None
+        if full is not None:
+            fcntl.fcntl(fd, full)
+        else:
+            os.fsync(fd)
+    except OSError as exc:
+        if strict and exc.errno not in _UNSUPPORTED:
+            raise
+
+
+def fsync_dir(path: PathLike, *, strict: bool = False) -> None:
+    """Flush a directory entry (the rename) to disk; Windows cannot flush directories."""
     try:
         fd = os.open(os.fspath(path), os.O_RDONLY)
     except OSError:
         return
     try:
-        _fsync(fd)
+        _fsync(fd, strict=strict)
     finally:
         os.close(fd)
 
 
-def atomic_write(path: PathLike, write: Callable[[IO[bytes]], Any], *, sync: bool = True) -> Path:
+def atomic_write(path: PathLike, write: Callable[[IO[bytes]], Any], *, sync: bool = True,
+                 strict: bool = False) -> Path:
     """Write ``path`` atomically: ``write(f)`` fills a temp file that replaces it.
 
     Returns the resolved destination. ``sync=False`` skips the fsync (for
@@ -58,7 +88,7 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], Any], *, sync: boo
             write(handle)
             handle.flush()
             if sync:
-                _fsync(handle.fileno())
+                _fsync(handle.fileno(), strict=strict)
         os.replace(tmp, dest)
     except BaseException:
         if fd >= 0:
@@ -70,8 +100,9 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], Any], *, sync: boo
     return dest
 
 
-def atomic_write_bytes(path: PathLike, data: bytes, *, sync: bool = True) -> Path:
-    return atomic_write(path, lambda f: f.write(data), sync=sync)
+def atomic_write_bytes(path: PathLike, data: bytes, *, sync: bool = True,
+                       strict: bool = False) -> Path:
+    return atomic_write(path, lambda f: f.write(data), sync=sync, strict=strict)
 
 
 def atomic_write_text(path: PathLike, text: str, *, sync: bool = True) -> Path:
@@ -83,3 +114,31 @@ def serialized(save: Callable[[IO[bytes]], Any]) -> bytes:
     buffer = io.BytesIO()
     save(buffer)
     return buffer.getvalue()
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold the first Ctrl-C until the block completes; a second one stops at once.
+
+    Used around the few renames that make a resume point complete, so an
+    interrupt never leaves a half-published point. Outside the main thread
+    (where signal handlers cannot be set) the block runs unprotected.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    previous = signal.getsignal(signal.SIGINT)
+
+    def hold(signum: int, frame: Any) -> None:
+        if pending:
+            raise KeyboardInterrupt
+        pending.append(signum)
+
+    signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pending:
+        raise KeyboardInterrupt

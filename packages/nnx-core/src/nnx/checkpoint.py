@@ -2,9 +2,10 @@
 
 A checkpoint file ``checkpoints/<tag>.pt`` holds the net's state dict, the
 run's configuration states, the epoch and its last record (which scores it).
-Training state (optimizer, scheduler, scaler, RNG streams) goes to the
-sidecar ``<tag>.pt.opt.pt``, written first, so a checkpoint never names state
-that is not on disk yet. Both go through the atomic writer.
+Training state (optimizer, scheduler, scaler, RNG streams, components) goes
+to the generation-addressed sidecar ``<tag>.pt.opt.<generation>.pt``, written
+first; a manifest written last makes the three a resume point
+(:mod:`nnx.resume_point`).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from typing import Any
 
 import torch
 
-from nnx._atomic import atomic_write
 from nnx.enums.checkpoints import Checkpoints
 from nnx.records import NNIterationDataPoint, first_finite
+from nnx.resume_point import ResumePoint, read_point, verify_point, write_point
 
-__all__ = ["CHECKPOINT_FORMAT", "NNCheckpoint", "sidecar_path"]
+__all__ = ["CHECKPOINT_FORMAT", "NNCheckpoint", "checkpoint_files", "sidecar_path"]
 
 CHECKPOINT_FORMAT = "nnx.checkpoint/1"
 
@@ -32,8 +33,20 @@ def sidecar_path(checkpoint: str | os.PathLike[str]) -> Path:
     return Path(f"{os.fspath(checkpoint)}.opt.pt")
 
 
-def _save(path: Path, payload: dict[str, Any]) -> None:
-    atomic_write(path, lambda f: torch.save(payload, f))
+def checkpoint_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """The checkpoint files of a checkpoints directory (sidecars, manifests and locks
+    excluded), sorted by name."""
+    return sorted(p for p in Path(directory).glob("*.pt") if ".opt." not in p.name)
+
+
+def _checkpoint_path(run: str, tag: str, root: str | os.PathLike[str]) -> Path:
+    if not isinstance(run, str) or not run or "/" in run or "\\" in run or run in (".", ".."):
+        raise ValueError(f"not a run id: {run!r}")
+    return Path(root) / run / "checkpoints" / f"{tag}.pt"
+
+
+def _tag(type: Checkpoints | str) -> str:
+    return type.value if isinstance(type, Checkpoints) else type
 
 
 @dataclass(eq=False)
@@ -53,6 +66,9 @@ class NNCheckpoint:
     training_state_present: bool = False
     reconstructible: bool = True
     transforms: tuple[Any, ...] = ()
+    generation: int | None = None
+    checkpoint_id: str | None = None
+    sidecar: str | None = None
     path: Path | None = field(default=None, compare=False)
 
     @property
@@ -85,16 +101,16 @@ class NNCheckpoint:
             "state_dict": dict(self.state_dict),
         }
 
-    def save(self, path: str | os.PathLike[str], training_state: Mapping[str, Any] | None = None
-             ) -> Path:
-        """Write the sidecar (when given) and then the checkpoint, each atomically."""
+    def save(self, path: str | os.PathLike[str], training_state: Mapping[str, Any] | None = None,
+             *, position: Mapping[str, Any] | None = None) -> Path:
+        """Write a resume point: the sidecar (when given), the checkpoint, the manifest."""
         dest = Path(path)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        if training_state is not None:
-            _save(sidecar_path(dest), dict(training_state))
-            self.training_state_present = True
-        _save(dest, self.payload())
-        self.path = dest
+        self.training_state_present = training_state is not None
+        point = write_point(dest, self.payload(), training_state,
+                            position or {"completed_epoch": self.epoch})
+        self.generation, self.checkpoint_id = point.generation, point.checkpoint_id
+        self.sidecar, self.path = point.sidecar, dest
         return dest
 
     @classmethod
@@ -114,25 +130,70 @@ class NNCheckpoint:
             training_state_present=payload.get("training_state_present", False),
             reconstructible=payload.get("reconstructible", True),
             transforms=tuple(payload.get("transforms", ())), path=Path(path),
+            generation=payload.get("generation"), checkpoint_id=payload.get("checkpoint_id"),
+            sidecar=payload.get("sidecar"),
         )
 
     @classmethod
     def load(cls, run: str, type: Checkpoints | str = Checkpoints.LAST, map_location: Any = "cpu",
              *, root: str | os.PathLike[str] = "runs") -> NNCheckpoint:
         """The checkpoint ``type`` (a Checkpoints member or a tag) of run ``run``."""
-        tag = type.value if isinstance(type, Checkpoints) else type
-        path = Path(root) / run / "checkpoints" / f"{tag}.pt"
+        tag = _tag(type)
+        path = _checkpoint_path(run, tag, root)
         if not path.is_file():
             raise FileNotFoundError(f"run {run} has no {tag} checkpoint ({path})")
         return cls.from_file(path, map_location=map_location)
 
-    def load_training_state(self, map_location: Any = "cpu") -> dict[str, Any] | None:
+    def training_state(self, map_location: Any = "cpu") -> dict[str, Any] | None:
         """The sidecar's training state, or None when the checkpoint carries none."""
         if self.path is None or not self.training_state_present:
             return None
-        side = sidecar_path(self.path)
+        side = self.path.with_name(self.sidecar) if self.sidecar else sidecar_path(self.path)
         if not side.is_file():
-            raise FileNotFoundError(f"checkpoint {self.path} names training state {side}, "
-                                    "which is missing")
+            raise FileNotFoundError(f"checkpoint {self.path} names training state {side.name}, "
+                                    "which is missing: the resume point is corrupt")
         state: dict[str, Any] = torch.load(side, map_location=map_location, weights_only=False)
+        if self.generation is not None and state.get("generation") != self.generation:
+            raise ValueError(f"{side.name} is of generation {state.get('generation')}, the "
+                             f"checkpoint of {self.generation}: the resume point is corrupt")
         return state
+
+    # -- observational probes (never create runs/<id>/) ---------------------------------
+    @classmethod
+    def load_with_training_state(
+        cls, run: str, type: Checkpoints | str = Checkpoints.LAST, map_location: Any = "cpu",
+        *, root: str | os.PathLike[str] = "runs",
+    ) -> tuple[NNCheckpoint | None, dict[str, Any] | None]:
+        """(checkpoint, training state), or (None, None) when the run or tag does not exist."""
+        path = _checkpoint_path(run, _tag(type), root)
+        if not path.is_file():
+            return None, None
+        checkpoint = cls.from_file(path, map_location=map_location)
+        return checkpoint, checkpoint.training_state(map_location)
+
+    @classmethod
+    def load_training_state(cls, run: str, type: Checkpoints | str = Checkpoints.LAST,
+                            map_location: Any = "cpu", *,
+                            root: str | os.PathLike[str] = "runs") -> dict[str, Any] | None:
+        return cls.load_with_training_state(run, type, map_location, root=root)[1]
+
+    @classmethod
+    def load_optimizer_state(cls, run: str, type: Checkpoints | str = Checkpoints.LAST,
+                             map_location: Any = "cpu", *,
+                             root: str | os.PathLike[str] = "runs") -> dict[str, Any] | None:
+        state = cls.load_training_state(run, type, map_location, root=root)
+        return None if state is None else state.get("optimizer")
+
+    # -- resume points ------------------------------------------------------------------
+    @classmethod
+    def verify(cls, run: str, type: Checkpoints | str = Checkpoints.LAST, *,
+               root: str | os.PathLike[str] = "runs") -> ResumePoint | None:
+        """Check a resume point (ResumePointError if torn, mixed or corrupted); None for a
+        checkpoint written before manifests."""
+        return verify_point(_checkpoint_path(run, _tag(type), root))
+
+    @classmethod
+    def resume_point(cls, run: str, type: Checkpoints | str = Checkpoints.LAST, *,
+                     root: str | os.PathLike[str] = "runs") -> ResumePoint | None:
+        """The live manifest of a checkpoint, or None before manifests existed."""
+        return read_point(_checkpoint_path(run, _tag(type), root))

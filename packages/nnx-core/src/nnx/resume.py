@@ -23,6 +23,7 @@ import torch
 from nnx.checkpoint import NNCheckpoint
 from nnx.components import ComponentRestoreError, check_components, restore_components
 from nnx.enums.schedulers import Schedulers
+from nnx.resume_point import verify_point
 from nnx.seeding import capture_rng_state, restore_rng_state
 
 if TYPE_CHECKING:
@@ -95,8 +96,9 @@ def plan_resume(params: Any, root: Path) -> ResumePlan | None:
     if not path.is_file():
         raise FileNotFoundError(f"cannot resume: run {source} has no {tag!r} checkpoint "
                                 f"({path.as_posix()})")
+    verify_point(path)  # torn, mixed or corrupted points are refused before anything is read
     checkpoint = NNCheckpoint.from_file(path)
-    state = checkpoint.load_training_state()
+    state = checkpoint.training_state()
     mode = params.resume_mode
     if mode == "stateful" and state is None:
         raise ValueError(f"resume_mode='stateful' needs training state, but {tag!r} of run "

@@ -348,8 +348,12 @@ class _Loop:
             net=None if run.net_params is None else run.net_params.state(),
             train=self.params.state(), idp=idp, named_monitor=self.tracker is not None,
             monitor_value=monitor_value)
-        checkpoint.save(run.checkpoints_dir / f"{tag}.pt", training_state=self._training_state(
-            epoch))
+        state = self._training_state(epoch)
+        position = {"completed_epoch": epoch, "global_step": self.iter_idx,
+                    "committed_updates": self.ctx.committed_updates,
+                    "planned_n_epochs": self.end_epoch}
+        checkpoint.save(run.checkpoints_dir / f"{tag}.pt", training_state=state,
+                        position=position)
 
     def _training_state(self, epoch: int) -> dict[str, Any]:
         from nnx.seeding import capture_rng_state

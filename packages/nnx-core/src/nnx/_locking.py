@@ -1,0 +1,43 @@
+"""The one file-lock helper: advisory ``flock`` locks on lock files beside what they guard.
+
+Lock order everywhere (spec §4.1): lease → admission → ``.best.lock`` when a
+run is reserved or overwritten; lease → ``.run.lock`` → ``.best.lock`` when a
+run saves. A lease is held for a whole ``train()`` and is taken without
+waiting: a second process training the same run id is refused at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: locks degrade to no-ops (documented in docs/durability.md)
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["LockBusyError", "file_lock"]
+
+
+class LockBusyError(RuntimeError):
+    """A non-blocking lock is held by another process."""
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike[str], *, blocking: bool = True) -> Iterator[Path]:
+    """Hold an exclusive lock on ``path`` (created when missing) for the block."""
+    lock_path = Path(path)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        if fcntl is not None:
+            flags = fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB)
+            try:
+                fcntl.flock(fd, flags)
+            except BlockingIOError:
+                raise LockBusyError(f"{lock_path} is held by another process") from None
+        yield lock_path
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
