@@ -126,7 +126,8 @@ def test_run_directory_layout_identity_and_history(tmp_path, monkeypatch, capsys
 
     run_dir = tmp_path / "runs" / run.id
     assert sorted(p.name for p in run_dir.iterdir()) == sorted(
-        [".history-committed-by-last", "checkpoints", "idps.csv", "metadata.yaml", "run.yaml"])
+        [".history-committed-by-last", ".run.lock", "checkpoints", "idps.csv", "metadata.yaml",
+         "run.yaml"])
     doc = yaml.safe_load((run_dir / "run.yaml").read_text())
     assert md5_hex(doc) == run.id  # run.yaml hashes to the directory name
     assert "environment" not in str(doc)
@@ -390,7 +391,7 @@ def test_a_failed_last_commit_rolls_the_history_back(tmp_path):
     model = make_model()
     with pytest.raises(OSError):
         model.train(params(3), callbacks=[BreakLast()], root=root, verbose=False)
-    run_dir = next(p for p in root.iterdir() if p.name != "best")
+    run_dir = next(p for p in root.iterdir() if p.name != "best" and not p.name.startswith("."))
     rows = list(csv.DictReader(io.StringIO((run_dir / "idps.csv").read_text())))
     assert {r["epoch"] for r in rows} == {"0"}
 

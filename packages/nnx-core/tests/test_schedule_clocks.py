@@ -142,7 +142,8 @@ def test_one_cycle_past_total_steps_stops_at_the_first_update_past_it(tmp_path):
     # Epoch 0 committed five updates; epoch 1 stopped at the eighth, never scheduled.
     assert len(probe.lrs) == 8
     assert probe.schedule.scheduler.last_epoch == 6  # positions 0..6: seven scheduled updates
-    run_dir = next(p for p in (tmp_path / "runs").iterdir() if p.name != "best")
+    run_dir = next(p for p in (tmp_path / "runs").iterdir()
+                   if p.name != "best" and not p.name.startswith("."))
     epochs = checkpoint_epochs(run_dir)
     assert epochs["last"] == 0 and max(epochs.values()) == 0  # nothing for epoch 1
     assert {i.epoch for i in NNRun.load(run_dir.name, root=tmp_path / "runs").idps} == {0}
@@ -171,7 +172,8 @@ def test_a_loader_longer_than_its_len_exhausts_the_default_budget(tmp_path):
                                          scheduler=schedule),
                            callbacks=[probe], root=tmp_path / "runs", verbose=False)
     assert len(probe.lrs) == 7  # epoch 1's second update is the first one past the budget
-    run_dir = next(p for p in (tmp_path / "runs").iterdir() if p.name != "best")
+    run_dir = next(p for p in (tmp_path / "runs").iterdir()
+                   if p.name != "best" and not p.name.startswith("."))
     assert checkpoint_epochs(run_dir)["last"] == 0
 
 

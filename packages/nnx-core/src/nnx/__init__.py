@@ -59,6 +59,11 @@ _CORE_EXPORTS: dict[str, str] = {
     "NNEvaluationDataPoint": "nnx.records",
     "NNIterationDataPoint": "nnx.records",
     "RunExistsError": "nnx.training",
+    "RunLeaseError": "nnx.training",
+    "ResumePointError": "nnx.resume_point",
+    "ResumeStatus": "nnx.resume",
+    "ComponentSpec": "nnx.components",
+    "ComponentRestoreError": "nnx.components",
     "Callback": "nnx.callbacks.base",
     "CallbackContext": "nnx.callbacks.base",
     "EarlyStopping": "nnx.callbacks.early_stopping",
@@ -126,6 +131,8 @@ if TYPE_CHECKING:
     from nnx.callbacks.tensorboard import TensorBoardCallback as TensorBoardCallback
     from nnx.callbacks.wandb import WandbCallback as WandbCallback
     from nnx.checkpoint import NNCheckpoint as NNCheckpoint
+    from nnx.components import ComponentRestoreError as ComponentRestoreError
+    from nnx.components import ComponentSpec as ComponentSpec
     from nnx.datasets.dataset import NNDataset as NNDataset
     from nnx.datasets.tabular import NNTabularDataset as NNTabularDataset
     from nnx.enums.activations import Activations as Activations
@@ -176,6 +183,8 @@ if TYPE_CHECKING:
     from nnx.prediction import prediction_from_logits as prediction_from_logits
     from nnx.records import NNEvaluationDataPoint as NNEvaluationDataPoint
     from nnx.records import NNIterationDataPoint as NNIterationDataPoint
+    from nnx.resume import ResumeStatus as ResumeStatus
+    from nnx.resume_point import ResumePointError as ResumePointError
     from nnx.run import NNRun as NNRun
     from nnx.schedule import ScheduleExhaustedError as ScheduleExhaustedError
     from nnx.seeding import dataloader_worker_init_fn as dataloader_worker_init_fn
@@ -186,3 +195,4 @@ if TYPE_CHECKING:
     from nnx.tasks.adapters import TaskValidationError as TaskValidationError
     from nnx.tasks.spec import TaskSpec as TaskSpec
     from nnx.training import RunExistsError as RunExistsError
+    from nnx.training import RunLeaseError as RunLeaseError

@@ -29,10 +29,12 @@ from pathlib import Path
 from typing import IO, Any
 
 __all__ = [
+    "append_at",
     "atomic_write",
     "atomic_write_bytes",
     "atomic_write_text",
     "fsync_dir",
+    "fsync_file",
     "interrupts_held",
     "serialized",
 ]
@@ -69,6 +71,47 @@ def fsync_dir(path: PathLike, *, strict: bool = False) -> None:
         _fsync(fd, strict=strict)
     finally:
         os.close(fd)
+
+
+def fsync_file(path: PathLike, *, strict: bool = False) -> None:
+    """Flush an already-written file (one written with ``sync=False``) to disk."""
+    try:
+        fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    except OSError:
+        if strict:
+            raise
+        return
+    try:
+        _fsync(fd, strict=strict)
+    finally:
+        os.close(fd)
+
+
+def append_at(path: PathLike, offset: int, data: bytes, *, sync: bool = True) -> int:
+    """Cut ``path`` back to ``offset`` bytes, append ``data``; return the new length.
+
+    Not atomic, and not an alternative to :func:`atomic_write`: it is for
+    append-only files whose readers trust only a length published elsewhere
+    (the history journal's manifest), so a torn append past ``offset`` is
+    invisible until this call cuts it off. The file is created if missing; a
+    file shorter than ``offset`` raises ValueError and is left as it is.
+    """
+    fd = os.open(os.fspath(path), os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        size = os.fstat(fd).st_size
+        if size < offset:
+            raise ValueError(f"{os.fspath(path)} holds {size} bytes, fewer than the {offset} "
+                             "to keep")
+        os.ftruncate(fd, offset)
+        os.lseek(fd, offset, os.SEEK_SET)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if sync:
+            _fsync(fd)
+    finally:
+        os.close(fd)
+    return offset + len(data)
 
 
 def atomic_write(path: PathLike, write: Callable[[IO[bytes]], Any], *, sync: bool = True,

@@ -18,6 +18,7 @@ import torch
 import yaml
 
 from nnx._atomic import atomic_write_text
+from nnx._locking import file_lock
 from nnx.checkpoint import NNCheckpoint
 from nnx.environment import environment_snapshot
 from nnx.history_csv import read_idps_csv, render_idps_csv
@@ -93,14 +94,17 @@ class NNRun:
     def save_config(self) -> None:
         """run.yaml and metadata.yaml (the environment, refreshed on every save)."""
         self.path.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.path / "run.yaml", yaml.safe_dump(self.state(), sort_keys=False))
         self.metadata = {**self.metadata, "environment": environment_snapshot()}
-        atomic_write_text(self.path / "metadata.yaml",
-                          yaml.safe_dump(self.metadata, sort_keys=False))
+        with file_lock(self.path / ".run.lock"):
+            atomic_write_text(self.path / "run.yaml",
+                              yaml.safe_dump(self.state(), sort_keys=False))
+            atomic_write_text(self.path / "metadata.yaml",
+                              yaml.safe_dump(self.metadata, sort_keys=False))
 
     def save_history(self) -> None:
         """idps.csv, rewritten whole (the history of every epoch so far)."""
-        atomic_write_text(self.path / "idps.csv", render_idps_csv(self.idps))
+        with file_lock(self.path / ".run.lock"):
+            atomic_write_text(self.path / "idps.csv", render_idps_csv(self.idps))
 
     def save(self) -> None:
         self.save_config()

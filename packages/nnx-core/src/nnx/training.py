@@ -10,6 +10,7 @@ runs/best), and the callbacks.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import shutil
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from nnx._atomic import atomic_write_text
+from nnx._locking import LockBusyError, file_lock
 from nnx.best import current_best, elect_best
 from nnx.callbacks.base import Callback, CallbackContext
 from nnx.checkpoint import NNCheckpoint
@@ -37,7 +39,7 @@ from nnx.steps import EvalStepContext, TrainStepContext, UpdateWindow, default_t
 if TYPE_CHECKING:
     from nnx.model import NNModel
 
-__all__ = ["RunExistsError", "phase_epochs", "train_model"]
+__all__ = ["RunExistsError", "RunLeaseError", "phase_epochs", "train_model"]
 
 StepFn = Callable[[TrainStepContext], NNEvaluationDataPoint]
 EvalFn = Callable[[EvalStepContext], NNEvaluationDataPoint]
@@ -45,6 +47,10 @@ EvalFn = Callable[[EvalStepContext], NNEvaluationDataPoint]
 
 class RunExistsError(FileExistsError):
     """The configuration's run directory already exists and overwriting was not asked for."""
+
+
+class RunLeaseError(RuntimeError):
+    """Another process holds this run's lease: it is training the same run id now."""
 
 
 def phase_epochs(n_epochs: int) -> dict[str, int]:
@@ -160,11 +166,6 @@ class _Loop:
         self._check_declarations()
         self.run = NNRun(model_params=model.params, net_params=model.net_params,
                          train_params=params, salt=salt, root=root)
-        if self.run.path.exists() and not params.overwrite_existing:
-            raise RunExistsError(
-                f"run {self.run.id} already exists at {display_path(self.run.path)}; pass a "
-                "salt=... for a separate record of the same configuration, or "
-                "overwrite_existing=True to replace it")
         # Builds that can fail happen before the run is reserved.
         self.optimizer = build_optimizer(model.net, params.optim)
         self.precision = resolve_precision(model.params, model.device)
@@ -246,15 +247,30 @@ class _Loop:
         return record.value, record.improved, record
 
     # -- reservation ------------------------------------------------------------------
-    def reserve(self) -> None:
+    def reserve(self, locks: contextlib.ExitStack) -> None:
+        """Take the run's lease for the whole fit, then admit it (lease → admission → best)."""
         root, path = self.run.root, self.run.path
         root.mkdir(parents=True, exist_ok=True)
-        if path.exists():  # overwrite: hand runs/best on first, then remove the artifacts
-            if current_best(root) == self.run.id:
-                elect_best(root, exclude=self.run.id)
-            shutil.rmtree(path)
-        path.mkdir()
-        (path / "checkpoints").mkdir()
+        try:
+            locks.enter_context(file_lock(root / ".leases" / f"{self.run.id}.lock",
+                                          blocking=False))
+        except LockBusyError:
+            raise RunLeaseError(f"run {self.run.id} is being trained by another process; "
+                                "wait for it, or train another configuration") from None
+        with file_lock(root / ".admission.lock"):
+            if path.exists():
+                if not self.params.overwrite_existing:
+                    raise RunExistsError(
+                        f"run {self.run.id} already exists at {display_path(path)}; pass a "
+                        "salt=... for a separate record of the same configuration, or "
+                        "overwrite_existing=True to replace it")
+                # Overwrite: hand runs/best on first, then remove the artifacts.
+                with file_lock(root / ".best.lock"):
+                    if current_best(root) == self.run.id:
+                        elect_best(root, exclude=self.run.id)
+                shutil.rmtree(path)
+            path.mkdir()
+            (path / "checkpoints").mkdir()
         atomic_write_text(path / ".history-committed-by-last", "")
         self.run.save_config()
 
@@ -397,14 +413,19 @@ class _Loop:
             if value is not None:
                 self.best_score = min(value, self.best_score)
             self._checkpoint("best", epoch, idp)
-            elect_best(run.root)
+            with file_lock(run.root / ".best.lock"):
+                elect_best(run.root)
 
     # -- the run ----------------------------------------------------------------------
     def _end(self, ctx: CallbackContext) -> None:
         _end_callbacks(self.callbacks, ctx)
 
     def execute(self) -> NNRun:
-        self.reserve()
+        with contextlib.ExitStack() as locks:
+            self.reserve(locks)
+            return self._fit()
+
+    def _fit(self) -> NNRun:
         if self.params.seed is not None:
             from nnx.seeding import set_seed
 

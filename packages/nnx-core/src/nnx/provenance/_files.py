@@ -1,0 +1,41 @@
+"""The two provenance files of a run directory, read and written as JSON.
+
+Every write goes through the project's one atomic writer, so an interrupted
+write leaves the previous record in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from nnx._atomic import atomic_write_text
+from nnx.provenance._values import thaw
+
+__all__ = ["ATTEMPT_FILE", "PROVENANCE_FILE", "loads", "read_json", "write_json"]
+
+PROVENANCE_FILE = "provenance.json"
+ATTEMPT_FILE = "attempt.json"
+
+
+def write_json(path: str | os.PathLike[str], document: Any) -> None:
+    """Write ``document`` (JSON-like) as sorted, indented UTF-8 JSON, atomically."""
+    text = json.dumps(thaw(document), sort_keys=True, indent=2, ensure_ascii=False,
+                      allow_nan=False)
+    atomic_write_text(path, text + "\n")
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse JSON strictly: NaN / Infinity are refused."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Parse a UTF-8 JSON file strictly."""
+    return loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name} in provenance JSON")
