@@ -95,14 +95,16 @@ class NNModel:
               eval_step_fn: Callable[..., Any] | None = None, callbacks: Iterable[Any] = (),
               salt: str | None = None, verbose: bool | None = None,
               root: str | os.PathLike[str] = DEFAULT_ROOT,
-              components: Iterable[Any] = ()) -> NNRun:
+              components: Iterable[Any] = (), history: Any = None,
+              provenance: Any = None) -> NNRun:
         """Train on ``params.train_loader``; writes ``runs/<id>/`` and returns the run."""
         from nnx.training import train_model
 
         return train_model(self, params, train_step_fn=train_step_fn,
                            eval_step_fn=eval_step_fn, callbacks=list(callbacks), salt=salt,
                            verbose=verbose, root=os.fspath(root),
-                           components=list(components))
+                           components=list(components), history=history,
+                           provenance=provenance)
 
     # -- inference --------------------------------------------------------------------
     def _batches(self, data: Any) -> Iterable[tuple[tuple[torch.Tensor, ...], Any]]:

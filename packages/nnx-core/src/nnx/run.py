@@ -68,6 +68,7 @@ class NNRun:
         self.idps: list[NNIterationDataPoint] = []
         self.metadata: dict[str, Any] = {}
         self.resume_status: Any = None  # a ResumeStatus when this run started from a checkpoint
+        self.journal: Any = None  # the HistoryJournal when the history is a journal
         self.id = run_id(**self._parts())
 
     def _parts(self) -> dict[str, Any]:
@@ -101,8 +102,14 @@ class NNRun:
             atomic_write_text(self.path / "metadata.yaml",
                               yaml.safe_dump(self.metadata, sort_keys=False))
 
+    @property
+    def has_journal(self) -> bool:
+        return (self.path / "history" / "journal.json").is_file() or self.journal is not None
+
     def save_history(self) -> None:
-        """idps.csv, rewritten whole (the history of every epoch so far)."""
+        """idps.csv, rewritten whole; a journal run's history is never rewritten."""
+        if self.has_journal:
+            return
         with file_lock(self.path / ".run.lock"):
             atomic_write_text(self.path / "idps.csv", render_idps_csv(self.idps))
 
@@ -137,13 +144,30 @@ class NNRun:
                 from nnx.resume import ResumeStatus
 
                 run.resume_status = ResumeStatus.from_state(run.metadata["resume"])
-        history = path / "idps.csv"
-        if history.is_file():
-            run.idps = read_idps_csv(history.read_text(encoding="utf-8"))
         last_epoch = run.committed_epoch()
+        # Under the history protocol LAST commits the history: before the first LAST, a
+        # killed process's history (epoch 0 written, LAST not yet) is all uncommitted.
+        uncommitted = last_epoch is None and (path / ".history-committed-by-last").is_file()
+        if run.has_journal:
+            from nnx.history import read_manifest, read_tail
+
+            manifest = read_manifest(path)
+            retention = 1000 if manifest is None else manifest.retention
+            run.idps = [] if uncommitted else read_tail(path, retention, last_epoch)
+            return run
+        history = path / "idps.csv"
+        if history.is_file() and not uncommitted:
+            run.idps = read_idps_csv(history.read_text(encoding="utf-8"))
         if last_epoch is not None:
             run.idps = [idp for idp in run.idps if idp.epoch <= last_epoch]
         return run
+
+    @property
+    def provenance(self) -> Any:
+        """The run's provenance (fingerprint, manifest, attempt), or None without one."""
+        from nnx.provenance import read_provenance
+
+        return read_provenance(self.path) if self.path.is_dir() else None
 
     def committed_epoch(self) -> int | None:
         """LAST's epoch: the last committed epoch, or None before the first commit."""
@@ -171,6 +195,11 @@ class NNRun:
     # -- views ------------------------------------------------------------------------
     def epoch_records(self) -> list[NNIterationDataPoint]:
         """The last record of each epoch (the one carrying validation)."""
+        if self.has_journal and (self.path / "history").is_dir():
+            from nnx.history import read_epochs
+
+            rows = read_epochs(self.path, last_epoch=self.committed_epoch())
+            return [NNIterationDataPoint.from_state(row["summary"]) for row in rows]
         last: dict[int, NNIterationDataPoint] = {}
         for idp in self.idps:
             last[idp.epoch] = idp

@@ -33,6 +33,7 @@ from nnx.progress import Progress
 from nnx.records import NNEvaluationDataPoint, NNIterationDataPoint, signal_walk
 from nnx.resume import apply_resume, check_resume, loader_generators, plan_resume
 from nnx.run import NNRun, display_path
+from nnx.run_history import open_history
 from nnx.schedule import ScheduleDriver, planned_updates_per_epoch
 from nnx.steps import EvalStepContext, TrainStepContext, UpdateWindow, default_train_step
 
@@ -145,7 +146,8 @@ class _RecordSummary:
 class _Loop:
     def __init__(self, model: NNModel, params: NNTrainParams, *, step_fn: StepFn | None,
                  eval_fn: EvalFn | None, callbacks: Sequence[Any], salt: str | None,
-                 verbose: bool | None, root: str, components: Sequence[Any] = ()) -> None:
+                 verbose: bool | None, root: str, components: Sequence[Any] = (),
+                 history: Any = None, provenance: Any = None) -> None:
         if not isinstance(params, NNTrainParams):
             raise TypeError(f"NNModel.train needs an NNTrainParams; got {type(params).__name__}")
         if params.train_loader is None:
@@ -160,6 +162,9 @@ class _Loop:
         self.callbacks = _callbacks(callbacks)
         for callback in self.callbacks:
             callback.check_run(params)
+        self.journal = _check_history(history, self.callbacks)
+        self.provenance = _check_provenance(provenance)
+        self.attempt: Any = None
         model.task_adapter.check_loss(model.loss_fn)
         self.metrics = params.metrics
         self.monitor = params.monitor
@@ -286,7 +291,7 @@ class _Loop:
     def _lr(self) -> float:
         return float(self.optimizer.param_groups[0]["lr"])
 
-    def train_epoch(self, epoch: int) -> list[NNIterationDataPoint]:
+    def train_epoch(self, epoch: int) -> NNIterationDataPoint:
         net, params = self.model.net, self.params
         set_epoch = getattr(params.train_loader, "set_epoch", None)
         if callable(set_epoch):
@@ -299,7 +304,7 @@ class _Loop:
             declared and not self.custom_step) else None
         # A custom step's records are summarized as they come back (spec §6.4).
         self.summary = summary if not (declared and self.custom_step) else _RecordSummary()
-        records: list[NNIterationDataPoint] = []
+        last: NNIterationDataPoint | None = None
         self.updates_this_epoch = 0
         for batch_idx, (batch, is_last) in enumerate(_with_lookahead(params.train_loader)):
             window.closes = is_last or window.position + 1 == accumulate
@@ -322,19 +327,20 @@ class _Loop:
                                        train_edp=edp, lr=self._lr(),
                                        update_count=self.ctx.committed_updates)
             self.iter_idx += 1
-            records.append(idp)
+            self.hist.append(idp)
+            last = idp
             self.progress.batch(epoch, edp.loss)
             self.epoch_complete = is_last
             if self.ctx.stop_at_update:
                 break
-        if not records:
+        if last is None:
             raise ValueError(f"the training loader yielded no batch in epoch {epoch}")
         if (self.schedule is not None and self.schedule.clock == "optimizer_update"
                 and self.updates_this_epoch == 0):
             warnings.warn(f"epoch {epoch} reported no optimizer update: the update-clock "
                           "schedule did not step (call ctx.report_update() after each "
                           "optimizer.step() in a custom step)", RuntimeWarning, stacklevel=2)
-        return records
+        return last
 
     def validate(self, epoch: int) -> NNEvaluationDataPoint | None:
         loader = self.params.val_loader
@@ -356,7 +362,7 @@ class _Loop:
 
     # -- commit -----------------------------------------------------------------------
     def _checkpoint(self, tag: str, epoch: int, idp: NNIterationDataPoint,
-                    monitor_value: float | None = None) -> None:
+                    monitor_value: float | None = None) -> int | None:
         run = self.run
         checkpoint = NNCheckpoint(
             tag=tag, epoch=epoch, run_id=run.id, state_dict=self.model.net.state_dict(),
@@ -370,6 +376,7 @@ class _Loop:
                     "planned_n_epochs": self.end_epoch}
         checkpoint.save(run.checkpoints_dir / f"{tag}.pt", training_state=state,
                         position=position)
+        return checkpoint.generation
 
     def _training_state(self, epoch: int) -> dict[str, Any]:
         from nnx.seeding import capture_rng_state
@@ -393,14 +400,14 @@ class _Loop:
     def commit(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
                value: float | None) -> None:
         run = self.run
-        previous = len(run.idps) - len([i for i in run.idps if i.epoch == epoch])
-        run.save_history()
+        self.hist.commit(epoch, idp)
         try:
-            self._checkpoint("last", epoch, idp)
+            generation = self._checkpoint("last", epoch, idp)
         except BaseException:
-            run.idps = run.idps[:previous]  # LAST failed: history rolls back to the last epoch
-            run.save_history()
+            self.hist.rollback(epoch)  # LAST failed: history rolls back to the last epoch
             raise
+        if self.attempt is not None:
+            self.attempt.committed("last", epoch, generation)
         for tag, phase_epoch in self.phases.items():
             if phase_epoch == epoch:
                 self._checkpoint(tag, epoch, idp)
@@ -418,7 +425,43 @@ class _Loop:
 
     # -- the run ----------------------------------------------------------------------
     def _end(self, ctx: CallbackContext) -> None:
-        _end_callbacks(self.callbacks, ctx)
+        _end_callbacks(self.callbacks, ctx, full=self._full_history)
+
+    def _full_history(self) -> Any:
+        try:
+            return self.hist.full()
+        except Exception as exc:  # the final read-back failed: the window, with a warning
+            warnings.warn(f"reading the full history back failed ({exc!r}); full-history "
+                          "callbacks get the window", RuntimeWarning, stacklevel=2)
+            return self.hist.view
+
+    def _dispatch(self, hook: str) -> None:
+        """Call ``hook`` on every callback; full-history callbacks see the whole history."""
+        ctx = self.ctx
+        full = None
+        for cb in self.callbacks:
+            if getattr(cb, "history_access", "window") == "full" and self.journal is not None:
+                full = self.hist.full() if full is None else full
+                ctx.idps, window = full, ctx.idps
+                try:
+                    getattr(cb, hook)(ctx)
+                finally:
+                    ctx.idps = window
+            else:
+                getattr(cb, hook)(ctx)
+
+    def _parent_attempt(self) -> dict[str, Any] | None:
+        if self.resume is None:
+            return None
+        from nnx.provenance import read_provenance
+
+        source = self.run.root / str(self.resume.status.source_run)
+        prov = read_provenance(source) if source.is_dir() else None
+        return {"run_id": self.resume.status.source_run,
+                "attempt_id": None if prov is None or prov.attempt is None
+                else prov.attempt.attempt_id,
+                "checkpoint": self.resume.status.source_checkpoint,
+                "generation": self.resume.checkpoint.generation}
 
     def execute(self) -> NNRun:
         with contextlib.ExitStack() as locks:
@@ -431,7 +474,12 @@ class _Loop:
 
             set_seed(self.params.seed)
         ctx, run = self.ctx, self.run
-        ctx.idps = run.idps
+        self.hist = open_history(run, self.journal)
+        ctx.idps = self.hist.view
+        if self.provenance is not None:
+            from nnx.provenance import begin_attempt
+
+            self.attempt = begin_attempt(run.path, self.provenance, parent=self._parent_attempt())
         for cb in self.callbacks:
             cb.on_train_begin(ctx)
         if self.resume is not None:
@@ -444,37 +492,38 @@ class _Loop:
                 ctx.epoch = epoch
                 for cb in self.callbacks:
                     cb.on_epoch_begin(ctx)
-                records = self.train_epoch(epoch)
+                last = self.train_epoch(epoch)
                 if ctx.stop_at_update and not self.epoch_complete:
-                    break  # a partial epoch is discarded, never committed
+                    self.hist.discard_epoch(epoch)  # a partial epoch is never committed
+                    break
                 val_edp = self.validate(epoch)
-                last = records[-1]
-                records[-1] = NNIterationDataPoint(
-                    epoch=last.epoch, iter_idx=last.iter_idx, batch_idx=last.batch_idx,
-                    train_edp=last.train_edp, val_edp=val_edp, lr=last.lr,
-                    update_count=last.update_count,
+                idp = dataclasses.replace(
+                    last, val_edp=val_edp,
                     train_summary=None if self.summary is None else self.summary.result())
-                value, improved, record = self._signal(records[-1])
+                value, improved, record = self._signal(idp)
                 if record is not None:
-                    records[-1] = dataclasses.replace(records[-1], selection=record.state())
-                run.idps.extend(records)
-                idp = run.idps[-1]
+                    idp = dataclasses.replace(idp, selection=record.state())
+                self.hist.replace_last(idp)
                 if self.schedule is not None:
                     self.schedule.on_epoch_end(value)
                 self.commit(epoch, idp, improved=improved, value=value)
                 ctx.idp = idp
                 self.progress.epoch_done(epoch, idp)
-                for cb in self.callbacks:
-                    cb.on_epoch_end(ctx)
+                self._dispatch("on_epoch_end")
                 if ctx.should_stop or ctx.stop_at_update:
                     break
         except BaseException as exc:
             # on_train_end still runs so loggers close their files; ctx.error says why.
             ctx.error = exc
+            if self.attempt is not None:
+                status = "cancelled" if isinstance(exc, KeyboardInterrupt) else "failed"
+                self.attempt.finish(status, exc, suppress_errors=True)
             raise
         finally:
             self.progress.close()
             self._end(ctx)
+        if self.attempt is not None:
+            self.attempt.finish("completed")
         print(f"Run saved to {display_path(run.path)}")
         return run
 
@@ -501,20 +550,58 @@ class _MonitorComponent:
         self.tracker.load_state_dict(state)
 
 
-def _end_callbacks(callbacks: Sequence[Callback], ctx: CallbackContext) -> None:
+def _end_callbacks(callbacks: Sequence[Callback], ctx: CallbackContext,
+                   full: Callable[[], Any]) -> None:
+    window = ctx.idps
     for cb in callbacks:
         try:
+            if getattr(cb, "history_access", "window") == "full":
+                ctx.idps = full()
             cb.on_train_end(ctx)
         except Exception:
             if ctx.error is None:
                 raise  # after a failure, a callback's own error must not mask the first one
+        finally:
+            ctx.idps = window
+
+
+def _check_history(history: Any, callbacks: Sequence[Callback]) -> Any:
+    """Refuse, before any run exists, a journal the callbacks cannot live with (§4.5)."""
+    if history is None:
+        return None
+    from nnx.history import HistoryJournal
+
+    if not isinstance(history, HistoryJournal):
+        raise TypeError(f"history must be a HistoryJournal; got {type(history).__name__}")
+    for i, cb in enumerate(callbacks):
+        access = getattr(cb, "history_access", "window")
+        if isinstance(cb, _FunctionCallback):
+            raise ValueError(f"callbacks[{i}] is a plain function, which receives the full "
+                             "history list by contract; with a HistoryJournal use a Callback "
+                             "with history_access = 'full'")
+        if access not in ("window", "full"):
+            raise ValueError(f"callbacks[{i}].history_access must be 'window' or 'full'; "
+                             f"got {access!r}")
+    return history
+
+
+def _check_provenance(provenance: Any) -> Any:
+    if provenance is None:
+        return None
+    from nnx.provenance import ExperimentManifest
+
+    if not isinstance(provenance, ExperimentManifest):
+        raise TypeError(f"provenance must be an ExperimentManifest; got "
+                        f"{type(provenance).__name__}")
+    return provenance
 
 
 def train_model(model: NNModel, params: NNTrainParams, *, train_step_fn: StepFn | None = None,
                 eval_step_fn: EvalFn | None = None, callbacks: Sequence[Any] = (),
                 salt: str | None = None, verbose: bool | None = None,
-                root: str = "runs", components: Sequence[Any] = ()) -> NNRun:
+                root: str = "runs", components: Sequence[Any] = (), history: Any = None,
+                provenance: Any = None) -> NNRun:
     loop = _Loop(model, params, step_fn=train_step_fn, eval_fn=eval_step_fn,
                  callbacks=callbacks, salt=salt, verbose=verbose, root=root,
-                 components=components)
+                 components=components, history=history, provenance=provenance)
     return loop.execute()

@@ -50,7 +50,15 @@ _CallbackContext = CallbackContext
 
 
 class Callback:
-    """Subclass and override the hooks you need; each receives the context."""
+    """Subclass and override the hooks you need; each receives the context.
+
+    ``history_access = "full"`` asks for the whole committed history as
+    ``ctx.idps`` at ``on_epoch_end`` / ``on_train_end`` in a run with a
+    HistoryJournal (read back once per dispatch); the default ``"window"``
+    sees the bounded live window.
+    """
+
+    history_access: str = "window"
 
     def check_run(self, params: Any) -> None:
         """Called with the training params before any run is reserved; raise to refuse."""
