@@ -71,7 +71,7 @@ def phase_epochs(n_epochs: int) -> dict[str, int]:
 class _FunctionCallback(Callback):
     """A plain function callback receives the full history at each epoch's end."""
 
-    def __init__(self, fn: Callable[[list[NNIterationDataPoint]], Any]) -> None:
+    def __init__(self, fn: Callable[[Sequence[NNIterationDataPoint]], Any]) -> None:
         self.fn = fn
 
     def on_epoch_end(self, ctx: CallbackContext) -> None:

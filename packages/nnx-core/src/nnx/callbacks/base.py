@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ class CallbackContext:
     scheduler: Any = None
     epoch: int = 0
     idp: NNIterationDataPoint | None = None
-    idps: list[NNIterationDataPoint] = field(default_factory=list)
+    idps: Sequence[NNIterationDataPoint] = field(default_factory=list)
     should_stop: bool = False
     stop_at_update: bool = False
     committed_updates: int = 0
