@@ -99,6 +99,19 @@ def _digest(data: bytes) -> dict[str, Any]:
     return {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
 
 
+def _compat_copy(source: Path, dest: Path, data: bytes) -> None:
+    """``<tag>.pt.opt.pt``, the current bundle under its fixed name: a hard link when the
+    filesystem has them (no second copy of the bytes), else a second atomic write."""
+    tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:8]}")
+    try:
+        os.link(source, tmp)
+        os.replace(tmp, dest)
+    except OSError:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        atomic_write_bytes(dest, data, strict=True)
+
+
 def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str, Any] | None,
                 position: Mapping[str, Any]) -> ResumePoint:
     """Write one resume point for ``dest`` (a ``<tag>.pt`` path) as described above."""
@@ -116,7 +129,7 @@ def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str
             state = {**training_state, "generation": generation, "checkpoint_id": checkpoint_id}
             side_bytes = serialized(lambda f: torch.save(state, f))
             atomic_write_bytes(directory / side_name, side_bytes, strict=True)
-            atomic_write_bytes(directory / f"{dest.name}.opt.pt", side_bytes, strict=True)
+            _compat_copy(directory / side_name, directory / f"{dest.name}.opt.pt", side_bytes)
             files["sidecar"] = {"name": side_name, **_digest(side_bytes)}
             payload["sidecar"] = side_name
         checkpoint_bytes = serialized(lambda f: torch.save(payload, f))
