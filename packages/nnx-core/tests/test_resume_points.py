@@ -125,3 +125,35 @@ def test_a_ctrl_c_inside_the_window_is_held_until_the_block_completes():
         os.kill(os.getpid(), signal.SIGINT)  # a second Ctrl-C stops at once
         done.append("not reached")
     assert done == ["finished"]
+
+
+def test_safetensors_checkpoints_beside_pickle_ones(tmp_path):
+    from safetensors import safe_open
+
+    from nnx import ModelCheckpoint
+
+    torch.manual_seed(0)
+    model = NNModel(net_params=NNParams(input_dim=3, output_dim=2, hidden_dims=(4,)))
+    batches = [(torch.randn(6, 3), torch.randint(0, 2, (6,)))]
+    run = model.train(NNTrainParams(n_epochs=2, train_loader=batches, val_loader=batches),
+                      callbacks=[ModelCheckpoint(prefix="snap", format="safetensors")],
+                      verbose=False, root=tmp_path)
+    path = run.checkpoints_dir / "snap_e1.safetensors"
+    with safe_open(str(path), framework="pt") as handle:  # a real safetensors file
+        assert set(handle.keys()) == set(model.net.state_dict())
+    for location in ("cpu", torch.device("cpu"), None):
+        loaded = NNCheckpoint.from_file(path, map_location=location)
+        assert loaded.epoch == 1 and not loaded.training_state_present
+        assert all(torch.equal(loaded.state_dict[k], v) for k, v in model.net.state_dict().items())
+    for bad in (lambda storage, loc: storage, {"cuda:0": "cpu"}):
+        with pytest.raises(TypeError, match=r"device string or torch\.device"):
+            NNCheckpoint.from_file(path, map_location=bad)
+    from nnx.resume_point import verify_point
+
+    assert verify_point(path).generation == 1  # a resume point like any other
+    rebuilt = NNModel.from_checkpoint(path)
+    x = batches[0][0]
+    assert torch.equal(rebuilt.predict(x).logits, model.predict(x).logits)
+    # The pickle path still forwards torch.load's mapping form.
+    pickle = NNCheckpoint.from_file(run.checkpoints_dir / "last.pt", map_location={"cpu": "cpu"})
+    assert pickle.epoch == 1

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from nnx.checkpoint_format import decode_checkpoint
 from nnx.enums.checkpoints import Checkpoints
 from nnx.records import NNIterationDataPoint, first_finite
 from nnx.resume_point import ResumePoint, read_point, verify_point, write_point
@@ -36,7 +37,8 @@ def sidecar_path(checkpoint: str | os.PathLike[str]) -> Path:
 def checkpoint_files(directory: str | os.PathLike[str]) -> list[Path]:
     """The checkpoint files of a checkpoints directory (sidecars, manifests and locks
     excluded), sorted by name."""
-    return sorted(p for p in Path(directory).glob("*.pt") if ".opt." not in p.name)
+    found = [*Path(directory).glob("*.pt"), *Path(directory).glob("*.safetensors")]
+    return sorted(p for p in found if ".opt." not in p.name)
 
 
 def _checkpoint_path(run: str, tag: str, root: str | os.PathLike[str]) -> Path:
@@ -116,7 +118,7 @@ class NNCheckpoint:
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], map_location: Any = "cpu") -> NNCheckpoint:
         """Read a checkpoint; tensors land on ``map_location`` (CPU by default)."""
-        payload = torch.load(os.fspath(path), map_location=map_location, weights_only=True)
+        payload = decode_checkpoint(Path(path), map_location)
         if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
             raise ValueError(f"{path} is not an NNx checkpoint ({CHECKPOINT_FORMAT})")
         idp = payload.get("idp")

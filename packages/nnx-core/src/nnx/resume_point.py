@@ -35,6 +35,7 @@ import torch
 
 from nnx._atomic import atomic_write_bytes, fsync_dir, interrupts_held, serialized
 from nnx._locking import file_lock
+from nnx.checkpoint_format import decode_checkpoint, encode_checkpoint
 
 __all__ = ["MANIFEST_FORMAT", "ResumePoint", "ResumePointError", "read_point", "verify_point",
            "write_point"]
@@ -132,7 +133,7 @@ def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str
             _compat_copy(directory / side_name, directory / f"{dest.name}.opt.pt", side_bytes)
             files["sidecar"] = {"name": side_name, **_digest(side_bytes)}
             payload["sidecar"] = side_name
-        checkpoint_bytes = serialized(lambda f: torch.save(payload, f))
+        checkpoint_bytes = encode_checkpoint(dest, payload)
         files["checkpoint"] = {"name": dest.name, **_digest(checkpoint_bytes)}
         manifest = {"format": MANIFEST_FORMAT, "tag": payload["tag"], "generation": generation,
                     "checkpoint_id": checkpoint_id, "position": dict(position), "files": files}
@@ -171,8 +172,8 @@ def _check(checkpoint: Path, point: ResumePoint) -> None:
     for role, entry in point.files.items():
         if _file_digest(directory / entry["name"]) != entry["sha256"]:
             try:
-                found = torch.load(directory / entry["name"], map_location="cpu",
-                                   weights_only=False)
+                found = (decode_checkpoint(directory / entry["name"]) if role == "checkpoint"
+                         else torch.load(directory / entry["name"], weights_only=False))
                 other = found.get("checkpoint_id") if isinstance(found, dict) else None
             except Exception:
                 other = None

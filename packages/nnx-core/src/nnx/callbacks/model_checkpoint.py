@@ -10,15 +10,21 @@ __all__ = ["ModelCheckpoint"]
 
 
 class ModelCheckpoint(Callback):
-    """Every ``every_n_epochs`` epochs, write ``checkpoints/<prefix>_e<epoch>.pt``.
+    """Every ``every_n_epochs`` epochs, write ``checkpoints/<prefix>_e<epoch>.pt``
+    (``.safetensors`` with ``format="safetensors"``).
 
     The files hold weights only (``training_state_present: false``); pass a
     file's stem (``"custom_e3"``) as ``resume_from_checkpoint`` to warm-start
     from its weights.
     """
 
-    def __init__(self, every_n_epochs: int = 1, prefix: str = "custom") -> None:
+    def __init__(self, every_n_epochs: int = 1, prefix: str = "custom",
+                 format: str = "pickle") -> None:
         self.every_n_epochs = check_count("ModelCheckpoint.every_n_epochs", every_n_epochs)
+        self.suffix = {"pickle": ".pt", "safetensors": ".safetensors"}.get(format)
+        if self.suffix is None:
+            raise ValueError(f"ModelCheckpoint.format must be 'pickle' or 'safetensors'; "
+                             f"got {format!r}")
         if not isinstance(prefix, str) or not prefix.isidentifier():
             raise ValueError(f"ModelCheckpoint.prefix must be a plain name; got {prefix!r}")
         self.prefix = prefix
@@ -34,5 +40,5 @@ class ModelCheckpoint(Callback):
             model=run.model_params.state(),
             net=None if run.net_params is None else run.net_params.state(),
             train=run.train_params.state(), idp=ctx.idp)
-        checkpoint.save(run.checkpoints_dir / f"{tag}.pt")
+        checkpoint.save(run.checkpoints_dir / f"{tag}{self.suffix}")
         self.saved.append(tag)

@@ -1,0 +1,64 @@
+"""How a checkpoint payload becomes bytes: torch pickle, or safetensors by file suffix.
+
+A ``.safetensors`` checkpoint stores the weights as safetensors tensors and
+everything else (configuration, record, generation, …) as JSON in the header
+metadata under ``"nnx"``. Reading one accepts a device string or
+``torch.device`` as ``map_location``; the callable and mapping forms of
+``torch.load`` are refused, because safetensors exposes device placement, not
+storage remapping. Pickle checkpoints forward any ``torch.load`` map_location.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["decode_checkpoint", "encode_checkpoint", "is_safetensors"]
+
+
+def is_safetensors(path: str | os.PathLike[str]) -> bool:
+    return Path(path).suffix == ".safetensors"
+
+
+def encode_checkpoint(path: Path, payload: Mapping[str, Any]) -> bytes:
+    if not is_safetensors(path):
+        buffer = io.BytesIO()
+        torch.save(dict(payload), buffer)
+        return buffer.getvalue()
+    from safetensors.torch import save
+
+    meta = {k: v for k, v in payload.items() if k != "state_dict"}
+    tensors = {k: v.detach().contiguous().cpu() for k, v in payload["state_dict"].items()}
+    return save(tensors, metadata={"nnx": json.dumps(meta, allow_nan=True)})
+
+
+def _device(map_location: Any) -> str:
+    if map_location is None:
+        return "cpu"
+    if isinstance(map_location, (str, torch.device)):
+        return str(map_location)
+    raise TypeError("a safetensors checkpoint takes a device string or torch.device as "
+                    f"map_location, not a {type(map_location).__name__} (callable and mapping "
+                    "forms exist only for pickle checkpoints)")
+
+
+def decode_checkpoint(path: Path, map_location: Any = "cpu") -> Any:
+    if not is_safetensors(path):
+        return torch.load(os.fspath(path), map_location=map_location, weights_only=True)
+    from safetensors import safe_open
+
+    device = _device(map_location)
+    with safe_open(os.fspath(path), framework="pt", device=device) as handle:
+        meta = handle.metadata() or {}
+        state = {key: handle.get_tensor(key) for key in handle.keys()}  # noqa: SIM118
+    if "nnx" not in meta:
+        raise ValueError(f"{path} is a safetensors file without NNx checkpoint metadata")
+    payload = json.loads(meta["nnx"])
+    payload["state_dict"] = state
+    return payload
