@@ -213,3 +213,24 @@ def test_a_failing_load_rolls_back_components_model_and_rng(tmp_path):
                      verbose=False, root=tmp_path)
     assert fresh_good.count == 0 and fresh_bad.count == 0
     assert all(torch.equal(weights[k], v) for k, v in victim.net.state_dict().items())
+
+
+def test_an_update_clock_one_cycle_with_accumulation_also_continues_bit_for_bit(tmp_path):
+    data_batches = len(dataset().train_loader)
+    updates = 4 * -(-data_batches // 2)  # 4 epochs of ceil(batches / 2) windows
+    schedule = (NNSchedulerParams.builder().one_cycle(max_lr=5e-2, total_steps=updates)
+                .clock("optimizer_update").build())
+    optim = NNOptimParams.builder().sgd(max_lr=5e-2, momentum=0.9).accumulate_grad(2).build()
+    full = model()
+    straight = full.train(plan(optim=optim, scheduler=schedule), verbose=False,
+                          root=tmp_path / "a")
+    first = model().train(plan(optim=optim, scheduler=schedule), callbacks=[StopAfter(1)],
+                          verbose=False, root=tmp_path / "b")
+    second = model()
+    rest = second.train(plan(optim=optim, scheduler=schedule, resume_from_run_id=first.id,
+                             resume_mode="stateful", resume_epochs="planned"),
+                        verbose=False, root=tmp_path / "b")
+    for key, value in full.net.state_dict().items():
+        assert torch.equal(value, second.net.state_dict()[key]), key
+    assert records(rest) == [r for r in records(straight) if r[0] >= 2]
+    assert rest.idps[-1].update_count == updates  # the one horizon, exactly used up
