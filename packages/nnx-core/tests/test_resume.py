@@ -10,6 +10,7 @@ import torch
 from nnx import (
     Callback,
     EarlyStopping,
+    NNCheckpoint,
     NNDataset,
     NNModel,
     NNOptimParams,
@@ -89,6 +90,9 @@ def test_a_split_run_continues_bit_for_bit(tmp_path):
     assert (resumed_stop.best, resumed_stop.wait) == (straight_stop.best, straight_stop.wait)
     status = NNRun.load(rest.id, root=tmp_path / "b").resume_status
     assert (status.mode, status.source_run, status.source_epoch) == ("stateful", first.id, 1)
+    source = NNCheckpoint.resume_point(first.id, "last", root=tmp_path / "b")
+    assert (status.source_generation, status.source_checkpoint_id) == (
+        source.generation, source.checkpoint_id)
     assert "early_stopping" in status.restored_components
     state = NNRun.load(rest.id, root=tmp_path / "b").state()["train"]
     assert state["parent_run_id"] == first.id and state["resume_epochs"] == "planned"

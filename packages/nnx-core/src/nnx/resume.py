@@ -41,12 +41,16 @@ class ResumeStatus:
     source_run: str | None = None
     source_checkpoint: str | None = None
     source_epoch: int | None = None
+    source_generation: int | None = None
+    source_checkpoint_id: str | None = None
     restored_components: list[str] = field(default_factory=list)
     fresh_components: list[str] = field(default_factory=list)
 
     def state(self) -> dict[str, Any]:
         return {"mode": self.mode, "source_run": self.source_run,
                 "source_checkpoint": self.source_checkpoint, "source_epoch": self.source_epoch,
+                "source_generation": self.source_generation,
+                "source_checkpoint_id": self.source_checkpoint_id,
                 "restored_components": list(self.restored_components),
                 "fresh_components": list(self.fresh_components)}
 
@@ -126,7 +130,8 @@ def plan_resume(params: Any, root: Path) -> ResumePlan | None:
                              f"{params.n_epochs} epochs")
     end = params.n_epochs if planned else start + params.n_epochs
     status = ResumeStatus(mode=mode, source_run=source, source_checkpoint=tag,
-                          source_epoch=checkpoint.epoch)
+                          source_epoch=checkpoint.epoch, source_generation=checkpoint.generation,
+                          source_checkpoint_id=checkpoint.checkpoint_id)
     return ResumePlan(checkpoint, state, mode, start, end, status)
 
 
