@@ -24,6 +24,8 @@ _CORE_EXPORTS: dict[str, str] = {
     "NNOptimParams": "nnx.params.optim",
     "NNParamGroupSpec": "nnx.params.optim",
     "NNOptimParamsBuilder": "nnx.params.optim_builder",
+    "NNOptimFactoryParams": "nnx.params.optim_factory",
+    "OptimizerFactorySpec": "nnx.params.optim_factory",
     "NNSchedulerParams": "nnx.params.scheduler",
     "NNSchedulerParamsBuilder": "nnx.params.scheduler_builder",
     "NNTrainParams": "nnx.params.train",
@@ -43,6 +45,7 @@ _CORE_EXPORTS: dict[str, str] = {
     # optimizers, identity, plugins
     "build_optimizer": "nnx.optimizers",
     "build_param_groups": "nnx.optimizers",
+    "register_optimizer_factory": "nnx.optimizer_factories",
     "LinearWarmupDecayLR": "nnx.lr_schedules",
     "run_id": "nnx.identity",
     "MissingDistributionError": "nnx.plugins",
@@ -161,6 +164,7 @@ if TYPE_CHECKING:
     from nnx.nets.moe import MoEFeedFwdNN as MoEFeedFwdNN
     from nnx.nets.moe import MoELinear as MoELinear
     from nnx.nets.vit import ViTNN as ViTNN
+    from nnx.optimizer_factories import register_optimizer_factory as register_optimizer_factory
     from nnx.optimizers import build_optimizer as build_optimizer
     from nnx.optimizers import build_param_groups as build_param_groups
     from nnx.params.conv import NNConvParams as NNConvParams
@@ -170,6 +174,8 @@ if TYPE_CHECKING:
     from nnx.params.optim import NNOptimParams as NNOptimParams
     from nnx.params.optim import NNParamGroupSpec as NNParamGroupSpec
     from nnx.params.optim_builder import NNOptimParamsBuilder as NNOptimParamsBuilder
+    from nnx.params.optim_factory import NNOptimFactoryParams as NNOptimFactoryParams
+    from nnx.params.optim_factory import OptimizerFactorySpec as OptimizerFactorySpec
     from nnx.params.scheduler import NNSchedulerParams as NNSchedulerParams
     from nnx.params.scheduler_builder import NNSchedulerParamsBuilder as NNSchedulerParamsBuilder
     from nnx.params.train import NNTrainParams as NNTrainParams

@@ -12,9 +12,10 @@ import json
 import math
 import numbers
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
-__all__ = ["canonical_bytes", "md5_hex", "plain", "sha256_hex"]
+__all__ = ["canonical_bytes", "frozen_plain", "md5_hex", "plain", "sha256_hex"]
 
 
 def plain(value: Any, path: str = "$") -> Any:
@@ -45,6 +46,19 @@ def plain(value: Any, path: str = "$") -> Any:
         f"{path}: {type(value).__name__} is not JSON-like configuration data "
         "(use str, int, float, bool, None, lists and string-keyed mappings)"
     )
+
+
+def frozen_plain(value: Any, path: str = "$") -> Any:
+    """:func:`plain`, then made read-only: mappings become proxies, lists tuples."""
+    return _freeze(plain(value, path))
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
 
 
 def canonical_bytes(value: Any) -> bytes:

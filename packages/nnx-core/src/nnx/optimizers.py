@@ -3,7 +3,9 @@
 ``NNModel.train`` and ``Trainer.train`` both construct their optimizers
 through :func:`build_optimizer`: non-strict for a single model (unmatched
 trainable parameters join a default group), strict for the Trainer (each
-optimizer owns only what its specs match).
+optimizer owns only what its specs match). A registered factory
+(:class:`NNOptimFactoryParams`) is resolved first, then receives exactly the
+groups a built-in optimizer would.
 """
 
 from __future__ import annotations
@@ -15,16 +17,30 @@ import torch
 from torch import nn
 
 from nnx._validation import NON_NEGATIVE, check_real
+from nnx.optimizer_factories import (
+    MissingOptimizerFactoryError,
+    call_optimizer_factory,
+    register_optimizer_factory,
+    resolve_optimizer_factory,
+)
 from nnx.params.optim import NNOptimParams
+from nnx.params.optim_factory import NNOptimFactoryParams, OptimConfig
 
-__all__ = ["DEFAULT_GROUP", "build_optimizer", "build_param_groups"]
+__all__ = [
+    "DEFAULT_GROUP",
+    "MissingOptimizerFactoryError",
+    "build_optimizer",
+    "build_param_groups",
+    "register_optimizer_factory",
+    "resolve_optimizer_factory",
+]
 
 #: The name of the group that collects unmatched parameters in non-strict mode.
 DEFAULT_GROUP = "default"
 
 
 def build_param_groups(
-    net: nn.Module, optim_params: NNOptimParams, *, strict: bool = False
+    net: nn.Module, optim_params: OptimConfig, *, strict: bool = False
 ) -> list[dict[str, Any]]:
     """Resolve ``optim_params.param_groups`` over ``net``'s trainable parameters.
 
@@ -85,12 +101,23 @@ def _group(name: str, params: list[Any], lr: float, weight_decay: float) -> dict
 
 
 def build_optimizer(
-    net: nn.Module, optim_params: NNOptimParams, *, strict_param_groups: bool = False
+    net: nn.Module, optim_params: OptimConfig, *, strict_param_groups: bool = False
 ) -> torch.optim.Optimizer:
-    """Construct the optimizer ``optim_params`` describes over ``net``."""
+    """Construct the optimizer ``optim_params`` describes over ``net``.
+
+    A registered factory is resolved before anything else (an unknown one raises
+    :class:`MissingOptimizerFactoryError`), called once with the resolved groups
+    and its read-only config, and must return a ``torch.optim.Optimizer``
+    holding exactly those parameters (``ValueError`` otherwise).
+    """
+    if isinstance(optim_params, NNOptimFactoryParams):
+        factory = resolve_optimizer_factory(optim_params.factory)
+        groups = build_param_groups(net, optim_params, strict=strict_param_groups)
+        return call_optimizer_factory(optim_params.factory, factory, groups, net)
     if not isinstance(optim_params, NNOptimParams):
         raise TypeError(
-            f"build_optimizer needs an NNOptimParams; got {type(optim_params).__name__}"
+            f"build_optimizer needs an NNOptimParams or NNOptimFactoryParams; "
+            f"got {type(optim_params).__name__}"
         )
     groups = build_param_groups(net, optim_params, strict=strict_param_groups)
     return optim_params.name.build(

@@ -23,6 +23,7 @@ import torch
 from nnx.checkpoint import NNCheckpoint
 from nnx.components import ComponentRestoreError, check_components, restore_components
 from nnx.enums.schedulers import Schedulers
+from nnx.optimizer_factories import optimizer_factory_state
 from nnx.resume_point import verify_point
 from nnx.seeding import capture_rng_state, restore_rng_state
 
@@ -152,6 +153,10 @@ def check_resume(plan: ResumePlan, loop: _Loop) -> None:
     optimizer_class = state.get("optimizer_class")
     if optimizer_class is not None and optimizer_class != type(loop.optimizer).__name__:
         problems.append(f"optimizer: saved {optimizer_class}, now {type(loop.optimizer).__name__}")
+    factory = optimizer_factory_state(loop.params.optim)
+    if state.get("optimizer_factory") != factory:  # built-in ↔ factory, or id/version/config
+        problems.append(f"optimizer factory: saved {_factory(state.get('optimizer_factory'))}, "
+                        f"now {_factory(factory)}")
     groups = state["optimizer"]["param_groups"]
     if [len(g["params"]) for g in groups] != [len(g["params"]) for g in
                                               loop.optimizer.param_groups]:
@@ -164,6 +169,12 @@ def check_resume(plan: ResumePlan, loop: _Loop) -> None:
     problems += check_components(loop.components, state.get("components"))
     if problems:
         raise ComponentRestoreError(problems)
+
+
+def _factory(identity: Mapping[str, Any] | None) -> str:
+    if identity is None:
+        return "a built-in optimizer"
+    return f"{identity.get('id')}@v{identity.get('version')} config {identity.get('config')!r}"
 
 
 def _schedule_problems(saved: Mapping[str, Any] | None, loop: _Loop) -> list[str]:

@@ -10,6 +10,7 @@ import html
 import math
 from typing import TYPE_CHECKING, Any
 
+from nnx.params.optim_factory import NNOptimFactoryParams
 from nnx.records import NNIterationDataPoint
 
 if TYPE_CHECKING:
@@ -52,8 +53,8 @@ def _describe(run: NNRun) -> list[tuple[str, str]]:
         lines.append(("shape", f"{p.input_dim} → {list(p.hidden_dims)} → {p.output_dim}, "
                                f"{p.activation.name}, dropout {p.dropout_prob:g}"))
     o = train.optim
-    lines.append(("optimizer",
-                  f"{o.name.name} max_lr={o.max_lr:g} weight_decay={o.weight_decay:g}"))
+    kind = o.factory.label if isinstance(o, NNOptimFactoryParams) else o.name.name
+    lines.append(("optimizer", f"{kind} max_lr={o.max_lr:g} weight_decay={o.weight_decay:g}"))
     lines.append(("epochs", str(train.n_epochs)))
     if run.salt:
         lines.append(("salt", run.salt))

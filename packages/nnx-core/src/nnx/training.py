@@ -26,6 +26,7 @@ from nnx.best import current_best, elect_best
 from nnx.callbacks.base import Callback, CallbackContext
 from nnx.checkpoint import NNCheckpoint
 from nnx.components import ComponentSpec, collect_states, discover_components
+from nnx.optimizer_factories import optimizer_factory_state
 from nnx.optimizers import build_optimizer
 from nnx.params.train import NNTrainParams
 from nnx.precision import resolve_precision
@@ -385,6 +386,7 @@ class _Loop:
         return {
             "epoch": epoch,
             "optimizer_class": type(self.optimizer).__name__,
+            "optimizer_factory": optimizer_factory_state(self.params.optim),
             "optimizer": self.optimizer.state_dict(),
             "components": collect_states(self.components),
             "loop": {"iter_idx": self.iter_idx, "planned_n_epochs": self.end_epoch,

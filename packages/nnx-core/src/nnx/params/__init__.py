@@ -6,6 +6,7 @@ from nnx.params.moe import NNMoEParams
 from nnx.params.net import NNParams
 from nnx.params.optim import NNOptimParams, NNParamGroupSpec
 from nnx.params.optim_builder import NNOptimParamsBuilder
+from nnx.params.optim_factory import NNOptimFactoryParams, OptimizerFactorySpec
 from nnx.params.scheduler import NNSchedulerParams
 from nnx.params.scheduler_builder import NNSchedulerParamsBuilder
 from nnx.params.train import NNTrainParams
@@ -17,6 +18,7 @@ __all__ = [
     "NNConvParams",
     "NNMoEParams",
     "NNModelParams",
+    "NNOptimFactoryParams",
     "NNOptimParams",
     "NNOptimParamsBuilder",
     "NNParamGroupSpec",
@@ -27,4 +29,5 @@ __all__ = [
     "NNTrainerParams",
     "NNTrainerParamsBuilder",
     "NNViTParams",
+    "OptimizerFactorySpec",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -20,7 +20,12 @@ from nnx.params._base import Params, always, enum_decoder, set_field
 if TYPE_CHECKING:
     from nnx.params.optim_builder import NNOptimParamsBuilder
 
-__all__ = ["NNOptimParams", "NNParamGroupSpec"]
+__all__ = [
+    "SHARED_OPTIM_DECODERS",
+    "NNOptimParams",
+    "NNParamGroupSpec",
+    "check_shared_optim_fields",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,6 +83,40 @@ def _groups(value: Any) -> Any:
                  for g in value)
 
 
+#: Decoders for the fields every optimizer configuration shares.
+SHARED_OPTIM_DECODERS: Mapping[str, Any] = {"param_groups": _groups}
+
+
+def check_shared_optim_fields(obj: Any) -> None:
+    """Validate and normalize the fields every optimizer configuration shares.
+
+    ``max_lr``, ``weight_decay``, ``grad_clip_norm``, ``accumulate_grad_batches``
+    and ``param_groups`` mean the same for a built-in optimizer and a registered
+    factory, so both check them here, under their own class name.
+    """
+    n = f"{type(obj).__name__}."
+    set_field(obj, "max_lr", check_real(f"{n}max_lr", obj.max_lr, NON_NEGATIVE))
+    set_field(obj, "weight_decay",
+              check_real(f"{n}weight_decay", obj.weight_decay, NON_NEGATIVE))
+    set_field(obj, "grad_clip_norm", check_optional_real(
+        f"{n}grad_clip_norm", obj.grad_clip_norm, POSITIVE, none_means="no clipping"))
+    set_field(obj, "accumulate_grad_batches", check_count(
+        f"{n}accumulate_grad_batches", obj.accumulate_grad_batches))
+    if obj.param_groups is None:
+        return
+    if isinstance(obj.param_groups, (str, bytes, Mapping)) or not isinstance(
+            obj.param_groups, Iterable):
+        raise ValueError(f"{n}param_groups must be a list of NNParamGroupSpec, or None; "
+                         f"got {obj.param_groups!r}")
+    groups = tuple(obj.param_groups)
+    if not groups:
+        raise ValueError(f"{n}param_groups must hold at least one NNParamGroupSpec, or be None")
+    for i, g in enumerate(groups):
+        if not isinstance(g, NNParamGroupSpec):
+            raise ValueError(f"{n}param_groups[{i}] must be an NNParamGroupSpec; got {g!r}")
+    set_field(obj, "param_groups", groups)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NNOptimParams(Params):
     """A built-in optimizer's configuration.
@@ -98,8 +137,8 @@ class NNOptimParams(Params):
 
     _DECODERS: ClassVar[Mapping[str, Any]] = {
         "name": enum_decoder(Optims),
+        **SHARED_OPTIM_DECODERS,
         "momentum": _momentum,
-        "param_groups": _groups,
     }
 
     @classmethod
@@ -111,9 +150,7 @@ class NNOptimParams(Params):
     def __post_init__(self) -> None:
         if not isinstance(self.name, Optims):
             raise ValueError(f"NNOptimParams.name must be an Optims member; got {self.name!r}")
-        set_field(self, "max_lr", check_real("NNOptimParams.max_lr", self.max_lr, NON_NEGATIVE))
-        set_field(self, "weight_decay",
-                  check_real("NNOptimParams.weight_decay", self.weight_decay, NON_NEGATIVE))
+        check_shared_optim_fields(self)
         set_field(self, "momentum", self._checked_momentum())
         if self.eps is not None and not self.name.is_adam_family:
             raise ValueError(
@@ -121,23 +158,6 @@ class NNOptimParams(Params):
             )
         set_field(self, "eps", check_optional_real(
             "NNOptimParams.eps", self.eps, POSITIVE, none_means="torch's 1e-8"))
-        set_field(self, "grad_clip_norm", check_optional_real(
-            "NNOptimParams.grad_clip_norm", self.grad_clip_norm, POSITIVE,
-            none_means="no clipping"))
-        set_field(self, "accumulate_grad_batches", check_count(
-            "NNOptimParams.accumulate_grad_batches", self.accumulate_grad_batches))
-        if self.param_groups is not None:
-            groups = tuple(self.param_groups)
-            if not groups:
-                raise ValueError(
-                    "NNOptimParams.param_groups must hold at least one NNParamGroupSpec, or be None"
-                )
-            for i, g in enumerate(groups):
-                if not isinstance(g, NNParamGroupSpec):
-                    raise ValueError(
-                        f"NNOptimParams.param_groups[{i}] must be an NNParamGroupSpec; got {g!r}"
-                    )
-            set_field(self, "param_groups", groups)
 
     def _checked_momentum(self) -> float | tuple[float, float] | None:
         m = self.momentum

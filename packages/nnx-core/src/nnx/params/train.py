@@ -10,6 +10,7 @@ from nnx._validation import check_choice
 from nnx.params._base import always
 from nnx.params.loop import LOOP_DECODERS, LoopParams
 from nnx.params.optim import NNOptimParams
+from nnx.params.optim_factory import NNOptimFactoryParams, OptimConfig, decode_optim
 from nnx.params.scheduler import NNSchedulerParams
 
 __all__ = ["RESUME_EPOCHS", "NNTrainParams"]
@@ -30,21 +31,22 @@ class NNTrainParams(LoopParams):
     ``None`` to train without a schedule.
     """
 
-    optim: NNOptimParams = always(factory=NNOptimParams)
+    optim: OptimConfig = always(factory=NNOptimParams)
     scheduler: NNSchedulerParams | None = always(NNSchedulerParams())
     resume_epochs: str = "additional"
 
     _DECODERS: ClassVar[Mapping[str, Any]] = {
         **LOOP_DECODERS,
-        "optim": NNOptimParams.from_state,
+        "optim": decode_optim,
         "scheduler": _scheduler,
     }
 
     def __post_init__(self) -> None:
         self._validate_loop()
         check_choice("NNTrainParams.resume_epochs", self.resume_epochs, RESUME_EPOCHS)
-        if not isinstance(self.optim, NNOptimParams):
-            raise ValueError(f"NNTrainParams.optim must be an NNOptimParams; got {self.optim!r}")
+        if not isinstance(self.optim, (NNOptimParams, NNOptimFactoryParams)):
+            raise ValueError(f"NNTrainParams.optim must be an NNOptimParams or "
+                             f"NNOptimFactoryParams; got {self.optim!r}")
         if self.scheduler is not None and not isinstance(self.scheduler, NNSchedulerParams):
             raise ValueError(
                 f"NNTrainParams.scheduler must be an NNSchedulerParams or None; "

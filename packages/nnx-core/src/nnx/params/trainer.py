@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from nnx.params._base import always, empty_mapping, frozen_mapping, set_field
 from nnx.params.loop import LOOP_DECODERS, LoopParams
 from nnx.params.optim import NNOptimParams
+from nnx.params.optim_factory import NNOptimFactoryParams, OptimConfig, decode_optim
 from nnx.params.scheduler import NNSchedulerParams
 
 if TYPE_CHECKING:
@@ -17,9 +18,9 @@ if TYPE_CHECKING:
 __all__ = ["NNTrainerParams"]
 
 
-def _named(cls: Any) -> Any:
+def _named(decode_one: Any) -> Any:
     def decode(value: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: cls.from_state(v) for k, v in value.items()}
+        return {k: decode_one(v) for k, v in value.items()}
 
     return decode
 
@@ -34,14 +35,14 @@ class NNTrainerParams(LoopParams):
     ``state()`` writes sorted keys. Every scheduled name must be an optimizer.
     """
 
-    optims: Mapping[str, NNOptimParams] = always(factory=empty_mapping)
+    optims: Mapping[str, OptimConfig] = always(factory=empty_mapping)
     schedulers: Mapping[str, NNSchedulerParams] = field(default_factory=empty_mapping)
     auto_step_schedulers: bool = True
 
     _DECODERS: ClassVar[Mapping[str, Any]] = {
         **LOOP_DECODERS,
-        "optims": _named(NNOptimParams),
-        "schedulers": _named(NNSchedulerParams),
+        "optims": _named(decode_optim),
+        "schedulers": _named(NNSchedulerParams.from_state),
     }
 
     @classmethod
@@ -53,15 +54,19 @@ class NNTrainerParams(LoopParams):
     def __post_init__(self) -> None:
         self._validate_loop()
         n = "NNTrainerParams."
-        for attr, kind in (("optims", NNOptimParams), ("schedulers", NNSchedulerParams)):
+        kinds: tuple[tuple[str, tuple[type, ...]], ...] = (
+            ("optims", (NNOptimParams, NNOptimFactoryParams)),
+            ("schedulers", (NNSchedulerParams,)))
+        for attr, kind in kinds:
+            what = " or ".join(k.__name__ for k in kind)
             value = getattr(self, attr)
             if not isinstance(value, Mapping):
-                raise ValueError(f"{n}{attr} must be a mapping of name -> {kind.__name__}")
+                raise ValueError(f"{n}{attr} must be a mapping of name -> {what}")
             for name, item in value.items():
                 if not isinstance(name, str) or not name:
                     raise ValueError(f"{n}{attr}: names must be non-empty strings; got {name!r}")
                 if not isinstance(item, kind):
-                    raise ValueError(f"{n}{attr}[{name!r}] must be a {kind.__name__}; got {item!r}")
+                    raise ValueError(f"{n}{attr}[{name!r}] must be a {what}; got {item!r}")
             set_field(self, attr, frozen_mapping(value))
         if not self.optims:
             raise ValueError(f"{n}optims must name at least one optimizer")

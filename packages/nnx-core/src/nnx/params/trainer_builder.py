@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nnx.params._base import require_exact
-from nnx.params.optim import NNOptimParams
+from nnx.params.optim_factory import OptimConfig
 from nnx.params.scheduler import NNSchedulerParams
 from nnx.params.trainer import NNTrainerParams
 
@@ -32,7 +32,7 @@ class NNTrainerParamsBuilder:
 
     def __init__(self) -> None:
         self._values: dict[str, Any] = {}
-        self._optims: dict[str, NNOptimParams] = {}
+        self._optims: dict[str, OptimConfig] = {}
         self._schedulers: dict[str, NNSchedulerParams] = {}
         self._extra_metrics: dict[str, Callable[..., Any]] = {}
 
@@ -75,8 +75,8 @@ class NNTrainerParamsBuilder:
         )
         return self
 
-    def optimizer(self, name: str, params: NNOptimParams) -> NNTrainerParamsBuilder:
-        """Register (or replace) the optimizer ``name``."""
+    def optimizer(self, name: str, params: OptimConfig) -> NNTrainerParamsBuilder:
+        """Register (or replace) the optimizer ``name`` (built-in or registered factory)."""
         self._optims[name] = params
         return self
 

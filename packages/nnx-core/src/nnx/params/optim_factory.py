@@ -1,0 +1,121 @@
+"""Registered optimizer factories as configuration (spec §3.1).
+
+:class:`OptimizerFactorySpec` names a factory registered for this process
+under ``(id, version)`` and carries its read-only JSON-like config.
+:class:`NNOptimFactoryParams` is the optimizer configuration that uses one; it
+shares every field but the optimizer's identity with :class:`NNOptimParams`.
+Neither ever holds code, so both round-trip through run.yaml, and reloading a
+run needs nothing registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeAlias
+
+from nnx._hashing import canonical_bytes, frozen_plain
+from nnx._validation import check_count
+from nnx.params._base import Params, always, empty_mapping, set_field
+from nnx.params.optim import (
+    SHARED_OPTIM_DECODERS,
+    NNOptimParams,
+    NNParamGroupSpec,
+    check_shared_optim_fields,
+)
+
+__all__ = ["NNOptimFactoryParams", "OptimConfig", "OptimizerFactorySpec", "decode_optim"]
+
+_NO_CODE = ("register the callable with register_optimizer_factory(id, version, factory) "
+            "and name it here by id and version")
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizerFactorySpec(Params):
+    """A registered optimizer factory: ``OptimizerFactorySpec("acme.lion", 1, {...})``.
+
+    ``config`` is JSON-like data handed read-only to the factory (lists arrive
+    as tuples, NumPy scalars as plain numbers). A callable anywhere in it is
+    refused: bump ``version`` whenever the factory's behaviour changes instead.
+    """
+
+    id: str = always()
+    version: int = always()
+    config: Mapping[str, Any] = always(factory=empty_mapping)
+
+    def __post_init__(self) -> None:
+        ident = self.id
+        if not isinstance(ident, str) or not ident or "@" in ident or ident != ident.strip():
+            raise ValueError(
+                f"OptimizerFactorySpec.id must be a non-empty string without '@' or surrounding "
+                f"whitespace; got {ident!r}" + (f" ({_NO_CODE})" if callable(ident) else "")
+            )
+        set_field(self, "version", check_count("OptimizerFactorySpec.version", self.version))
+        if not isinstance(self.config, Mapping):
+            raise ValueError(
+                f"OptimizerFactorySpec.config must be a mapping of JSON-like values; "
+                f"got {type(self.config).__name__}"
+            )
+        try:
+            data = frozen_plain(self.config, "OptimizerFactorySpec.config")
+        except TypeError as exc:  # a callable, an object, a non-string key …
+            raise ValueError(f"{exc}; an OptimizerFactorySpec never holds code") from None
+        set_field(self, "config", data)
+
+    @property
+    def label(self) -> str:
+        """``id@vN``: how runs and errors name this factory."""
+        return f"{self.id}@v{self.version}"
+
+    def __hash__(self) -> int:
+        return hash(canonical_bytes(self.state()))
+
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
+        # Read-only mapping proxies do not pickle; the state rebuilds an equal spec.
+        return (OptimizerFactorySpec.from_state, (self.state(),))
+
+
+def _spec(value: Any) -> Any:
+    return value if isinstance(value, OptimizerFactorySpec) else (
+        OptimizerFactorySpec.from_state(value))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NNOptimFactoryParams(Params):
+    """An optimizer built by a registered factory, with NNx's shared optimizer fields.
+
+    ``max_lr``, ``weight_decay``, ``grad_clip_norm``, ``accumulate_grad_batches``
+    and ``param_groups`` mean exactly what they mean on :class:`NNOptimParams`;
+    the factory receives the resolved groups. There is no builder.
+    """
+
+    factory: OptimizerFactorySpec = always()
+    max_lr: float = always()
+    weight_decay: float = always(0.0)
+    grad_clip_norm: float | None = None
+    accumulate_grad_batches: int = 1
+    param_groups: tuple[NNParamGroupSpec, ...] | None = None
+
+    _DECODERS: ClassVar[Mapping[str, Any]] = {**SHARED_OPTIM_DECODERS, "factory": _spec}
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.factory, OptimizerFactorySpec):
+            hint = f"; {_NO_CODE}" if callable(self.factory) else ""
+            raise ValueError(
+                f"NNOptimFactoryParams.factory must be an OptimizerFactorySpec; "
+                f"got {self.factory!r}{hint}"
+            )
+        check_shared_optim_fields(self)
+
+
+#: What ``NNTrainParams.optim`` and each ``NNTrainerParams.optims`` value may be.
+OptimConfig: TypeAlias = NNOptimParams | NNOptimFactoryParams
+
+
+def decode_optim(value: Any) -> OptimConfig:
+    """An optimizer configuration from state data: a ``factory`` entry marks a registered one."""
+    if isinstance(value, (NNOptimParams, NNOptimFactoryParams)):
+        return value
+    if isinstance(value, Mapping) and "factory" in value:
+        return NNOptimFactoryParams.from_state(value)
+    return NNOptimParams.from_state(value)
