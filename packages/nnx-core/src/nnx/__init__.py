@@ -46,6 +46,14 @@ _CORE_EXPORTS: dict[str, str] = {
     "build_optimizer": "nnx.optimizers",
     "build_param_groups": "nnx.optimizers",
     "register_optimizer_factory": "nnx.optimizer_factories",
+    # models beyond the Nets enum (§3.2)
+    "ModelSpec": "nnx.models",
+    "RuntimeModule": "nnx.models",
+    "register_model_factory": "nnx.models",
+    "MissingModelFactoryError": "nnx.models",
+    "BatchAdapter": "nnx.batch_adapters",
+    "PositionalInputs": "nnx.batch_adapters",
+    "KeywordInputs": "nnx.batch_adapters",
     "LinearWarmupDecayLR": "nnx.lr_schedules",
     "run_id": "nnx.identity",
     "MissingDistributionError": "nnx.plugins",
@@ -126,6 +134,9 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     # Explicit re-exports for type checkers (runtime resolution is lazy, above).
+    from nnx.batch_adapters import BatchAdapter as BatchAdapter
+    from nnx.batch_adapters import KeywordInputs as KeywordInputs
+    from nnx.batch_adapters import PositionalInputs as PositionalInputs
     from nnx.callbacks.base import Callback as Callback
     from nnx.callbacks.base import CallbackContext as CallbackContext
     from nnx.callbacks.early_stopping import EarlyStopping as EarlyStopping
@@ -156,6 +167,10 @@ if TYPE_CHECKING:
     from nnx.metrics.registry import register_metric as register_metric
     from nnx.metrics.spec import MetricSpec as MetricSpec
     from nnx.model import NNModel as NNModel
+    from nnx.models import MissingModelFactoryError as MissingModelFactoryError
+    from nnx.models import ModelSpec as ModelSpec
+    from nnx.models import RuntimeModule as RuntimeModule
+    from nnx.models import register_model_factory as register_model_factory
     from nnx.monitors import MonitorRecord as MonitorRecord
     from nnx.monitors import MonitorSpec as MonitorSpec
     from nnx.monitors import MonitorUnavailableError as MonitorUnavailableError

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from nnx.checkpoint_format import decode_checkpoint
+from nnx.checkpoint_format import decode_checkpoint, is_safetensors
 from nnx.enums.checkpoints import Checkpoints
 from nnx.records import NNIterationDataPoint, first_finite
 from nnx.resume_point import ResumePoint, read_point, verify_point, write_point
@@ -73,6 +73,12 @@ class NNCheckpoint:
     sidecar: str | None = None
     path: Path | None = field(default=None, compare=False)
 
+    def __post_init__(self) -> None:
+        # A runtime module (spec §3.2) is never reconstructible, whoever writes its checkpoint.
+        net = self.model.get("net") if isinstance(self.model, Mapping) else None
+        if isinstance(net, Mapping) and net.get("kind") == "runtime":
+            self.reconstructible = False
+
     @property
     def score(self) -> float:
         """The first finite of val error → val loss → train error → train loss; +inf if none.
@@ -107,6 +113,13 @@ class NNCheckpoint:
              *, position: Mapping[str, Any] | None = None) -> Path:
         """Write a resume point: the sidecar (when given), the checkpoint, the manifest."""
         dest = Path(path)
+        if is_safetensors(dest) and not self.reconstructible:
+            from nnx.models import MissingModelFactoryError
+
+            raise MissingModelFactoryError(
+                f"{dest.name}: a safetensors checkpoint is a portable save, but this runtime "
+                f"module has no factory to rebuild it (reconstructible=False); register a "
+                f"model factory and use a ModelSpec, or save a pickle checkpoint")
         dest.parent.mkdir(parents=True, exist_ok=True)
         self.training_state_present = training_state is not None
         point = write_point(dest, self.payload(), training_state,

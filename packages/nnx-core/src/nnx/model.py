@@ -1,4 +1,4 @@
-"""NNModel: a built-in net with its loss, device, precision and task, and what it can do."""
+"""NNModel: a net (built-in, registered or wrapped) with its loss, device, precision and task."""
 
 from __future__ import annotations
 
@@ -11,8 +11,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from nnx.batch_adapters import BatchAdapter, ModelInputs, default_batch_adapter
 from nnx.checkpoint import NNCheckpoint
+from nnx.enums.nets import Nets
 from nnx.enums.precision import Precision
+from nnx.models.construct import build_net, check_checkpoint_module
+from nnx.models.topology import check_weights_fit
 from nnx.modes import preserved_state
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
@@ -36,26 +40,32 @@ _CHUNK = 4096  # rows per forward when predicting on one large tensor
 class NNModel:
     """A model: ``NNModel(net_params=NNParams(...), params=NNModelParams(...))``.
 
-    ``net`` is a plain ``torch.nn.Module`` (built-in nets return raw logits);
-    ``train`` runs the supervised loop and returns the :class:`NNRun`.
+    ``params.net`` may also be a registered :class:`~nnx.models.ModelSpec`
+    (built through its factory, no ``net_params``), or pass ``module=`` to wrap
+    an ``nn.Module`` instance as is (``model.net is module``; ``params.net``
+    becomes its :class:`~nnx.models.RuntimeModule`; with ``Devices.AUTO`` the
+    module stays on its own device). ``batch_adapter`` (runtime-only) says how
+    such a module sees batches; by default a module's own ``unpack_batch``,
+    else :class:`~nnx.batch_adapters.PositionalInputs`. ``net`` is a plain
+    ``torch.nn.Module`` (built-in nets return raw logits); ``train`` runs the
+    supervised loop and returns the :class:`NNRun`.
     """
 
     def __init__(self, net_params: NNParams | None = None,
-                 params: NNModelParams | None = None) -> None:
+                 params: NNModelParams | None = None, *, module: nn.Module | None = None,
+                 batch_adapter: BatchAdapter | None = None) -> None:
         params = NNModelParams() if params is None else params
         if not isinstance(params, NNModelParams):
             raise TypeError(f"params must be an NNModelParams; got {type(params).__name__}")
-        if net_params is None:
-            raise ValueError(f"Nets.{params.net.name} needs net_params "
-                             f"({params.net.params_class.__name__})")
-        if params.task is not None and params.task.num_outputs != net_params.output_dim:
-            raise ValueError(
-                f"the {params.task.kind} task declares {params.task.num_outputs} outputs but "
-                f"net_params.output_dim is {net_params.output_dim}")
+        if batch_adapter is not None and not isinstance(batch_adapter, BatchAdapter):
+            raise TypeError(f"batch_adapter must be a BatchAdapter; got "
+                            f"{type(batch_adapter).__name__}")
+        net, params, device = build_net(net_params, params, module)
         self.params = params
-        self.net_params = net_params
-        self.device = params.device()
-        self.net: nn.Module = params.net(net_params).to(self.device)
+        self.net_params = net_params  # None for a registered or wrapped module
+        self.device = device
+        self.net: nn.Module = net
+        self.batch_adapter = batch_adapter or default_batch_adapter(net)
         self.loss_fn: nn.Module = params.loss().to(self.device)
         self._adapter = task_adapter(params.task, self.loss_fn)
         self._adapter_loss = self.loss_fn
@@ -74,15 +84,21 @@ class NNModel:
         return self._adapter
 
     # -- batches ----------------------------------------------------------------------
-    def split_batch(self, batch: Any) -> tuple[tuple[torch.Tensor, ...], torch.Tensor | None]:
-        """``((inputs...), target)`` on the model's device, through the net's unpack_batch."""
-        inputs, target = self.net.unpack_batch(batch)  # type: ignore[operator]
-        moved = tuple(_to(x, self.device) for x in inputs)
-        return moved, None if target is None else _to(target, self.device)
+    def split_batch(self, batch: Any) -> tuple[ModelInputs, torch.Tensor | None]:
+        """``(inputs, target)`` on the model's device, through the batch adapter.
 
-    def forward_raw(self, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
-        output: torch.Tensor = self.net(*inputs)
-        return output
+        ``inputs`` is a :class:`~nnx.batch_adapters.ModelInputs`: the positional
+        inputs as a tuple, with the keyword inputs in ``inputs.kwargs``.
+        """
+        args, kwargs, target = self.batch_adapter.split(batch)
+        inputs = ModelInputs((_to(x, self.device) for x in args),
+                             {k: _to(v, self.device) for k, v in kwargs.items()})
+        return inputs, None if target is None else _to(target, self.device)
+
+    def forward_raw(self, inputs: Sequence[Any]) -> torch.Tensor:
+        """``net(*inputs, **inputs.kwargs)``, its output tensor read by the batch adapter."""
+        kwargs = inputs.kwargs if isinstance(inputs, ModelInputs) else {}
+        return self.batch_adapter.output(self.net(*inputs, **kwargs))
 
     def inference_precision(self) -> ResolvedPrecision:
         """Inference runs in an explicit policy only; the legacy flag never governs it."""
@@ -107,14 +123,16 @@ class NNModel:
                            provenance=provenance)
 
     # -- inference --------------------------------------------------------------------
-    def _batches(self, data: Any) -> Iterable[tuple[tuple[torch.Tensor, ...], Any]]:
+    def _batches(self, data: Any) -> Iterable[tuple[Sequence[Any], Any]]:
         if isinstance(data, np.ndarray):
             data = torch.from_numpy(data)
         if isinstance(data, torch.Tensor):
             for start in range(0, max(len(data), 1), _CHUNK):
                 yield (data[start:start + _CHUNK].to(self.device),), None
-        elif isinstance(data, Mapping):
-            yield tuple(_to(v, self.device) for v in data.values()), None
+        elif isinstance(data, Mapping):  # keyword inputs (a built-in net's, in order)
+            args, kwargs = self.batch_adapter.predict_inputs(data)
+            yield ModelInputs((_to(x, self.device) for x in args),
+                              {k: _to(v, self.device) for k, v in kwargs.items()}), None
         elif isinstance(data, tuple) and all(isinstance(x, torch.Tensor) for x in data):
             yield tuple(x.to(self.device) for x in data), None
         else:  # a loader, or any iterable of batches
@@ -198,15 +216,28 @@ class NNModel:
     # -- reloading --------------------------------------------------------------------
     @classmethod
     def from_checkpoint(cls, checkpoint: NNCheckpoint | str | os.PathLike[str],
-                        map_location: Any = "cpu") -> NNModel:
-        """Rebuild the model a checkpoint was written from and load its weights."""
+                        map_location: Any = "cpu", *, module: nn.Module | None = None,
+                        batch_adapter: BatchAdapter | None = None) -> NNModel:
+        """Rebuild the model a checkpoint was written from and load its weights.
+
+        A registered model is rebuilt through its factory and a runtime module
+        needs ``module=`` (a fresh instance of the same topology); both are
+        checked against the saved parameter names and shapes before any weight
+        is loaded (ValueError on a mismatch).
+        """
         if not isinstance(checkpoint, NNCheckpoint):
             checkpoint = NNCheckpoint.from_file(checkpoint, map_location=map_location)
         params = NNModelParams.from_state(checkpoint.model)
-        if checkpoint.net is None:
-            raise ValueError("this checkpoint holds no net params; it cannot be rebuilt")
-        net_params = NNParams.resolve_from_state(checkpoint.net, params.net)
-        model = cls(net_params=net_params, params=params)
+        check_checkpoint_module(params.net, module, checkpoint.state_dict)
+        if not isinstance(params.net, Nets):
+            model = cls(params=params, module=module, batch_adapter=batch_adapter)
+            check_weights_fit(model.net, checkpoint.state_dict,
+                              f"checkpoint of {params.net.label}")
+        else:
+            if checkpoint.net is None:
+                raise ValueError("this checkpoint holds no net params; it cannot be rebuilt")
+            net_params = NNParams.resolve_from_state(checkpoint.net, params.net)
+            model = cls(net_params=net_params, params=params, batch_adapter=batch_adapter)
         model.net.load_state_dict(checkpoint.state_dict)
         return model
 

@@ -20,6 +20,7 @@ import yaml
 from nnx._atomic import atomic_write_text
 from nnx._locking import file_lock
 from nnx.checkpoint import NNCheckpoint
+from nnx.enums.nets import Nets
 from nnx.environment import environment_snapshot
 from nnx.history_csv import read_idps_csv, render_idps_csv
 from nnx.identity import check_salt, run_id, run_identity
@@ -128,6 +129,9 @@ class NNRun:
         if not isinstance(doc, Mapping) or "model" not in doc or "train" not in doc:
             raise ValueError(f"{path / 'run.yaml'} is not an NNx run configuration")
         model = NNModelParams.from_state(doc["model"])
+        if doc.get("net") is not None and not isinstance(model.net, Nets):
+            raise ValueError(f"{path / 'run.yaml'} records net params for a {model.net.kind} "
+                             "model, which has none")
         net = None if doc.get("net") is None else NNParams.resolve_from_state(doc["net"], model.net)
         run = cls(model_params=model, net_params=net,
                   train_params=NNTrainParams.from_state(doc["train"]),

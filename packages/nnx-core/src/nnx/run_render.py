@@ -10,6 +10,8 @@ import html
 import math
 from typing import TYPE_CHECKING, Any
 
+from nnx.enums.nets import Nets
+from nnx.models.descriptors import describe
 from nnx.params.optim_factory import NNOptimFactoryParams
 from nnx.records import NNIterationDataPoint
 
@@ -47,7 +49,8 @@ def epoch_rows(run: NNRun) -> list[tuple[str, ...]]:
 
 def _describe(run: NNRun) -> list[tuple[str, str]]:
     model, train = run.model_params, run.train_params
-    lines = [("run", run.id), ("net", model.net.name), ("loss", model.loss.name)]
+    net = model.net.name if isinstance(model.net, Nets) else describe(model.net)
+    lines = [("run", run.id), ("net", net), ("loss", model.loss.name)]
     if run.net_params is not None:
         p = run.net_params
         lines.append(("shape", f"{p.input_dim} → {list(p.hidden_dims)} → {p.output_dim}, "

@@ -1,4 +1,8 @@
-"""NNModelParams: device, loss, net kind, precision policy and task."""
+"""NNModelParams: device, loss, net kind, precision policy and task.
+
+``net`` is a ``Nets`` member (stored by name, exactly as before) or a model
+descriptor from :mod:`nnx.models` (stored as its ``{"kind": ...}`` mapping).
+"""
 
 from __future__ import annotations
 
@@ -10,15 +14,18 @@ from nnx.enums.devices import Devices
 from nnx.enums.losses import Losses
 from nnx.enums.nets import Nets
 from nnx.enums.precision import Precision
+from nnx.models.descriptors import ModelDescriptor, ModelSpec, RuntimeModule, descriptor_from_state
 from nnx.params._base import Params, always, enum_decoder
 from nnx.tasks.spec import TaskSpec
 
 __all__ = ["NNModelParams"]
 
 
-def _net(value: Any) -> Nets:
-    if isinstance(value, Nets):
+def _net(value: Any) -> Nets | ModelDescriptor:
+    if isinstance(value, (Nets, ModelSpec, RuntimeModule)):
         return value
+    if isinstance(value, Mapping):  # a descriptor's {"kind": ...} state
+        return descriptor_from_state(value)
     try:
         return Nets[value]
     except KeyError:
@@ -36,9 +43,11 @@ class NNModelParams(Params):
     ``precision`` is the explicit policy (FP32 / FP16 / BF16). ``mixed_precision``
     is the legacy flag (reduced precision on CUDA only); set one or the other.
     ``device`` defaults to ``Devices.AUTO`` (CUDA, then MPS, then CPU).
+    ``net`` is a ``Nets`` member, a :class:`~nnx.models.ModelSpec` or a
+    :class:`~nnx.models.RuntimeModule` (spec §3.2).
     """
 
-    net: Nets = always(Nets.FEED_FWD)
+    net: Nets | ModelDescriptor = always(Nets.FEED_FWD)
     loss: Losses = always(Losses.CROSS_ENTROPY)
     device: Devices = Devices.AUTO
     precision: Precision | None = None
@@ -54,8 +63,9 @@ class NNModelParams(Params):
     }
 
     def __post_init__(self) -> None:
-        if not isinstance(self.net, Nets):
-            raise ValueError(f"NNModelParams.net must be a Nets member; got {self.net!r}")
+        if not isinstance(self.net, (Nets, ModelSpec, RuntimeModule)):
+            raise ValueError(f"NNModelParams.net must be a Nets member, a ModelSpec or a "
+                             f"RuntimeModule; got {self.net!r}")
         for field, kind in (("loss", Losses), ("device", Devices)):
             if not isinstance(getattr(self, field), kind):
                 raise ValueError(

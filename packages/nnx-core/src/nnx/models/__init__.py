@@ -1,0 +1,38 @@
+"""Models beyond the Nets enum (spec §3.2): registered factories and runtime modules.
+
+``NNModelParams.net`` holds a ``Nets`` member, a :class:`ModelSpec` (built by a
+factory registered with :func:`register_model_factory`) or a
+:class:`RuntimeModule` (filled in by ``NNModel(module=...)``).
+"""
+
+from nnx.models.descriptors import (
+    ModelDescriptor,
+    ModelSpec,
+    RuntimeModule,
+    describe,
+    descriptor_from_state,
+)
+from nnx.models.registry import (
+    MissingModelFactoryError,
+    ModelFactory,
+    build_from_spec,
+    register_model_factory,
+    resolve_model_factory,
+)
+from nnx.models.topology import check_weights_fit, runtime_descriptor, topology_fingerprint
+
+__all__ = [
+    "MissingModelFactoryError",
+    "ModelDescriptor",
+    "ModelFactory",
+    "ModelSpec",
+    "RuntimeModule",
+    "build_from_spec",
+    "check_weights_fit",
+    "describe",
+    "descriptor_from_state",
+    "register_model_factory",
+    "resolve_model_factory",
+    "runtime_descriptor",
+    "topology_fingerprint",
+]

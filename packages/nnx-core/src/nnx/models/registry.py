@@ -1,0 +1,96 @@
+"""Registered model factories: register, resolve, build seeded (spec §3.2).
+
+Factories live in the process-wide ``nnx.model_factories`` versioned registry,
+so an add-on can also announce one through an entry point named ``id@vN``.
+Resolving a spec never imports a module by name or evaluates a string;
+:func:`build_from_spec` is the one place that calls a factory.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from nnx.models.descriptors import ModelSpec
+from nnx.plugins import VersionedRegistry, versioned_registry
+from nnx.seeding import capture_rng_state, restore_rng_state
+
+__all__ = [
+    "MissingModelFactoryError",
+    "ModelFactory",
+    "build_from_spec",
+    "register_model_factory",
+    "resolve_model_factory",
+]
+
+#: ``factory(config) -> torch.nn.Module``; ``config`` is the spec's read-only config.
+ModelFactory = Callable[[Mapping[str, Any]], nn.Module]
+
+
+class MissingModelFactoryError(LookupError):
+    """No factory can build the model: an unregistered (id, version), or a runtime module."""
+
+
+def _registry() -> VersionedRegistry:
+    return versioned_registry("nnx.model_factories")
+
+
+def register_model_factory(id: str, version: int, factory: ModelFactory) -> None:
+    """Register ``factory`` as model factory ``id`` at ``version`` for this process.
+
+    ``factory(config)`` receives the spec's read-only JSON-like config and
+    returns a fresh ``torch.nn.Module``. A later registration of the same
+    (id, version) replaces it.
+    """
+    if not callable(factory):
+        raise TypeError(f"register_model_factory needs a callable factory; got {factory!r}")
+    _registry().register(id, version, factory)
+
+
+def resolve_model_factory(spec: ModelSpec) -> ModelFactory:
+    """The factory ``spec`` names; raises before any factory code runs when it is unknown."""
+    if not isinstance(spec, ModelSpec):
+        raise TypeError(f"resolve_model_factory needs a ModelSpec; got {type(spec).__name__}")
+    registry = _registry()
+    found = registry.get(spec.id, spec.version)
+    if found is None:
+        versions = registry.versions(spec.id)
+        known = (f"registered versions of {spec.id!r}: {', '.join(f'v{v}' for v in versions)}"
+                 if versions else f"no version of {spec.id!r} is registered")
+        raise MissingModelFactoryError(
+            f"model factory {spec.label} is not registered in this process ({known}); "
+            f"register it with nnx.register_model_factory({spec.id!r}, {spec.version}, "
+            f"factory) before building the model")
+    if not callable(found):
+        raise MissingModelFactoryError(
+            f"model factory {spec.label} resolved to {type(found).__name__}, which is not "
+            f"callable; an nnx.model_factories entry point must name a factory")
+    factory: ModelFactory = found
+    return factory
+
+
+def build_from_spec(spec: ModelSpec) -> nn.Module:
+    """Resolve ``spec``'s factory, then call it with every RNG stream seeded from ``spec.seed``.
+
+    Python's ``random``, NumPy's global stream and torch (CPU and CUDA) are
+    seeded for the call and put back afterwards, so the same spec always
+    initializes the same weights and the caller's streams never shift.
+    """
+    factory = resolve_model_factory(spec)
+    saved = capture_rng_state()
+    try:
+        random.seed(spec.seed)
+        np.random.seed(spec.seed)
+        torch.manual_seed(spec.seed)  # CUDA streams too
+        module = factory(spec.config)
+    finally:
+        restore_rng_state(saved)
+    if not isinstance(module, nn.Module):
+        raise ValueError(f"model factory {spec.label} returned {type(module).__name__}, not a "
+                         f"torch.nn.Module")
+    return module
