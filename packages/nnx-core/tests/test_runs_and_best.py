@@ -404,3 +404,22 @@ def test_an_empty_last_is_rejected_rather_than_erasing_history(tmp_path):
     with pytest.raises(Exception):  # noqa: B017 - torch raises its own error type
         NNRun.load(run.id, root=root)
     assert (root / run.id / "idps.csv").read_bytes() == history
+
+
+def test_a_failed_reservation_write_releases_the_run_for_a_retry(tmp_path, monkeypatch):
+    import nnx.training as training
+
+    root = tmp_path / "runs"
+    calls = []
+
+    def failing(path, text, **kw):
+        calls.append(path)
+        raise OSError("disk full")
+
+    monkeypatch.setattr(training, "atomic_write_text", failing)
+    with pytest.raises(OSError, match="disk full"):
+        make_model().train(params(1), root=root, verbose=False)
+    assert calls and [p for p in root.iterdir() if not p.name.startswith(".")] == []
+    monkeypatch.undo()
+    run = make_model().train(params(1), root=root, verbose=False)  # the retry is admitted
+    assert (root / run.id / "checkpoints" / "last.pt").is_file()

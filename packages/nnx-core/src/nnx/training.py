@@ -277,8 +277,13 @@ class _Loop:
                 shutil.rmtree(path)
             path.mkdir()
             (path / "checkpoints").mkdir()
-        atomic_write_text(path / ".history-committed-by-last", "")
-        self.run.save_config()
+        try:
+            atomic_write_text(path / ".history-committed-by-last", "")
+            self.run.save_config()
+        except BaseException:
+            # Nothing of the run exists yet: release the reservation so it can be retried.
+            shutil.rmtree(path, ignore_errors=True)
+            raise
 
     # -- one epoch --------------------------------------------------------------------
     def _report_update(self) -> None:
