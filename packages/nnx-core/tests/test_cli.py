@@ -52,3 +52,44 @@ def test_runs_show_unknown_run_fails_cleanly(capsys):
     assert "no run" in capsys.readouterr().err
     assert main(["runs", "list"]) == 0
     assert "no runs under runs/" in capsys.readouterr().out
+
+
+def _demo_run_id(capsys) -> str:
+    assert main(["demo", "--epochs", "4", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    return re.search(r"^Run saved to runs/([0-9a-f]{32})$", out, re.M).group(1)
+
+
+def test_runs_verify_reports_every_resume_point(capsys, in_tmp):
+    run_id = _demo_run_id(capsys)
+    assert main(["runs", "verify", run_id]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    tags = [line.split()[1] for line in lines]
+    assert tags == sorted(tags) and {"first", "last", "best"} <= set(tags)
+    assert all(re.fullmatch(r"ok  \S+  generation \d+  epoch \d+", line) for line in lines)
+    assert "ok  last  generation 4  epoch 3" in lines
+    # An explicit root works the same.
+    assert main(["runs", "verify", run_id, "--root", "runs"]) == 0
+    assert capsys.readouterr().out.splitlines() == lines
+
+
+def test_runs_verify_fails_on_a_corrupted_checkpoint(capsys, in_tmp):
+    run_id = _demo_run_id(capsys)
+    best = in_tmp / "runs" / run_id / "checkpoints" / "best.pt"
+    data = bytearray(best.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    best.write_bytes(bytes(data))
+    (best.parent / "first.pt.manifest.json").unlink()  # as a checkpoint from before manifests
+    assert main(["runs", "verify", run_id]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^ok  first  legacy$", out, re.M)
+    assert "FAIL best  corrupted: checkpoint best.pt does not match its SHA-256" in out
+    assert re.search(r"^ok  last  generation \d+  epoch 3$", out, re.M)  # the others still pass
+
+
+def test_runs_verify_an_unknown_run_fails_cleanly(capsys):
+    assert main(["runs", "verify", "0" * 32]) == 1
+    captured = capsys.readouterr()
+    assert f"no run {'0' * 32!r} under runs" in captured.err and captured.out == ""
+    assert main(["runs", "verify", "../etc"]) == 1
+    assert "no run" in capsys.readouterr().err

@@ -88,6 +88,48 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_runs_verify(args: argparse.Namespace) -> int:
+    """One line per resume point of the run; exit 1 when any fails (spec §14.3)."""
+    from pathlib import Path
+
+    from nnx.checkpoint import NNCheckpoint, checkpoint_files
+    from nnx.resume_point import ResumePointError
+
+    run_dir = Path(args.root) / args.run_id
+    bad_id = not args.run_id or any(c in args.run_id for c in "/\\") or args.run_id in (".", "..")
+    if bad_id or not ((run_dir / "run.yaml").is_file() or (run_dir / "checkpoints").is_dir()):
+        print(f"no run {args.run_id!r} under {args.root}", file=sys.stderr)
+        return 1
+    directory = run_dir / "checkpoints"
+    tags = {path.name[:-len(".pt")] for path in checkpoint_files(directory)}
+    # A live manifest whose checkpoint is gone is a torn point: report it too.
+    tags |= {path.name[:-len(".pt.manifest.json")]
+             for path in directory.glob("*.pt.manifest.json")}
+    if not tags:
+        print(f"run {args.run_id} has no checkpoints")
+        return 0
+    failed = False
+    for tag in sorted(tags):
+        try:
+            point = NNCheckpoint.verify(args.run_id, tag, root=args.root)
+        except ResumePointError as exc:
+            failed = True
+            detail = str(exc).removeprefix(f"{exc.kind} resume point: ")
+            print(f"FAIL {tag}  {exc.kind}: {detail}")
+            continue
+        except Exception as exc:  # unreadable beyond what verify classifies
+            failed = True
+            print(f"FAIL {tag}  {type(exc).__name__}: {exc}")
+            continue
+        if point is None:
+            print(f"ok  {tag}  legacy")
+            continue
+        epoch = point.position.get("completed_epoch", "?")
+        staged = "  (staged manifest)" if point.staged else ""
+        print(f"ok  {tag}  generation {point.generation}  epoch {epoch}{staged}")
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nnx", description="NNx: config-addressed PyTorch training."
@@ -111,6 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("run_id")
     show.add_argument("--root", default="runs")
     show.set_defaults(func=cmd_runs_show)
+    verify = runs_sub.add_parser("verify", help="check every resume point of a run (exit 1 "
+                                 "if any is torn, mixed or corrupted)")
+    verify.add_argument("run_id")
+    verify.add_argument("--root", default="runs")
+    verify.set_defaults(func=cmd_runs_verify)
     return parser
 
 

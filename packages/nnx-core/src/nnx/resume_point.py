@@ -113,11 +113,32 @@ def _compat_copy(source: Path, dest: Path, data: bytes) -> None:
         atomic_write_bytes(dest, data, strict=True)
 
 
+def _settle_staged(checkpoint: Path) -> None:
+    """The next save after a writer died in the publish window makes its staged manifest
+    live when it matches every file (its checkpoint was published), and drops it when not
+    (the live point is still the complete one). Otherwise this save would reuse the dead
+    writer's generation, overwrite the sidecar its staged point names and then replace the
+    staged manifest: killed in between, it would leave no point that verifies. Only this
+    recovery path reads files back."""
+    staged = _staged_path(checkpoint)
+    if not staged.is_file():
+        return
+    try:
+        _check(checkpoint, _parse(staged, staged=True))
+    except ResumePointError:
+        with contextlib.suppress(FileNotFoundError):
+            staged.unlink()
+        return
+    os.replace(staged, manifest_path(checkpoint))
+    fsync_dir(checkpoint.parent, strict=True)
+
+
 def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str, Any] | None,
                 position: Mapping[str, Any]) -> ResumePoint:
     """Write one resume point for ``dest`` (a ``<tag>.pt`` path) as described above."""
     directory = dest.parent
     with file_lock(lock_path(dest)):
+        _settle_staged(dest)
         previous = None
         with contextlib.suppress(ResumePointError):
             previous = read_point(dest)

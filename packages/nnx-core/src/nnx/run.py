@@ -202,7 +202,10 @@ class NNRun:
         if self.has_journal and (self.path / "history").is_dir():
             from nnx.history import read_epochs
 
-            rows = read_epochs(self.path, last_epoch=self.committed_epoch())
+            committed = self.committed_epoch()
+            if committed is None and (self.path / ".history-committed-by-last").is_file():
+                return []  # before the first LAST nothing is committed
+            rows = read_epochs(self.path, last_epoch=committed)
             return [NNIterationDataPoint.from_state(row["summary"]) for row in rows]
         last: dict[int, NNIterationDataPoint] = {}
         for idp in self.idps:

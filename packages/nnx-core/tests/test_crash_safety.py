@@ -1,0 +1,629 @@
+"""Crash safety (spec §4.2, §14.3): SIGKILL a training process anywhere, and what is
+left on disk is always a readable run whose resume points verify and whose history
+stops at LAST; resuming it with the same plan ends bit for bit where an uninterrupted
+run ends.
+
+Each trial is one trainer process training the same plan into its own root. Importing
+torch and building the first optimizer (which imports torch._dynamo) cost several CPU
+seconds per process, so two trainer servers (the TRAINER script, started with
+``subprocess.Popen([sys.executable, script])``) pay that once and fork one trainer per
+job; the trainer starts training at once, and the test SIGKILLs it by pid. Trials run
+two at a time, one per server.
+
+The test reads the trainer's markers (``GO`` before ``train()``, ``E`` at each epoch's
+start, ``U`` after each optimizer update, ``C+`` / ``C-`` around each epoch's commit,
+``W <file>`` after each resume-point file lands) and kills it a seeded-random delay
+after a seeded-random marker. Commit-targeted trials set a widening delay: the trainer
+then sleeps around every resume-point file write and after every run-file write (test
+code patched into the trainer, never the library), so kills land inside the publish
+windows reliably.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import queue
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import torch
+import yaml
+
+from nnx import NNCheckpoint, NNRun
+from nnx.best import current_best
+from nnx.checkpoint import checkpoint_files
+from nnx.cli import main
+from nnx.history_csv import read_idps_csv
+from nnx.resume_point import ResumePointError
+
+TRAINER = r'''
+"""Trainer server for the crash-safety test.
+
+Started once per worker, it imports torch and pays its lazy imports once, then forks
+one trainer per job read from stdin (a trial, the reference or a resume). A trainer
+prints PID first and, when done, DONE and waits: only the test's SIGKILL ends it.
+Jobs: `train ROOT OUT|- WIDEN` and `resume ROOT RUN_ID OUT`.
+"""
+import os
+import signal
+import sys
+import time
+import traceback
+
+import torch
+
+torch.set_num_threads(1)
+
+import nnx.resume_point as resume_point
+import nnx.run as run_module
+import nnx.training as training
+from nnx import (Callback, NNDataset, NNModel, NNOptimParams, NNParams, NNSchedulerParams,
+                 NNTrainParams)
+
+
+def say(*parts):
+    # One write(2) per line: a kill never leaves half a marker line behind.
+    os.write(1, (" ".join(map(str, parts)) + "\n").encode())
+
+
+def widen(delay):
+    """Sleep around each resume-point file write and after each run-file write, so a
+    kill lands inside the publish windows (test code: the library is not touched)."""
+    write_bytes, write_text = resume_point.atomic_write_bytes, run_module.atomic_write_text
+
+    def slow_write_bytes(path, data, **kwargs):
+        time.sleep(delay)
+        out = write_bytes(path, data, **kwargs)
+        say("W", os.path.basename(path))  # the file is in place
+        time.sleep(delay)
+        return out
+
+    def slow_write_text(path, text, **kwargs):
+        out = write_text(path, text, **kwargs)
+        time.sleep(delay)
+        return out
+
+    resume_point.atomic_write_bytes = slow_write_bytes
+    run_module.atomic_write_text = slow_write_text
+
+
+loop = getattr(training, "_Loop", None)
+if loop is not None and hasattr(loop, "commit"):  # C+ / C- bracket the epoch transaction
+    commit = loop.commit
+
+    def marked_commit(self, epoch, *args, **kwargs):
+        say("C+", epoch)
+        commit(self, epoch, *args, **kwargs)
+        say("C-", epoch)
+
+    loop.commit = marked_commit
+
+
+class Markers(Callback):
+    def on_train_begin(self, ctx):
+        ctx.update_listeners.append(lambda c: say("U", c.committed_updates))
+
+    def on_epoch_begin(self, ctx):
+        say("E", ctx.epoch)
+
+
+def dataset():
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(96, 5, generator=g)
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).long() + (x[:, 2] > 1).long()
+    return NNDataset(x, y, val_proportion=0.25, batch_sizes=(9, None, None), seed=7)
+
+
+def plan(**changes):
+    data = dataset()  # fresh loaders: their generators start from their seed
+    return NNTrainParams(
+        n_epochs=6, train_loader=data.train_loader, val_loader=data.val_loader,
+        optim=NNOptimParams.builder().adam(max_lr=3e-2).build(),
+        scheduler=NNSchedulerParams.builder().reduce_on_plateau(
+            factor=0.5, patience=0, threshold=1e-3).build(),
+        seed=0, **changes)
+
+
+def job(mode, root, *rest):
+    changes, out = {}, None
+    if mode == "resume":
+        source, out = rest
+        changes = dict(resume_from_run_id=source, resume_mode="stateful",
+                       resume_epochs="planned")
+    else:
+        out, delay = rest
+        out = None if out == "-" else out
+        if float(delay):
+            widen(float(delay))
+    torch.manual_seed(11)  # a resume replaces these weights; this only fixes the start
+    model = NNModel(net_params=NNParams(input_dim=5, output_dim=3, hidden_dims=(16, 16),
+                                        dropout_prob=0.2))
+    params = plan(**changes)
+    say("GO")
+    run = model.train(params, callbacks=[Markers()], verbose=False, root=root)
+    if out is not None:
+        torch.save(model.net.state_dict(), out)
+    say("DONE", run.id)
+
+
+def warm_up():
+    """Torch imports torch._dynamo (seconds) when the first optimizer is built: once here."""
+    net = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.Adam(net.parameters())
+    net(torch.zeros(1, 2)).sum().backward()
+    optimizer.step()
+
+
+def serve():
+    warm_up()
+    say("READY")
+    for line in sys.stdin:
+        if not line.split():
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            # Job lines are the server's: nothing in the trainer may read them.
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            sys.stdin = open(os.devnull)
+            try:
+                say("PID", os.getpid())
+                job(*line.split())
+            except BaseException:
+                traceback.print_exc()
+                sys.stderr.flush()
+                say("FAIL")
+            while True:  # never exit on its own: the test kills it
+                signal.pause()
+        _, status = os.waitpid(pid, 0)
+        # On a line of its own even after a partial line the trainer's own prints left.
+        say("\nEXIT", pid, os.waitstatus_to_exitcode(status))
+
+
+serve()
+'''
+
+T = TypeVar("T")
+WAIT = 120.0  # seconds any one wait for a trainer may take before the test fails
+N_EPOCHS, BATCHES = 6, 8
+TEMP = re.compile(r"^\.(?P<real>.+)\.[0-9a-f]{8}$")  # the atomic writer's .<name>.<hex>
+BEST_TEMP = re.compile(r"^\.best\.\d+\.[0-9a-f]{32}$")  # runs/best's symlink being replaced
+
+
+@dataclass
+class Trial:
+    index: int
+    kind: str  # "start", "batch", "commit" or "publish"
+    target: tuple[str, ...]  # the marker line after which the delay starts
+    delay: float
+    widen: float
+    occurrence: int = 1  # the target line's n-th appearance starts the delay
+    root: Path = Path()
+    killed: bool = False
+    lines: list[list[str]] = field(default_factory=list)
+    # filled by the disk check
+    run_id: str | None = None
+    last_epoch: int | None = None
+    in_commit: bool = False  # the trainer's last commit marker was C+
+    torn_commit: bool = False  # the disk shows an epoch transaction cut short
+    evidence: list[str] = field(default_factory=list)
+
+
+class Server:
+    """One trainer server process; runs one job (one forked trainer) at a time.
+
+    A reader thread queues the server's output lines, so every wait has a deadline:
+    a trainer that stops answering fails the test instead of hanging it.
+    """
+
+    def __init__(self, script: Path, log: Path) -> None:
+        self.log = log
+        with open(log, "w") as err:
+            self.proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=err, text=True,
+                                         cwd=log.parent)
+        self.lines: queue.Queue[list[str] | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.read_until(lambda words: words == ["READY"])
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.split())
+        self.lines.put(None)
+
+    def log_tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:]
+
+    def read_until(self, stop: Callable[[list[str]], bool],
+                   timeout: float = WAIT) -> list[list[str]]:
+        deadline = time.monotonic() + timeout
+        lines: list[list[str]] = []
+        while True:
+            try:
+                words = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no answer from the trainer in {timeout}s (server "
+                                     f"exit {self.proc.poll()}):\n{lines[-10:]}\n"
+                                     f"{self.log_tail()}") from None
+            if words is None:
+                raise AssertionError(f"the trainer server ended:\n{lines[-10:]}\n"
+                                     f"{self.log_tail()}")
+            lines.append(words)
+            if stop(words):
+                return lines
+
+    def start(self, *job: str) -> tuple[int, list[list[str]]]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(" ".join(job) + "\n")
+        self.proc.stdin.flush()
+        lines = self.read_until(lambda words: words[:1] in (["PID"], ["EXIT"]))
+        assert lines[-1][0] == "PID", f"{job}: {lines}\n{self.log_tail()}"
+        return int(lines[-1][1]), lines
+
+    def kill(self, pid: int) -> list[list[str]]:
+        """SIGKILL the trainer; what it printed before dying, up to the server's EXIT."""
+        os.kill(pid, signal.SIGKILL)  # it never exits by itself, so the pid is still ours
+        lines = self.read_until(lambda words: words[:1] == ["EXIT"])
+        assert lines[-1] == ["EXIT", str(pid), str(-signal.SIGKILL)], lines
+        return lines
+
+    def run(self, *job: str, until: Callable[[list[str]], bool],
+            delay: float = 0.0) -> list[list[str]]:
+        """Start a job, wait for the line ``until`` accepts, ``delay`` seconds, SIGKILL."""
+        pid, lines = self.start(*job)
+        try:
+            lines += self.read_until(lambda words: until(words) or words[:1] in (
+                ["DONE"], ["FAIL"], ["EXIT"]))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            raise
+        assert lines[-1][:1] != ["EXIT"], f"{job} died by itself: {lines[-5:]}"
+        failed = lines[-1][:1] == ["FAIL"]
+        if not failed:
+            time.sleep(delay)
+        lines += self.kill(pid)
+        assert not failed, f"{job} failed:\n{self.log_tail()}"
+        return lines
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def _finish(server: Server, *job: str) -> list[list[str]]:
+    """Run a job to its end (DONE), then end the waiting trainer."""
+    lines = server.run(*job, until=lambda words: words[:1] == ["DONE"])
+    assert any(words[:1] == ["DONE"] for words in lines), lines
+    return lines
+
+
+def _kill_trial(server: Server, trial: Trial) -> Trial:
+    seen: list[int] = []
+
+    def until(words: list[str]) -> bool:
+        seen.extend([1] if tuple(words) == trial.target else [])
+        return len(seen) == trial.occurrence
+
+    trial.lines = server.run("train", str(trial.root), "-", str(trial.widen), until=until,
+                             delay=trial.delay)
+    trial.killed = not any(words[:1] == ["DONE"] for words in trial.lines)
+    commits = [words[0] for words in trial.lines if words[:1] in (["C+"], ["C-"])]
+    trial.in_commit = trial.killed and bool(commits) and commits[-1] == "C+"
+    return trial
+
+
+def _plan_trials(rng: random.Random) -> list[Trial]:
+    trials: list[Trial] = []
+    kinds = ["start"] * 4 + ["batch"] * 11 + ["commit"] * 11 + ["publish"] * 3
+    for index, kind in enumerate(kinds):
+        if kind == "start":  # reservation, run.yaml, the first batches
+            trials.append(Trial(index, kind, ("GO",), rng.uniform(0.0, 0.06), 0.01))
+        elif kind == "batch":  # anywhere in the epochs, unwidened
+            update = rng.randint(1, N_EPOCHS * BATCHES)
+            trials.append(Trial(index, kind, ("U", str(update)), rng.uniform(0.0, 0.004), 0.0))
+        elif kind == "commit":  # inside (or just after) an epoch's commit, widened
+            epoch = rng.randrange(N_EPOCHS)
+            trials.append(Trial(index, kind, ("C+", str(epoch)), rng.uniform(0.0, 0.2), 0.01))
+        else:  # LAST published, its manifest still staged: the narrowest window
+            trials.append(Trial(index, kind, ("W", "last.pt"), rng.uniform(0.0, 0.02), 0.03,
+                                occurrence=rng.randint(1, N_EPOCHS - 1)))
+    rng.shuffle(trials)
+    return trials
+
+
+def _check_trial(trial: Trial) -> None:
+    """Everything a kill may leave must read back; record where the kill landed."""
+    root = trial.root
+    if not root.is_dir():
+        trial.evidence.append("nothing on disk")
+        return
+    run_dirs = [d for d in root.iterdir()
+                if d.is_dir() and not d.is_symlink() and not d.name.startswith(".")]
+    assert len(run_dirs) <= 1, run_dirs
+    # No temp file is ever taken for a run.
+    assert [r.id for r in NNRun.all(root=root)] == [
+        d.name for d in run_dirs if (d / "run.yaml").is_file()]
+    temps = [p for p in root.rglob(".*") if p.is_file() and TEMP.match(p.name)]
+    if temps:
+        trial.evidence.append("temp " + ", ".join(sorted(p.name for p in temps)))
+    if any(BEST_TEMP.match(p.name) for p in root.iterdir()):
+        trial.evidence.append("best pointer temp")
+    if not run_dirs:
+        return
+    run_dir = run_dirs[0]
+    trial.run_id = run_id = run_dir.name
+    checkpoints = run_dir / "checkpoints"
+    if not (run_dir / "run.yaml").is_file():  # killed while reserving: nothing committed yet
+        trial.evidence.append("reserved, no run.yaml")
+        assert not (run_dir / "idps.csv").exists()
+        assert not checkpoints.is_dir() or not any(checkpoints.glob("*.pt*"))
+        return
+
+    run = NNRun.load(run_id, root=root)
+    last = run.committed_epoch()
+    trial.last_epoch = last
+    # The history is exactly the committed epochs: none past LAST, none missing before it.
+    epochs = [idp.epoch for idp in run.idps]
+    expected = [] if last is None else [e for e in range(last + 1) for _ in range(BATCHES)]
+    assert epochs == expected, (trial.index, last, epochs)
+    assert [r.epoch for r in run.epoch_records()] == sorted(set(expected))
+    raw = run_dir / "idps.csv"
+    if raw.is_file():
+        written = {idp.epoch for idp in read_idps_csv(raw.read_text(encoding="utf-8"))}
+        if written and max(written) > (-1 if last is None else last):
+            trial.evidence.append("history ahead of LAST")
+
+    # Every published resume point verifies and loads; no torn/mixed/corrupted one is left.
+    files = checkpoint_files(checkpoints)
+    assert all(not p.name.startswith(".") for p in files), files
+    tags = {p.name[:-3] for p in files}
+    for manifest in checkpoints.glob("*.pt.manifest.json"):
+        assert (checkpoints / manifest.name[:-len(".manifest.json")]).is_file(), (
+            f"torn: {manifest.name} outlived its checkpoint")
+    for tag in sorted(tags):
+        point = NNCheckpoint.verify(run_id, tag, root=root)
+        assert point is not None, f"{tag}.pt was published without a manifest"
+        if point.staged:
+            trial.evidence.append(f"{tag} staged manifest verified")
+        checkpoint = NNCheckpoint.load(run_id, tag, root=root)
+        assert (checkpoint.generation, checkpoint.checkpoint_id) == (
+            point.generation, point.checkpoint_id)
+        assert checkpoint.epoch == point.position["completed_epoch"]
+        state = checkpoint.training_state()
+        assert state is not None and state["generation"] == point.generation
+        assert last is not None and checkpoint.epoch <= last, (tag, checkpoint.epoch, last)
+        live = NNCheckpoint.resume_point(run_id, tag, root=root)
+        sidecars = sorted(p.name for p in checkpoints.glob(f"{tag}.pt.opt.*.pt")
+                          if p.name != f"{tag}.pt.opt.pt")
+        if live is None or live.generation != point.generation or len(sidecars) > 1:
+            trial.evidence.append(f"{tag} sidecars {sidecars}, live manifest "
+                                  f"{None if live is None else live.generation}")
+    if last is not None:  # LAST's record is the history's last one
+        last_record = NNCheckpoint.load(run_id, "last", root=root).idp
+        assert last_record is not None and run.idps[-1].iter_idx == last_record.iter_idx
+    # A staged manifest whose checkpoint was never published (a tag's first save) is not a
+    # point: the tag reads as absent, exactly like one never written.
+    for staged in checkpoints.glob("*.pt.manifest.json.staged"):
+        tag = staged.name[:-len(".pt.manifest.json.staged")]
+        if tag in tags:
+            trial.evidence.append(f"{tag} staged manifest left")
+            continue
+        trial.evidence.append(f"{tag} unpublished first generation")
+        assert not (checkpoints / f"{tag}.pt.manifest.json").exists()
+        with pytest.raises(ResumePointError, match=rf"^torn resume point: .*{tag}\.pt is missing"):
+            NNCheckpoint.verify(run_id, tag, root=root)
+        json.loads(staged.read_text(encoding="utf-8"))  # the staged manifest itself is whole
+    # Every real file reads back whole; so does the real file next to each stranded temp.
+    real_files = [p for p in run_dir.rglob("*") if p.is_file() and not p.name.startswith(".")
+                  and not p.name.endswith(".lock")]
+    for path in real_files:
+        _read_back(path)
+    for temp in temps:
+        match = TEMP.match(temp.name)
+        assert match is not None
+        real = temp.with_name(match["real"])
+        assert not real.exists() or real in real_files, temp
+    # The command line agrees: every published point verifies.
+    with contextlib.redirect_stdout(io.StringIO()) as shown:
+        assert main(["runs", "verify", run_id, "--root", str(root)]) == 0, shown.getvalue()
+    # runs/best points at a committed run, or is absent.
+    best = current_best(root)
+    assert best in (None, run_id)
+    if best is not None:
+        assert (checkpoints / "best.pt").is_file()
+    trial.torn_commit = any(
+        e.startswith("history ahead") or "staged" in e or "sidecars" in e
+        or "unpublished" in e for e in trial.evidence)
+
+
+def _read_back(path: Path) -> None:
+    """A real (non-temp) file parses as what its name says it is."""
+    name = path.name
+    if name.endswith(".yaml"):
+        assert isinstance(yaml.safe_load(path.read_text(encoding="utf-8")), dict), path
+    elif name.endswith(".csv"):
+        read_idps_csv(path.read_text(encoding="utf-8"))
+    elif name.endswith(".pt"):
+        assert isinstance(torch.load(path, map_location="cpu", weights_only=False), dict), path
+    elif name.endswith((".json", ".staged")):
+        assert isinstance(json.loads(path.read_text(encoding="utf-8")), dict), path
+
+
+@contextlib.contextmanager
+def _servers(script: Path, count: int) -> Iterator[queue.Queue[Server]]:
+    """``count`` trainer servers, started in parallel, lent out one job at a time."""
+    pool: queue.Queue[Server] = queue.Queue()
+    started: list[Server] = []
+    try:
+        with ThreadPoolExecutor(max_workers=count) as starter:
+            for server in starter.map(
+                    lambda i: Server(script, script.with_name(f"server{i}.log")), range(count)):
+                started.append(server)
+                pool.put(server)
+        yield pool
+    finally:
+        for server in started:
+            with contextlib.suppress(Exception):
+                server.close()
+            if server.proc.poll() is None:
+                server.proc.kill()
+                server.proc.wait()
+
+
+def _lend(pool: queue.Queue[Server], work: Callable[..., T], *args: Any) -> T:
+    """Run ``work(server, *args)`` on the next free server."""
+    server = pool.get()
+    try:
+        return work(server, *args)
+    finally:
+        pool.put(server)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "fork") or not hasattr(signal, "SIGKILL"),
+                    reason="needs POSIX fork and SIGKILL")
+def test_sigkill_anywhere_leaves_a_readable_run_that_resumes_bit_for_bit(tmp_path: Path) -> None:
+    started = time.monotonic()
+    script = tmp_path / "crash_trainer.py"
+    script.write_text(TRAINER, encoding="utf-8")
+    trials = _plan_trials(random.Random(20240611))
+    for trial in trials:
+        trial.root = tmp_path / f"trial{trial.index:02d}"
+    reference_out = tmp_path / "reference.pt"
+
+    with _servers(script, 2) as servers, ThreadPoolExecutor(max_workers=2) as workers:
+        reference = workers.submit(_lend, servers, _finish, "train", str(tmp_path / "reference"),
+                                   str(reference_out), "0")
+        kills = [workers.submit(_lend, servers, _kill_trial, t) for t in trials]
+        reference.result()
+        for kill in kills:
+            kill.result()
+        expected = torch.load(reference_out, weights_only=True)
+
+        for trial in trials:
+            _check_trial(trial)
+        killed = [t for t in trials if t.killed]
+        inside = [t for t in killed if t.in_commit]
+        assert len(killed) >= 20, [(t.index, t.kind, t.lines[-3:]) for t in trials
+                                   if not t.killed]
+        assert len(inside) >= 5
+        assert len({t.last_epoch for t in killed}) >= 4  # spread across the epochs
+
+        # Resume what the kills left (commit kills first) and finish the plan.
+        resumable = [t for t in killed
+                     if t.last_epoch is not None and t.last_epoch < N_EPOCHS - 1]
+        staged_last = [t for t in resumable if "last staged manifest verified" in t.evidence]
+        assert staged_last, "no kill left a LAST whose manifest was still staged"
+        resumable.sort(key=lambda t: (t not in staged_last, not t.torn_commit,
+                                      not t.in_commit, t.index))
+        chosen = resumable[:6]
+        assert len(chosen) >= 5, [(t.index, t.last_epoch) for t in killed]
+
+        def resume(server: Server, trial: Trial) -> dict[str, torch.Tensor]:
+            out = trial.root.with_name(trial.root.name + ".resumed.pt")
+            assert trial.run_id is not None
+            lines = _finish(server, "resume", str(trial.root), trial.run_id, str(out))
+            child = next(words[1] for words in lines if words[:1] == ["DONE"])
+            status = NNRun.load(child, root=trial.root).resume_status
+            assert (status.mode, status.source_run, status.source_epoch) == (
+                "stateful", trial.run_id, trial.last_epoch)
+            weights: dict[str, torch.Tensor] = torch.load(out, weights_only=True)
+            return weights
+
+        resumed = [workers.submit(_lend, servers, resume, t) for t in chosen]
+        for trial, future in zip(chosen, resumed, strict=True):
+            weights = future.result()
+            assert weights.keys() == expected.keys()
+            for key, value in expected.items():
+                assert torch.equal(weights[key], value), (trial.index, trial.last_epoch, key)
+
+    elapsed = time.monotonic() - started
+    torn = [t for t in inside if t.torn_commit]
+    print(f"crash safety: {len(killed)} kills ({len(inside)} inside a commit, {len(torn)} of "
+          f"them visibly mid-transaction on disk; {len(killed) - len(inside)} elsewhere), "
+          f"{len(chosen)} resumed bit for bit (trials {[t.index for t in chosen]}, "
+          f"{len(staged_last)} from a LAST whose manifest was staged), {elapsed:.1f}s")
+    for trial in sorted(trials, key=lambda t: t.index):
+        print(f"  trial {trial.index:2d} {trial.kind:<7} after "
+              f"{' '.join(trial.target):<9}#{trial.occurrence} "
+              f"+{trial.delay * 1000:5.1f}ms  killed={trial.killed!s:<5} "
+              f"LAST={trial.last_epoch}  in_commit={trial.in_commit!s:<5} "
+              f"torn={trial.torn_commit!s:<5} {'; '.join(trial.evidence)}")
+
+
+class _Died(BaseException):
+    """Stands in for a SIGKILL at a chosen point of a save."""
+
+
+def _save_dying_after(monkeypatch: pytest.MonkeyPatch, path: Path, epoch: int,
+                      dies_after: Callable[[str], bool] | None) -> None:
+    """Save a resume point for ``path``; the writer dies once a file ``dies_after``
+    accepts has landed (None: it completes)."""
+    import nnx.resume_point as resume_point
+
+    write = resume_point.atomic_write_bytes
+
+    def landing(target: Any, data: bytes, **kwargs: Any) -> Path:
+        out = write(target, data, **kwargs)
+        if dies_after is not None and dies_after(Path(target).name):
+            raise _Died
+        return out
+
+    monkeypatch.setattr(resume_point, "atomic_write_bytes", landing)
+    checkpoint = NNCheckpoint(tag="last", epoch=epoch, run_id=path.parent.parent.name,
+                              state_dict={"w": torch.full((3,), float(epoch))}, model={},
+                              train={})
+    try:
+        checkpoint.save(path, training_state={"epoch": epoch},
+                        position={"completed_epoch": epoch})
+    except _Died:
+        pass
+    finally:
+        monkeypatch.setattr(resume_point, "atomic_write_bytes", write)
+
+
+def test_the_save_after_a_writer_died_in_the_publish_window_settles_its_point(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_id = "c" * 32
+    path = tmp_path / run_id / "checkpoints" / "last.pt"
+    _save_dying_after(monkeypatch, path, 0, None)
+    # Epoch 1's writer dies with last.pt published and its manifest still staged.
+    _save_dying_after(monkeypatch, path, 1, lambda name: name == "last.pt")
+    point = NNCheckpoint.verify(run_id, "last", root=tmp_path)
+    assert point is not None and point.staged and point.position["completed_epoch"] == 1
+    # Epoch 2's writer makes that point live first, so dying right after its own sidecar
+    # landed (it would have reused generation 2 and overwritten the staged point's
+    # sidecar) still leaves epoch 1's point whole.
+    _save_dying_after(monkeypatch, path, 2,
+                      lambda name: name.startswith("last.pt.opt.") and name != "last.pt.opt.pt")
+    point = NNCheckpoint.verify(run_id, "last", root=tmp_path)
+    assert point is not None and not point.staged
+    assert (point.generation, point.position["completed_epoch"]) == (2, 1)
+    assert NNCheckpoint.load(run_id, "last", root=tmp_path).training_state() == {
+        "epoch": 1, "generation": 2, "checkpoint_id": point.checkpoint_id}
+    # A staged manifest whose checkpoint never landed is dropped by the next save.
+    _save_dying_after(monkeypatch, path, 3, lambda name: name.endswith(".staged"))
+    point = NNCheckpoint.verify(run_id, "last", root=tmp_path)
+    assert point is not None and point.generation == 2
+    _save_dying_after(monkeypatch, path, 4, None)
+    point = NNCheckpoint.verify(run_id, "last", root=tmp_path)
+    assert point is not None and (point.generation, point.position["completed_epoch"]) == (3, 4)
+    assert not path.with_name("last.pt.manifest.json.staged").exists()
