@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,8 @@ __all__ = [
     "check_optional_real",
     "check_optional_str",
     "check_real",
+    "check_spec_config",
+    "check_spec_id",
 ]
 
 
@@ -184,3 +186,30 @@ def check_batch_sizes(field: str, values: Any) -> tuple[int | None, ...]:
         else check_count(f"{field}[{i}]", v, minimum=1)
         for i, v in enumerate(values)
     )
+
+
+def check_spec_id(owner: str, value: Any, *, hint: str = "") -> str:
+    """A registry id: a non-empty string without '@' or surrounding whitespace.
+
+    ``owner`` is the spec class name (``"ModelSpec"``); ``hint`` is appended when
+    the value is a callable (code passed where a registered id belongs).
+    """
+    if not isinstance(value, str) or not value or "@" in value or value != value.strip():
+        extra = f" ({hint})" if hint and callable(value) else ""
+        raise ValueError(f"{owner}.id must be a non-empty string without '@' or surrounding "
+                         f"whitespace; got {value!r}{extra}")
+    return value
+
+
+def check_spec_config(owner: str, value: Any, *, hint: str = "") -> Any:
+    """A spec's config: JSON-like data, returned read-only; code is refused by path."""
+    from nnx._hashing import frozen_plain
+
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{owner}.config must be a mapping of JSON-like values; "
+                         f"got {type(value).__name__}")
+    try:
+        return frozen_plain(value, f"{owner}.config")
+    except TypeError as exc:  # a callable, an object, a non-string key …
+        suffix = f" ({hint})" if hint else ""
+        raise ValueError(f"{exc}; a {owner} never holds code{suffix}") from None

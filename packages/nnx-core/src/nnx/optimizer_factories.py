@@ -58,16 +58,10 @@ def resolve_optimizer_factory(spec: OptimizerFactorySpec) -> OptimizerFactory:
     if not isinstance(spec, OptimizerFactorySpec):
         raise TypeError(f"resolve_optimizer_factory needs an OptimizerFactorySpec; "
                         f"got {type(spec).__name__}")
-    registry = _registry()
-    found = registry.get(spec.id, spec.version)
-    if found is None:
-        versions = registry.versions(spec.id)
-        known = (f"registered versions of {spec.id!r}: {', '.join(f'v{v}' for v in versions)}"
-                 if versions else f"no version of {spec.id!r} is registered")
-        raise MissingOptimizerFactoryError(
-            f"optimizer factory {spec.label} is not registered in this process ({known}); "
-            f"register it with nnx.register_optimizer_factory({spec.id!r}, {spec.version}, "
-            f"factory) before training")
+    found = _registry().require(
+        spec.id, spec.version, what="optimizer factory", error=MissingOptimizerFactoryError,
+        register=f"nnx.register_optimizer_factory({spec.id!r}, {spec.version}, factory) before "
+                 "training")
     if not callable(found):
         raise MissingOptimizerFactoryError(
             f"optimizer factory {spec.label} resolved to {type(found).__name__}, which is not "

@@ -133,6 +133,19 @@ class VersionedRegistry:
     def get(self, id: str, version: int) -> Any | None:
         return self._names.get(self.key(id, version))
 
+    def require(self, id: str, version: int, *, what: str, register: str,
+                error: type[Exception]) -> Any:
+        """The object registered as ``(id, version)``, or ``error`` naming the registered
+        versions and how to register (``what``: "model factory"; ``register``: the call)."""
+        found = self.get(id, version)
+        if found is None:
+            versions = self.versions(id)
+            known = (f"registered versions of {id!r}: {', '.join(f'v{v}' for v in versions)}"
+                     if versions else f"no version of {id!r} is registered")
+            raise error(f"{what} {id}@v{version} is not registered in this process ({known}); "
+                        f"register it with {register}")
+        return found
+
     def versions(self, id: str) -> list[int]:
         """Every version registered for ``id``, for error messages."""
         out = []

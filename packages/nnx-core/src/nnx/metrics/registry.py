@@ -142,19 +142,10 @@ def resolve_metric(spec: MetricSpec) -> MetricRegistration:
     """
     if not isinstance(spec, MetricSpec):
         raise ValueError(f"a declared metric must be a MetricSpec; got {spec!r}")
-    registry = _registry()
-    found = registry.get(spec.id, spec.version)
-    if found is None:
-        versions = registry.versions(spec.id)
-        known = (
-            f"registered versions of {spec.id!r}: {', '.join(f'v{v}' for v in versions)}"
-            if versions else f"no version of {spec.id!r} is registered"
-        )
-        raise MissingMetricError(
-            f"metric {spec.id}@v{spec.version} is not registered in this process ({known}); "
-            f"register it with nnx.metrics.register_metric({spec.id!r}, {spec.version}, ...) "
-            f"before training"
-        )
+    found = _registry().require(
+        spec.id, spec.version, what="metric", error=MissingMetricError,
+        register=f"nnx.metrics.register_metric({spec.id!r}, {spec.version}, ...) before "
+                 "training")
     if not isinstance(found, MetricRegistration):
         raise MissingMetricError(
             f"metric {spec.id}@v{spec.version} resolved to {type(found).__name__}, not a "

@@ -4,23 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
-from types import MappingProxyType
 from typing import Any
 
-from nnx._hashing import canonical_bytes, plain
-from nnx._validation import check_count, check_optional_str
+from nnx._hashing import canonical_bytes
+from nnx._validation import check_count, check_optional_str, check_spec_config, check_spec_id
 from nnx.params._base import Params, always, empty_mapping, set_field
 
 __all__ = ["MetricSpec"]
 
 
-def _frozen(value: Any) -> Any:
-    """Plain JSON-like data made read-only: mappings become proxies, lists tuples."""
-    if isinstance(value, dict):
-        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
-    if isinstance(value, list):
-        return tuple(_frozen(v) for v in value)
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,23 +34,9 @@ class MetricSpec(Params):
     name: str | None = None
 
     def __post_init__(self) -> None:
-        ident = self.id
-        if not isinstance(ident, str) or not ident or "@" in ident or ident != ident.strip():
-            raise ValueError(
-                f"MetricSpec.id must be a non-empty string without '@' or surrounding "
-                f"whitespace; got {self.id!r}"
-            )
+        check_spec_id("MetricSpec", self.id)
         set_field(self, "version", check_count("MetricSpec.version", self.version))
-        if not isinstance(self.config, Mapping):
-            raise ValueError(
-                f"MetricSpec.config must be a mapping of JSON-like values; "
-                f"got {type(self.config).__name__}"
-            )
-        try:
-            data = plain(self.config, "MetricSpec.config")
-        except TypeError as exc:  # a callable, an object, a non-string key …
-            raise ValueError(f"{exc}; a MetricSpec never holds code") from None
-        set_field(self, "config", _frozen(data))
+        set_field(self, "config", check_spec_config("MetricSpec", self.config))
         set_field(self, "name", check_optional_str("MetricSpec.name", self.name))
 
     @property

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeAlias
 
-from nnx._hashing import canonical_bytes, frozen_plain, plain
-from nnx._validation import check_count
+from nnx._hashing import canonical_bytes, plain
+from nnx._validation import check_count, check_spec_config, check_spec_id
 
 __all__ = ["ModelDescriptor", "ModelSpec", "RuntimeModule", "describe", "descriptor_from_state"]
 
@@ -57,20 +57,9 @@ class ModelSpec:
     kind: ClassVar[str] = "registered"
 
     def __post_init__(self) -> None:
-        ident = self.id
-        if not isinstance(ident, str) or not ident or "@" in ident or ident != ident.strip():
-            raise ValueError(
-                f"ModelSpec.id must be a non-empty string without '@' or surrounding "
-                f"whitespace; got {ident!r}" + (f" ({_NO_CODE})" if callable(ident) else ""))
+        check_spec_id("ModelSpec", self.id, hint=_NO_CODE)
         _set(self, "version", check_count("ModelSpec.version", self.version))
-        if not isinstance(self.config, Mapping):
-            raise ValueError(f"ModelSpec.config must be a mapping of JSON-like values; got "
-                             f"{type(self.config).__name__}")
-        try:
-            data = frozen_plain(self.config, "ModelSpec.config")
-        except TypeError as exc:  # a callable, a module, a non-string key …
-            raise ValueError(f"{exc}; a ModelSpec never holds code ({_NO_CODE})") from None
-        _set(self, "config", data)
+        _set(self, "config", check_spec_config("ModelSpec", self.config, hint=_NO_CODE))
         _set(self, "seed", check_count("ModelSpec.seed", self.seed, minimum=0,
                                             maximum=_MAX_SEED))
 

@@ -56,16 +56,10 @@ def resolve_model_factory(spec: ModelSpec) -> ModelFactory:
     """The factory ``spec`` names; raises before any factory code runs when it is unknown."""
     if not isinstance(spec, ModelSpec):
         raise TypeError(f"resolve_model_factory needs a ModelSpec; got {type(spec).__name__}")
-    registry = _registry()
-    found = registry.get(spec.id, spec.version)
-    if found is None:
-        versions = registry.versions(spec.id)
-        known = (f"registered versions of {spec.id!r}: {', '.join(f'v{v}' for v in versions)}"
-                 if versions else f"no version of {spec.id!r} is registered")
-        raise MissingModelFactoryError(
-            f"model factory {spec.label} is not registered in this process ({known}); "
-            f"register it with nnx.register_model_factory({spec.id!r}, {spec.version}, "
-            f"factory) before building the model")
+    found = _registry().require(
+        spec.id, spec.version, what="model factory", error=MissingModelFactoryError,
+        register=f"nnx.register_model_factory({spec.id!r}, {spec.version}, factory) before "
+                 "building the model")
     if not callable(found):
         raise MissingModelFactoryError(
             f"model factory {spec.label} resolved to {type(found).__name__}, which is not "

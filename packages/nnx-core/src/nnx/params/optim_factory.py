@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias
 
-from nnx._hashing import canonical_bytes, frozen_plain
-from nnx._validation import check_count
+from nnx._hashing import canonical_bytes
+from nnx._validation import check_count, check_spec_config, check_spec_id
 from nnx.params._base import Params, always, empty_mapping, set_field
 from nnx.params.optim import (
     SHARED_OPTIM_DECODERS,
@@ -44,23 +44,9 @@ class OptimizerFactorySpec(Params):
     config: Mapping[str, Any] = always(factory=empty_mapping)
 
     def __post_init__(self) -> None:
-        ident = self.id
-        if not isinstance(ident, str) or not ident or "@" in ident or ident != ident.strip():
-            raise ValueError(
-                f"OptimizerFactorySpec.id must be a non-empty string without '@' or surrounding "
-                f"whitespace; got {ident!r}" + (f" ({_NO_CODE})" if callable(ident) else "")
-            )
+        check_spec_id("OptimizerFactorySpec", self.id, hint=_NO_CODE)
         set_field(self, "version", check_count("OptimizerFactorySpec.version", self.version))
-        if not isinstance(self.config, Mapping):
-            raise ValueError(
-                f"OptimizerFactorySpec.config must be a mapping of JSON-like values; "
-                f"got {type(self.config).__name__}"
-            )
-        try:
-            data = frozen_plain(self.config, "OptimizerFactorySpec.config")
-        except TypeError as exc:  # a callable, an object, a non-string key …
-            raise ValueError(f"{exc}; an OptimizerFactorySpec never holds code") from None
-        set_field(self, "config", data)
+        set_field(self, "config", check_spec_config("OptimizerFactorySpec", self.config))
 
     @property
     def label(self) -> str:
