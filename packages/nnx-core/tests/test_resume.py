@@ -104,10 +104,14 @@ def test_additional_epochs_and_weights_only(tmp_path):
                          root=tmp_path)
     assert [r.epoch for r in more.epoch_records()] == [2, 3]
     assert more.resume_status.mode == "stateful"
+    assert "nnx.update_engine" in more.resume_status.restored_components
+    assert more.idps[0].iter_idx == len(first.idps)  # the counters continue
     warm = model().train(plan(n_epochs=1, resume_from_run_id=first.id,
                               resume_mode="weights_only"), verbose=False, root=tmp_path)
     assert warm.resume_status.mode == "weights_only"
     assert [r.epoch for r in warm.epoch_records()] == [2]
+    assert "nnx.update_engine" in warm.resume_status.fresh_components
+    assert warm.idps[0].iter_idx == 0 and warm.idps[0].update_count == 1  # start at zero
 
 
 def test_refusals_happen_before_anything_is_reserved(tmp_path):

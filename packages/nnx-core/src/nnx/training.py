@@ -210,7 +210,8 @@ class _Loop:
         return {tag: self.start_epoch + e for tag, e in phase_epochs(params.n_epochs).items()}
 
     def _own_components(self) -> list[Any]:
-        return [] if self.tracker is None else [_MonitorComponent(self.tracker)]
+        own: list[Any] = [_UpdateCounters(self)]
+        return own if self.tracker is None else [*own, _MonitorComponent(self.tracker)]
 
     def _check_declarations(self) -> None:
         from nnx.metrics import check_metric_inputs, metric_modes
@@ -533,6 +534,27 @@ class _Loop:
             self.attempt.finish("completed")
         print(f"Run saved to {display_path(run.path)}")
         return run
+
+
+class _UpdateCounters:
+    """The committed-update and microbatch counters, checkpointed as ``nnx.update_engine``.
+
+    A stateful resume continues them; a weights_only resume starts them at zero.
+    """
+
+    def __init__(self, loop: _Loop) -> None:
+        self.loop = loop
+
+    def component_spec(self) -> ComponentSpec:
+        return ComponentSpec("nnx.update_engine", 1, required=False)
+
+    def component_state(self) -> dict[str, Any]:
+        return {"committed_updates": self.loop.ctx.committed_updates,
+                "iter_idx": self.loop.iter_idx}
+
+    def load_component_state(self, state: dict[str, Any], *, version: int) -> None:
+        self.loop.ctx.committed_updates = int(state["committed_updates"])
+        self.loop.iter_idx = int(state["iter_idx"])
 
 
 class _MonitorComponent:
