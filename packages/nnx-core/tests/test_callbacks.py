@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
 import pytest
 import torch
+from _nnx_core_tiny import tiny_batches, tiny_model
 
 from nnx import (
     Callback,
     CallbackContext,
     Checkpoints,
-    Devices,
     EarlyStopping,
     LRMonitor,
     ModelCheckpoint,
@@ -20,7 +21,6 @@ from nnx import (
     NNEvaluationDataPoint,
     NNIterationDataPoint,
     NNModel,
-    NNModelParams,
     NNOptimParams,
     NNParams,
     NNRun,
@@ -33,16 +33,10 @@ B = 3  # microbatches per epoch
 
 
 def loader(n_batches: int = B, size: int = 4, *, seed: int = 0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(n_batches * size, 4, generator=g)
-    y = torch.randint(0, 3, (n_batches * size,), generator=g)
-    return [(x[i:i + size], y[i:i + size]) for i in range(0, len(x), size)]
+    return tiny_batches(n_batches, size, seed=seed)
 
 
-def make_model(seed: int = 0) -> NNModel:
-    torch.manual_seed(seed)
-    return NNModel(net_params=NNParams(input_dim=4, output_dim=3, hidden_dims=(6,)),
-                   params=NNModelParams(device=Devices.CPU))
+make_model = functools.partial(tiny_model, hidden=6)
 
 
 def params(n_epochs: int = 3, *, val: bool = True, **kw) -> NNTrainParams:
@@ -349,7 +343,7 @@ def test_a_stop_before_the_first_completed_epoch_leaves_no_last(tmp_path, capsys
 def test_early_stopping_on_an_undeclared_metric_is_refused_before_any_run(tmp_path):
     import torch
 
-    from nnx import EarlyStopping, MonitorSpec, NNModel, NNParams, NNTrainParams
+    from nnx import EarlyStopping, MonitorSpec, NNModel, NNTrainParams
 
     model = NNModel(net_params=NNParams(input_dim=2, output_dim=2))
     batches = [(torch.randn(4, 2), torch.randint(0, 2, (4,)))]
@@ -363,7 +357,7 @@ def test_early_stopping_on_an_undeclared_metric_is_refused_before_any_run(tmp_pa
 def test_progress_bar_shows_epoch_loss_and_the_monitored_value(tmp_path, capsys):
     import torch
 
-    from nnx import NNModel, NNParams, NNTrainParams
+    from nnx import NNModel, NNTrainParams
 
     model = NNModel(net_params=NNParams(input_dim=2, output_dim=2))
     batches = [(torch.randn(4, 2), torch.randint(0, 2, (4,)))] * 3
@@ -380,7 +374,7 @@ def test_progress_bar_shows_epoch_loss_and_the_monitored_value(tmp_path, capsys)
 def test_on_train_end_runs_when_training_raises_with_the_error_on_the_context(tmp_path):
     import torch
 
-    from nnx import Callback, NNModel, NNParams, NNTrainParams
+    from nnx import Callback, NNModel, NNTrainParams
 
     seen = []
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 import os
@@ -11,20 +12,15 @@ import warnings
 from pathlib import Path
 
 import pytest
-import torch
 import yaml
+from _nnx_core_tiny import sgd, tiny_batches, tiny_model
 
 from nnx import (
     Callback,
     Checkpoints,
-    Devices,
     MonitorSpec,
     NNCheckpoint,
     NNEvaluationDataPoint,
-    NNModel,
-    NNModelParams,
-    NNOptimParams,
-    NNParams,
     NNRun,
     NNTrainParams,
     default_train_step,
@@ -37,21 +33,8 @@ from nnx.training import phase_epochs
 # -- helpers ----------------------------------------------------------------------------
 
 
-def loader(n_batches: int = 2, size: int = 4, *, seed: int = 0) -> list[tuple[torch.Tensor, ...]]:
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(n_batches * size, 4, generator=g)
-    y = torch.randint(0, 3, (n_batches * size,), generator=g)
-    return [(x[i:i + size], y[i:i + size]) for i in range(0, len(x), size)]
-
-
-def make_model(seed: int = 0) -> NNModel:
-    torch.manual_seed(seed)
-    return NNModel(net_params=NNParams(input_dim=4, output_dim=3, hidden_dims=(6,)),
-                   params=NNModelParams(device=Devices.CPU))
-
-
-def sgd() -> NNOptimParams:
-    return NNOptimParams.builder().sgd(max_lr=0.1).build()
+loader = tiny_batches
+make_model = functools.partial(tiny_model, hidden=6)
 
 
 def params(n_epochs: int = 2, **kw) -> NNTrainParams:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from _nnx_core_tiny import sgd, tiny_batches, tiny_model
 
 from nnx import (
     Callback,
@@ -18,7 +19,6 @@ from nnx import (
     NNEvaluationDataPoint,
     NNModel,
     NNModelParams,
-    NNOptimParams,
     NNParams,
     NNRun,
     NNSchedulerParams,
@@ -33,11 +33,7 @@ from nnx.checkpoint import checkpoint_files
 # -- helpers ----------------------------------------------------------------------------
 
 
-def loader(n_batches: int, size: int = 4, *, seed: int = 0) -> list[tuple[torch.Tensor, ...]]:
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(n_batches * size, 4, generator=g)
-    y = torch.randint(0, 3, (n_batches * size,), generator=g)
-    return [(x[i:i + size], y[i:i + size]) for i in range(0, len(x), size)]
+loader = tiny_batches
 
 
 class ShortLen:
@@ -54,14 +50,7 @@ class ShortLen:
         return iter(self.batches)
 
 
-def make_model(seed: int = 0) -> NNModel:
-    torch.manual_seed(seed)
-    return NNModel(net_params=NNParams(input_dim=4, output_dim=3, hidden_dims=(8,)),
-                   params=NNModelParams(device=Devices.CPU))
-
-
-def sgd(lr: float = 0.1, accumulate: int = 1) -> NNOptimParams:
-    return NNOptimParams.builder().sgd(max_lr=lr).accumulate_grad(accumulate).build()
+make_model = tiny_model
 
 
 def update_clock(builder) -> NNSchedulerParams:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from _nnx_core_tiny import sgd, tiny_model
 from torch import nn
 
 from nnx import (
@@ -58,17 +59,9 @@ def chunks(x: torch.Tensor, y: torch.Tensor, sizes: list[int]) -> list[tuple[tor
     return out
 
 
-def make_model(seed: int = 0, *, loss: Losses = Losses.CROSS_ENTROPY, task: TaskSpec | None = None,
-               dropout: float = 0.0, out: int = 3) -> NNModel:
-    torch.manual_seed(seed)
-    return NNModel(
-        net_params=NNParams(input_dim=4, output_dim=out, hidden_dims=(8,), dropout_prob=dropout),
-        params=NNModelParams(device=Devices.CPU, loss=loss, task=task),
-    )
+make_model = tiny_model
 
 
-def sgd(lr: float = 0.1, accumulate: int = 1) -> NNOptimParams:
-    return NNOptimParams.builder().sgd(max_lr=lr).accumulate_grad(accumulate).build()
 
 
 def weights(model: NNModel) -> dict[str, torch.Tensor]:
