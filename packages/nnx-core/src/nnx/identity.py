@@ -1,6 +1,7 @@
 """Run identity (spec §4, §4.3): the run id is the md5 of the configuration.
 
-The hashed document is ``{model[, net], train[, trainer][, salt][, transforms]}``:
+The hashed document is ``{model[, net], train[, trainer][, salt][, transforms]}``
+(a Trainer run has no ``train`` block: its ``trainer`` block is the whole loop):
 the states of the params objects, the optional salt string and the recorded
 topology-transform recipes. The environment (library versions, hardware) is
 never part of it, so identical configurations share an id by design; a salt
@@ -42,7 +43,7 @@ def _state(part: Any, what: str) -> dict[str, Any]:
 def run_identity(
     *,
     model: Any,
-    train: Any,
+    train: Any | None = None,
     net: Any | None = None,
     trainer: Any | None = None,
     salt: str | None = None,
@@ -52,7 +53,11 @@ def run_identity(
     doc: dict[str, Any] = {"model": _state(model, "model")}
     if net is not None:
         doc["net"] = _state(net, "net")
-    doc["train"] = _state(train, "train")
+    if train is None and trainer is None:
+        raise TypeError("a run configuration needs train (NNModel.train) or trainer "
+                        "(Trainer.train) params")
+    if train is not None:  # a Trainer run records its whole loop in the trainer block
+        doc["train"] = _state(train, "train")
     if trainer is not None:
         doc["trainer"] = _state(trainer, "trainer")
     salt = check_salt(salt)
@@ -66,7 +71,7 @@ def run_identity(
 def run_id(
     *,
     model: Any,
-    train: Any,
+    train: Any | None = None,
     net: Any | None = None,
     trainer: Any | None = None,
     salt: str | None = None,

@@ -28,7 +28,8 @@ from nnx.resume_point import verify_point
 from nnx.seeding import capture_rng_state, restore_rng_state
 
 if TYPE_CHECKING:
-    from nnx.training import _Loop
+    from nnx.fit_loop import FitLoop
+    from nnx.update_engine import OptimizerSlot
 
 __all__ = ["ResumePlan", "ResumeStatus", "apply_resume", "check_resume", "loader_generators",
            "plan_resume"]
@@ -73,10 +74,9 @@ class ResumePlan:
 _BOUNDED = (Schedulers.ONE_CYCLE, Schedulers.LINEAR_WARMUP_DECAY)
 
 
-def _check_horizon(params: Any) -> None:
+def _check_horizon(params: Any, schedule: Any) -> None:
     """A stateful resume of a bounded schedule needs one explicit, shared horizon."""
-    schedule = params.scheduler
-    if schedule is None or params.resume_mode == "weights_only":
+    if params.resume_mode == "weights_only":
         return
     if schedule.resolved_kind in _BOUNDED and schedule.total_steps is None:
         raise ValueError(
@@ -88,14 +88,15 @@ def _check_horizon(params: Any) -> None:
                          "warmup_steps unless resume_epochs='planned'")
 
 
-def plan_resume(params: Any, root: Path) -> ResumePlan | None:
+def plan_resume(params: Any, root: Path, loop: FitLoop) -> ResumePlan | None:
     """Read and check the resume request; None when the run starts fresh."""
     planned = params.resume_epochs == "planned"
     if params.resume_from_run_id is None:
         if planned:
             raise ValueError("resume_epochs='planned' needs a resume (resume_from_run_id)")
         return None
-    _check_horizon(params)
+    for schedule in loop.schedule_params():
+        _check_horizon(params, schedule)
     source, tag = params.resume_from_run_id, params.resume_from_checkpoint or "last"
     path = root / source / "checkpoints" / f"{tag}.pt"
     if not path.is_file():
@@ -136,7 +137,7 @@ def plan_resume(params: Any, root: Path) -> ResumePlan | None:
     return ResumePlan(checkpoint, state, mode, start, end, status)
 
 
-def check_resume(plan: ResumePlan, loop: _Loop) -> None:
+def check_resume(plan: ResumePlan, loop: FitLoop) -> None:
     """Refuse a checkpoint that does not fit this run, before anything is reserved."""
     expected = {k: tuple(v.shape) for k, v in loop.model.net.state_dict().items()}
     saved = {k: tuple(v.shape) for k, v in plan.checkpoint.state_dict.items()}
@@ -146,29 +147,65 @@ def check_resume(plan: ResumePlan, loop: _Loop) -> None:
         shapes = sorted(k for k in set(expected) & set(saved) if expected[k] != saved[k])[:5]
         raise ValueError(f"the checkpoint's weights do not fit this net (missing {missing}, "
                          f"unexpected {extra}, other shapes {shapes})")
+    saved_transforms = [dict(t) for t in plan.checkpoint.transforms]
+    if saved_transforms != [dict(t) for t in loop.transforms]:
+        raise ValueError(f"the checkpoint was trained with the transform recipes "
+                         f"{saved_transforms}, this model has materialized "
+                         f"{list(loop.transforms)}: materialize the same recipes before "
+                         "resuming")
     state = plan.training_state
     if state is None:
         return
+    _check_loop_kind(state, loop)
     problems = []
-    optimizer_class = state.get("optimizer_class")
-    if optimizer_class is not None and optimizer_class != type(loop.optimizer).__name__:
-        problems.append(f"optimizer: saved {optimizer_class}, now {type(loop.optimizer).__name__}")
-    factory = optimizer_factory_state(loop.params.optim)
-    if state.get("optimizer_factory") != factory:  # built-in ↔ factory, or id/version/config
-        problems.append(f"optimizer factory: saved {_factory(state.get('optimizer_factory'))}, "
-                        f"now {_factory(factory)}")
-    groups = state["optimizer"]["param_groups"]
-    if [len(g["params"]) for g in groups] != [len(g["params"]) for g in
-                                              loop.optimizer.param_groups]:
-        problems.append("optimizer: the parameter groups differ in number or size")
+    saved_slots = loop.saved_slots(state)
+    if set(saved_slots) != set(loop.slots):
+        problems.append(f"optimizer names: saved {sorted(map(str, saved_slots))}, now "
+                        f"{sorted(map(str, loop.slots))}")
+    for name, slot in loop.slots.items():
+        if name in saved_slots:
+            problems += _slot_problems(saved_slots[name], slot, loop)
     saved_precision = state.get("precision", {}).get("policy")
     if saved_precision is not None and saved_precision != loop.precision.policy.name:
         problems.append(f"precision: saved {saved_precision}, now {loop.precision.policy.name} "
                         "(a weights_only resume may switch)")
-    problems += _schedule_problems(state.get("schedule"), loop)
     problems += check_components(loop.components, state.get("components"))
     if problems:
         raise ComponentRestoreError(problems)
+
+
+def _check_loop_kind(state: Mapping[str, Any], loop: FitLoop) -> None:
+    """A checkpoint resumes statefully only through the loop that wrote it (§8.4)."""
+    saved = state.get("loop_kind", "model")
+    if saved == loop.kind:
+        return
+    writer, reader = ("Trainer.train", "NNModel.train") if saved == "trainer" else (
+        "NNModel.train", "Trainer.train")
+    raise ValueError(f"this checkpoint was written by {writer} and resumes statefully only "
+                     f"through {writer}, not {reader}; pass resume_mode='weights_only' to "
+                     "warm-start from its weights alone")
+
+
+def _slot_problems(saved: Mapping[str, Any], slot: OptimizerSlot, loop: FitLoop) -> list[str]:
+    label = "optimizer" if slot.name is None else f"optimizer {slot.name!r}"
+    problems = []
+    optimizer_class = saved.get("optimizer_class")
+    if optimizer_class is not None and optimizer_class != type(slot.optimizer).__name__:
+        problems.append(f"{label}: saved {optimizer_class}, now {type(slot.optimizer).__name__}")
+    factory = optimizer_factory_state(slot.config)
+    if saved.get("optimizer_factory") != factory:  # built-in ↔ factory, or id/version/config
+        problems.append(f"{label} factory: saved {_factory(saved.get('optimizer_factory'))}, "
+                        f"now {_factory(factory)}")
+    groups = saved["optimizer"]["param_groups"]
+    if [len(g["params"]) for g in groups] != [len(g["params"]) for g in
+                                              slot.optimizer.param_groups]:
+        problems.append(f"{label}: the parameter groups differ in number or size")
+    elif saved.get("param_names") is not None:
+        now = loop.slot_state(slot)["param_names"]
+        if saved["param_names"] != now:
+            problems.append(f"{label}: the ordered named-parameter topology differs")
+    problems += _schedule_problems(saved.get("schedule"), slot.schedule, label)
+    return problems
 
 
 def _factory(identity: Mapping[str, Any] | None) -> str:
@@ -177,10 +214,10 @@ def _factory(identity: Mapping[str, Any] | None) -> str:
     return f"{identity.get('id')}@v{identity.get('version')} config {identity.get('config')!r}"
 
 
-def _schedule_problems(saved: Mapping[str, Any] | None, loop: _Loop) -> list[str]:
-    schedule = loop.schedule
+def _schedule_problems(saved: Mapping[str, Any] | None, schedule: Any,
+                       label: str) -> list[str]:
     if (saved is None) != (schedule is None):
-        return ["schedule: the checkpoint and this run disagree on having a schedule"]
+        return [f"{label} schedule: the checkpoint and this run disagree on having a schedule"]
     if saved is None or schedule is None:
         return []
     problems = []
@@ -213,7 +250,7 @@ def loader_generators(loader: Any) -> dict[int, torch.Generator]:
     return found
 
 
-def apply_resume(plan: ResumePlan, loop: _Loop) -> None:
+def apply_resume(plan: ResumePlan, loop: FitLoop) -> None:
     """Restore weights (and, when stateful, everything else); roll back on failure."""
     net = loop.model.net
     model_before = {k: v.detach().clone() for k, v in net.state_dict().items()}
@@ -224,9 +261,13 @@ def apply_resume(plan: ResumePlan, loop: _Loop) -> None:
         if state is None:
             plan.status.fresh_components = list(loop.components)
             return
-        loop.optimizer.load_state_dict(state["optimizer"])
-        if loop.schedule is not None and state.get("schedule") is not None:
-            loop.schedule.load_state_dict(state["schedule"])
+        saved_slots = loop.saved_slots(state)
+        for name, slot in loop.slots.items():
+            saved = saved_slots[name]
+            slot.optimizer.load_state_dict(saved["optimizer"])
+            if slot.schedule is not None and saved.get("schedule") is not None:
+                slot.schedule.load_state_dict(saved["schedule"])
+            slot.updates = int(saved.get("updates", 0))
         if loop.scaler is not None and state.get("scaler") is not None:
             loop.scaler.load_state_dict(state["scaler"])
         counters = state.get("loop", {})

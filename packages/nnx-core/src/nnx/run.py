@@ -52,7 +52,7 @@ class NNRun:
         self,
         *,
         model_params: NNModelParams,
-        train_params: NNTrainParams,
+        train_params: NNTrainParams | None = None,
         net_params: NNParams | None = None,
         trainer_params: Any = None,
         salt: str | None = None,
@@ -80,6 +80,11 @@ class NNRun:
     def state(self) -> dict[str, Any]:
         """run.yaml: the configuration document the id hashes."""
         return run_identity(**self._parts())
+
+    @property
+    def loop_params(self) -> Any:
+        """The params of the loop that trained the run: NNTrainParams or NNTrainerParams."""
+        return self.trainer_params if self.trainer_params is not None else self.train_params
 
     @property
     def path(self) -> Path:
@@ -126,16 +131,23 @@ class NNRun:
         if not (path / "run.yaml").is_file():
             raise FileNotFoundError(f"no run {run_id!r} under {root} (no run.yaml)")
         doc = yaml.safe_load((path / "run.yaml").read_text(encoding="utf-8"))
-        if not isinstance(doc, Mapping) or "model" not in doc or "train" not in doc:
+        if not isinstance(doc, Mapping) or "model" not in doc or (
+                "train" not in doc and "trainer" not in doc):
             raise ValueError(f"{path / 'run.yaml'} is not an NNx run configuration")
         model = NNModelParams.from_state(doc["model"])
         if doc.get("net") is not None and not isinstance(model.net, Nets):
             raise ValueError(f"{path / 'run.yaml'} records net params for a {model.net.kind} "
                              "model, which has none")
         net = None if doc.get("net") is None else NNParams.resolve_from_state(doc["net"], model.net)
+        trainer = None
+        if doc.get("trainer") is not None:
+            from nnx.params.trainer import NNTrainerParams
+
+            trainer = NNTrainerParams.from_state(doc["trainer"])
         run = cls(model_params=model, net_params=net,
-                  train_params=NNTrainParams.from_state(doc["train"]),
-                  trainer_params=doc.get("trainer"), salt=doc.get("salt"),
+                  train_params=None if "train" not in doc else NNTrainParams.from_state(
+                      doc["train"]),
+                  trainer_params=trainer, salt=doc.get("salt"),
                   transforms=doc.get("transforms", ()), root=root)
         run_dir_name = path.resolve().name
         if run.id != run_dir_name:

@@ -48,16 +48,17 @@ def epoch_rows(run: NNRun) -> list[tuple[str, ...]]:
 
 
 def _describe(run: NNRun) -> list[tuple[str, str]]:
-    model, train = run.model_params, run.train_params
+    model, train = run.model_params, run.loop_params
     net = model.net.name if isinstance(model.net, Nets) else describe(model.net)
     lines = [("run", run.id), ("net", net), ("loss", model.loss.name)]
     if run.net_params is not None:
         p = run.net_params
         lines.append(("shape", f"{p.input_dim} → {list(p.hidden_dims)} → {p.output_dim}, "
                                f"{p.activation.name}, dropout {p.dropout_prob:g}"))
-    o = train.optim
-    kind = o.factory.label if isinstance(o, NNOptimFactoryParams) else o.name.name
-    lines.append(("optimizer", f"{kind} max_lr={o.max_lr:g} weight_decay={o.weight_decay:g}"))
+    named = dict(train.optims) if run.trainer_params is not None else {"optimizer": train.optim}
+    for label, o in named.items():  # a Trainer run shows each named optimizer
+        kind = o.factory.label if isinstance(o, NNOptimFactoryParams) else o.name.name
+        lines.append((label, f"{kind} max_lr={o.max_lr:g} weight_decay={o.weight_decay:g}"))
     lines.append(("epochs", str(train.n_epochs)))
     if run.salt:
         lines.append(("salt", run.salt))

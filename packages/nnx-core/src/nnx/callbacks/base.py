@@ -22,7 +22,8 @@ class CallbackContext:
     is then the primary (sorted-first) optimizer. ``idps`` is the running
     history of this run. ``update_listeners`` are called after each committed
     optimizer update; a listener that sets ``stop_at_update`` stops training
-    right after that batch. ``committed_updates`` counts those updates.
+    right after that batch (NNModel.train only). ``committed_updates`` counts
+    those updates; ``update_count`` is the same counter.
     """
 
     model: Any
@@ -38,6 +39,8 @@ class CallbackContext:
     stop_at_update: bool = False
     committed_updates: int = 0
     update_listeners: list[Callable[[CallbackContext], None]] = field(default_factory=list)
+    # Internal: called after the primary optimizer's update-clock schedule steps (LRMonitor).
+    clock_listeners: list[Callable[[CallbackContext], None]] = field(default_factory=list)
     error: BaseException | None = None  # set when training raised; on_train_end still runs
 
     @property

@@ -24,7 +24,7 @@ class LRMonitor(Callback):
         self.update_history = []
         schedule = ctx.scheduler
         if schedule is not None and getattr(schedule, "clock", "epoch") == "optimizer_update":
-            ctx.update_listeners.append(self._on_update)
+            ctx.clock_listeners.append(self._on_update)
 
     def _on_update(self, ctx: CallbackContext) -> None:
         self.update_history.append((ctx.committed_updates, self._lr(ctx)))

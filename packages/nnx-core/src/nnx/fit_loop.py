@@ -1,0 +1,633 @@
+"""The epoch loop both NNModel.train and Trainer.train run (spec §1 layer 5, §4, §5, §6).
+
+Order of business: every check and every build (optimizers, schedules,
+precision, metrics) happens before the run directory is reserved, so a
+refused call leaves nothing on disk. Then, per epoch: batches through the
+update owner (a step function or the shared update engine) in accumulation
+windows, validation, the control signal, the epoch-clock schedules, the
+commit (history → LAST → FIRST/Q1–Q3 → BEST → runs/best), and the callbacks.
+
+Subclasses say how the optimizers are built and how one batch is run; the
+loop, the commit and the resume protocol are the same for both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import shutil
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from nnx._atomic import atomic_write_text
+from nnx._locking import LockBusyError, file_lock
+from nnx.best import current_best, elect_best
+from nnx.callbacks.base import CallbackContext
+from nnx.checkpoint import NNCheckpoint
+from nnx.components import ComponentSpec, collect_states, discover_components
+from nnx.loop_support import (
+    RecordSummary,
+    as_callbacks,
+    check_history,
+    check_provenance,
+    end_callbacks,
+    phase_epochs,
+    transform_states,
+    with_lookahead,
+)
+from nnx.optimizer_factories import optimizer_factory_state
+from nnx.progress import Progress
+from nnx.records import NNEvaluationDataPoint, NNIterationDataPoint, signal_walk
+from nnx.resume import apply_resume, check_resume, loader_generators, plan_resume
+from nnx.run import NNRun, display_path
+from nnx.run_history import open_history
+from nnx.steps import EvalStepContext, UpdateWindow
+from nnx.update_engine import OptimizerSlot, UpdateEngine
+
+if TYPE_CHECKING:
+    from nnx.model import NNModel
+    from nnx.objectives import UpdateEvent
+    from nnx.precision import ResolvedPrecision
+
+__all__ = ["FitLoop", "RunExistsError", "RunLeaseError"]
+
+EvalFn = Callable[[EvalStepContext], NNEvaluationDataPoint]
+
+
+class RunExistsError(FileExistsError):
+    """The configuration's run directory already exists and overwriting was not asked for."""
+
+
+class RunLeaseError(RuntimeError):
+    """Another process holds this run's lease: it is training the same run id now."""
+
+
+class FitLoop(ABC):
+    """One training run. Subclasses set ``kind`` and implement :meth:`_build` and
+    :meth:`run_batch`."""
+
+    kind = "model"  # "model" (NNModel.train) or "trainer" (Trainer.train)
+    engine: UpdateEngine | None = None
+    precision: ResolvedPrecision
+    scaler: torch.amp.GradScaler | None
+    slots: dict[str | None, OptimizerSlot]
+    accumulate: int  # the microbatches of one update window
+    custom_step = False  # the update owner records no declared metric on training batches
+    auto_step_schedulers = True
+
+    def __init__(self, model: NNModel, params: Any, *, objective: Any, eval_fn: EvalFn | None,
+                 callbacks: Sequence[Any], salt: str | None, verbose: bool | None, root: str,
+                 components: Sequence[Any] = (), history: Any = None,
+                 provenance: Any = None) -> None:
+        if params.train_loader is None:
+            raise ValueError(f"{type(params).__name__}.train_loader is required to train")
+        if eval_fn is not None and not callable(eval_fn):
+            raise TypeError("eval_step_fn must be callable")
+        self.model, self.params, self.objective = model, params, objective
+        self.eval_fn = eval_fn
+        self.callbacks = as_callbacks(callbacks)
+        for callback in self.callbacks:
+            callback.check_run(params)
+        self.journal = check_history(history, self.callbacks)
+        self.provenance = check_provenance(provenance)
+        self.attempt: Any = None
+        model.task_adapter.check_loss(model.loss_fn)
+        self.metrics = params.metrics
+        self.monitor = params.monitor
+        self.transforms = transform_states(model)
+        self._build()  # optimizers, schedules, precision: may refuse, before any reservation
+        self._check_declarations()
+        self.run = self._new_run(salt, root)
+        if objective is not None:
+            check_run = getattr(objective, "check_run", None)
+            if callable(check_run):
+                check_run(model, optimizers={n: s.optimizer for n, s in self.slots.items()},
+                          callbacks=tuple(self.callbacks))
+        self.components = discover_components(
+            [*self.callbacks, self._update_owner(), *self._own_components()], components)
+        self.resume = plan_resume(params, self.run.root, self)
+        if self.resume is not None:
+            check_resume(self.resume, self)
+        self.start_epoch = 0 if self.resume is None else self.resume.start_epoch
+        self.end_epoch = params.n_epochs if self.resume is None else self.resume.end_epoch
+        self.progress = Progress(self.end_epoch - self.start_epoch, params.train_loader,
+                                 verbose=verbose)
+        self.ctx = self._context()
+        self.iter_idx = 0
+        self.epoch_complete = False
+        self.summary: Any = None
+        self.best_score = math.inf
+        self.phases = self._phases()
+        self._warned_unowned = False
+        if objective is not None:
+            self.engine = UpdateEngine(model=model, objective=objective,
+                                       slots=list(self.slots.values()),
+                                       precision=self.precision, scaler=self.scaler,
+                                       accumulate=self.accumulate, counter=self.ctx,
+                                       on_commit=self._on_engine_commit)
+
+    # -- what subclasses provide ------------------------------------------------------
+    @abstractmethod
+    def _build(self) -> None:
+        """Build ``slots``, ``precision``, ``scaler`` and ``accumulate``; refuse here."""
+
+    @abstractmethod
+    def _new_run(self, salt: str | None, root: str) -> NNRun:
+        """The run this configuration addresses (not reserved yet)."""
+
+    def _update_owner(self) -> Any:
+        """The step function or objective (discovered as a component when it is one)."""
+        return self.objective
+
+    def _context(self) -> CallbackContext:
+        slot = self.primary
+        return CallbackContext(model=self.model, run=self.run, optimizer=slot.optimizer,
+                               scheduler=slot.schedule)
+
+    def run_batch(self, batch: Any, batch_idx: int, epoch: int,
+                  window: UpdateWindow) -> NNEvaluationDataPoint:
+        """Run one microbatch through the update owner and return its record."""
+        assert self.engine is not None
+        return self.engine.microbatch(batch, epoch=epoch, batch_idx=batch_idx,
+                                      closes=window.closes)
+
+    @property
+    def primary(self) -> OptimizerSlot:
+        """The primary optimizer: the only one, or the sorted-first name (§8.3)."""
+        return self.slots[min(self.slots, key=lambda n: "" if n is None else n)]
+
+    @abstractmethod
+    def schedule_params(self) -> list[Any]:
+        """The run's NNSchedulerParams (the resume checks read their budgets)."""
+
+    # -- declarations -----------------------------------------------------------------
+    def _phases(self) -> dict[str, int]:
+        """Phase epochs: the plan's own on a fresh or planned run, this session's otherwise."""
+        params = self.params
+        if not params.save_phase_checkpoints:
+            return {}
+        if self.resume is None or params.resume_epochs == "planned":
+            return phase_epochs(params.n_epochs)
+        return {tag: self.start_epoch + e for tag, e in phase_epochs(params.n_epochs).items()}
+
+    def _own_components(self) -> list[Any]:
+        own: list[Any] = [_UpdateCounters(self)]
+        return own if self.tracker is None else [*own, _MonitorComponent(self.tracker)]
+
+    def _check_declarations(self) -> None:
+        from nnx.metrics import check_metric_inputs, metric_modes
+        from nnx.monitors import MonitorTracker
+
+        check_metric_inputs(self.metrics, self.model.task_adapter)
+        self.tracker = None
+        spec = self.monitor
+        if spec is None:
+            return
+        if spec.split == "val" and self.params.val_loader is None:
+            raise ValueError(f"a validation-split MonitorSpec needs "
+                             f"{type(self.params).__name__}.val_loader")
+        if spec.split == "train" and spec.metric not in ("loss", "error") and self.custom_step:
+            raise ValueError(f"MonitorSpec(metric={spec.metric!r}, split='train') needs the "
+                             "default training step: a custom step or an objective records "
+                             "no declared metric on training batches")
+        self.direction = spec.direction(metric_modes(self.metrics))
+        self.tracker = MonitorTracker(spec, self.direction)
+
+    def plateau_rule(self) -> tuple[str, float, str] | None:
+        """With a named monitor, ReduceLROnPlateau decides exactly as the monitor does."""
+        if self.monitor is None:
+            return None
+        from nnx.metrics import metric_modes
+
+        direction = self.monitor.direction(metric_modes(self.metrics))
+        return direction, float(self.monitor.min_delta), "abs"
+
+    def _signal(self, idp: NNIterationDataPoint) -> tuple[float | None, bool, Any]:
+        """(control value, improved?, monitor record) for the epoch's last record."""
+        if self.tracker is None:
+            found, rejected = signal_walk(idp)
+            if rejected:  # NaN / ±inf is never a baseline: one warning per epoch (§6.2)
+                names = ", ".join(f"{name}={value}" for name, value in rejected)
+                used = "no finite value is available" if found is None else (
+                    f"using {found[0]}={found[1]}")
+                warnings.warn(f"epoch {idp.epoch}: rejected non-finite control value(s) "
+                              f"{names}; {used}", RuntimeWarning, stacklevel=3)
+            score = math.inf if found is None else found[1]
+            return (None if found is None else found[1]), score < self.best_score, None
+        assert self.monitor is not None
+        edp = idp.val_edp if self.monitor.split == "val" else idp.train_summary
+        record = self.tracker.decide(self.monitor.read(edp))
+        return record.value, record.improved, record
+
+    # -- reservation ------------------------------------------------------------------
+    def reserve(self, locks: contextlib.ExitStack) -> None:
+        """Take the run's lease for the whole fit, then admit it (lease → admission → best)."""
+        root, path = self.run.root, self.run.path
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            locks.enter_context(file_lock(root / ".leases" / f"{self.run.id}.lock",
+                                          blocking=False))
+        except LockBusyError:
+            raise RunLeaseError(f"run {self.run.id} is being trained by another process; "
+                                "wait for it, or train another configuration") from None
+        with file_lock(root / ".admission.lock"):
+            if path.exists():
+                if not self.params.overwrite_existing:
+                    raise RunExistsError(
+                        f"run {self.run.id} already exists at {display_path(path)}; pass a "
+                        "salt=... for a separate record of the same configuration, or "
+                        "overwrite_existing=True to replace it")
+                # Overwrite: hand runs/best on first, then remove the artifacts.
+                with file_lock(root / ".best.lock"):
+                    if current_best(root) == self.run.id:
+                        elect_best(root, exclude=self.run.id)
+                shutil.rmtree(path)
+            path.mkdir()
+            (path / "checkpoints").mkdir()
+        try:
+            atomic_write_text(path / ".history-committed-by-last", "")
+            self.run.save_config()
+        except BaseException:
+            # Nothing of the run exists yet: release the reservation so it can be retried.
+            shutil.rmtree(path, ignore_errors=True)
+            raise
+
+    # -- updates ----------------------------------------------------------------------
+    def report_update(self, name: str | None) -> None:
+        """A step function committed an update of optimizer ``name``."""
+        slot = self.slots[name]
+        slot.updates += 1
+        self.ctx.committed_updates += 1
+        self.updates_this_epoch += 1
+        self._after_update([slot])
+
+    def _on_engine_commit(self, events: list[UpdateEvent], stepped: list[OptimizerSlot]) -> None:
+        self.updates_this_epoch += 1
+        for event in events:  # every event of a commit fires before any schedule steps
+            for cb in self.callbacks:
+                cb.on_optimizer_update(self.ctx, event)
+        self._after_update(stepped)
+
+    def _after_update(self, stepped: list[OptimizerSlot]) -> None:
+        if self.auto_step_schedulers:
+            for slot in stepped:
+                if slot.schedule is not None:
+                    slot.schedule.on_update()
+                    if slot is self.primary and slot.schedule.clock == "optimizer_update":
+                        for listener in list(self.ctx.clock_listeners):
+                            listener(self.ctx)
+        for listener in list(self.ctx.update_listeners):
+            listener(self.ctx)
+
+    def _warn_unowned(self) -> None:
+        """Warn once per run about a parameter that trains but no optimizer owns (§6.5)."""
+        if self._warned_unowned:
+            return
+        owned = {id(p) for slot in self.slots.values() for p in slot.params()}
+        names = [n for n, p in self.model.net.named_parameters()
+                 if p.requires_grad and id(p) not in owned]
+        if names:
+            self._warned_unowned = True
+            shown = ", ".join(names[:5]) + (" …" if len(names) > 5 else "")
+            warnings.warn(f"{len(names)} parameter(s) require gradients but no optimizer owns "
+                          f"them, so they never train: {shown} (an optimizer built with "
+                          "param_groups leaves out parameters frozen at build time)",
+                          RuntimeWarning, stacklevel=4)
+
+    # -- one epoch --------------------------------------------------------------------
+    def _lr(self) -> float:
+        return float(self.primary.optimizer.param_groups[0]["lr"])
+
+    def _epoch_summary(self) -> Any:
+        """The whole-epoch training summary's accumulator, when a declaration needs one."""
+        declared = bool(self.metrics) or self.monitor is not None
+        if not declared:
+            return None
+        if self.engine is not None:
+            return _EngineSummary(self.engine)
+        return RecordSummary()
+
+    def train_epoch(self, epoch: int) -> NNIterationDataPoint:
+        params = self.params
+        set_epoch = getattr(params.train_loader, "set_epoch", None)
+        if callable(set_epoch):
+            set_epoch(epoch)
+        self.model.net.train()
+        self._warn_unowned()
+        if self.engine is not None:
+            self.engine.begin_epoch()
+        accumulate = self.accumulate
+        window = UpdateWindow(size=accumulate)
+        self.summary = self._epoch_summary()
+        last: NNIterationDataPoint | None = None
+        self.updates_this_epoch = 0
+        for batch_idx, (batch, is_last) in enumerate(with_lookahead(params.train_loader)):
+            window.closes = is_last or window.position + 1 == accumulate
+            edp = self.run_batch(batch, batch_idx, epoch, window)
+            if not isinstance(edp, NNEvaluationDataPoint):
+                raise TypeError(f"the train step must return an NNEvaluationDataPoint; got "
+                                f"{type(edp).__name__}")
+            if isinstance(self.summary, RecordSummary):
+                self.summary.update(edp, batch)
+            if window.closes:
+                window = UpdateWindow(size=accumulate)
+            else:
+                window.position += 1
+            idp = NNIterationDataPoint(epoch=epoch, iter_idx=self.iter_idx, batch_idx=batch_idx,
+                                       train_edp=edp, lr=self._lr(),
+                                       update_count=self.ctx.committed_updates)
+            self.iter_idx += 1
+            self.hist.append(idp)
+            last = idp
+            self.progress.batch(epoch, edp.loss)
+            self.epoch_complete = is_last
+            if self.ctx.stop_at_update:
+                break
+        if last is None:
+            raise ValueError(f"the training loader yielded no batch in epoch {epoch}")
+        clocked = any(s.schedule is not None and s.schedule.clock == "optimizer_update"
+                      for s in self.slots.values())
+        if clocked and self.auto_step_schedulers and self.updates_this_epoch == 0:
+            warnings.warn(f"epoch {epoch} reported no optimizer update: the update-clock "
+                          "schedule did not step (call ctx.report_update() after each "
+                          "optimizer.step() in a custom step)", RuntimeWarning, stacklevel=2)
+        return last
+
+    def validate(self, epoch: int) -> NNEvaluationDataPoint | None:
+        loader = self.params.val_loader
+        if loader is None:
+            return None
+        if self.eval_fn is None:
+            return self.model.evaluate(loader, metrics=self.metrics,
+                                       extra_metrics=self.params.extra_metrics)
+        from nnx.modes import preserved_state
+
+        ctx = EvalStepContext(model=self.model, val_loader=loader,
+                              extra_metrics=self.params.extra_metrics, epoch_idx=epoch,
+                              metrics=self.metrics)
+        with preserved_state(self.model.net, mode="eval"), torch.no_grad():
+            edp = self.eval_fn(ctx)
+        if not isinstance(edp, NNEvaluationDataPoint):
+            raise TypeError("eval_step_fn must return an NNEvaluationDataPoint")
+        return edp
+
+    # -- commit -----------------------------------------------------------------------
+    def _checkpoint(self, tag: str, epoch: int, idp: NNIterationDataPoint,
+                    monitor_value: float | None = None) -> int | None:
+        run = self.run
+        checkpoint = NNCheckpoint(
+            tag=tag, epoch=epoch, run_id=run.id, state_dict=self.model.net.state_dict(),
+            model=run.model_params.state(),
+            net=None if run.net_params is None else run.net_params.state(),
+            train=self.params.state(), idp=idp, named_monitor=self.tracker is not None,
+            monitor_value=monitor_value, transforms=self.transforms)
+        state = self._training_state(epoch)
+        position = {"completed_epoch": epoch, "global_step": self.iter_idx,
+                    "committed_updates": self.ctx.committed_updates,
+                    "planned_n_epochs": self.end_epoch}
+        checkpoint.save(run.checkpoints_dir / f"{tag}.pt", training_state=state,
+                        position=position)
+        return checkpoint.generation
+
+    def slot_state(self, slot: OptimizerSlot) -> dict[str, Any]:
+        """One optimizer's part of the training state: identity, topology, state, schedule."""
+        names = {id(p): n for n, p in self.model.net.named_parameters()}
+        return {
+            "optimizer_class": type(slot.optimizer).__name__,
+            "optimizer_factory": optimizer_factory_state(slot.config),
+            "optimizer": slot.optimizer.state_dict(),
+            "param_names": [[names.get(id(p), "?") for p in g["params"]]
+                            for g in slot.optimizer.param_groups],
+            "schedule": None if slot.schedule is None else slot.schedule.state_dict(),
+            "updates": slot.updates,
+        }
+
+    def _training_state(self, epoch: int) -> dict[str, Any]:
+        from nnx.seeding import capture_rng_state
+
+        generators = loader_generators(self.params.train_loader)
+        state = {
+            "epoch": epoch,
+            "loop_kind": self.kind,
+            "components": collect_states(self.components),
+            "loop": {"iter_idx": self.iter_idx, "planned_n_epochs": self.end_epoch,
+                     "best_score": None if math.isinf(self.best_score) else self.best_score},
+            "loaders": {seed: gen.get_state() for seed, gen in generators.items()},
+            "scaler": None if self.scaler is None else self.scaler.state_dict(),
+            "precision": self.precision.state(),
+            "committed_updates": self.ctx.committed_updates,
+            "rng": capture_rng_state(),
+        }
+        if self.kind == "model":
+            state.update(self.slot_state(self.primary))
+        else:
+            state["optimizers"] = {name: self.slot_state(slot)
+                                   for name, slot in self.slots.items()}
+        return state
+
+    def saved_slots(self, state: Mapping[str, Any]) -> dict[str | None, Mapping[str, Any]]:
+        """The saved per-optimizer states, keyed like :attr:`slots`."""
+        if self.kind == "model":
+            return {None: state}
+        return dict(state.get("optimizers") or {})
+
+    def commit(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
+               value: float | None) -> None:
+        run = self.run
+        self.hist.commit(epoch, idp)
+        try:
+            generation = self._checkpoint("last", epoch, idp)
+        except BaseException:
+            self.hist.rollback(epoch)  # LAST failed: history rolls back to the last epoch
+            raise
+        if self.attempt is not None:
+            self.attempt.committed("last", epoch, generation)
+        for tag, phase_epoch in self.phases.items():
+            if phase_epoch == epoch:
+                self._checkpoint(tag, epoch, idp)
+        if self.tracker is not None:  # a named monitor decides BEST; never elected to runs/best
+            if improved:
+                self._checkpoint("best", epoch, idp, monitor_value=value)
+            return
+        first_best = not (run.checkpoints_dir / "best.pt").exists()
+        if improved or first_best:
+            if value is not None:
+                self.best_score = min(value, self.best_score)
+            self._checkpoint("best", epoch, idp)
+            with file_lock(run.root / ".best.lock"):
+                elect_best(run.root)
+
+    # -- the run ----------------------------------------------------------------------
+    def _full_history(self) -> Any:
+        try:
+            return self.hist.full()
+        except Exception as exc:  # the final read-back failed: the window, with a warning
+            warnings.warn(f"reading the full history back failed ({exc!r}); full-history "
+                          "callbacks get the window", RuntimeWarning, stacklevel=2)
+            return self.hist.view
+
+    def _dispatch(self, hook: str) -> None:
+        """Call ``hook`` on every callback; full-history callbacks see the whole history."""
+        ctx = self.ctx
+        full = None
+        for cb in self.callbacks:
+            if getattr(cb, "history_access", "window") == "full" and self.journal is not None:
+                full = self.hist.full() if full is None else full
+                ctx.idps, window = full, ctx.idps
+                try:
+                    getattr(cb, hook)(ctx)
+                finally:
+                    ctx.idps = window
+            else:
+                getattr(cb, hook)(ctx)
+
+    def _parent_attempt(self) -> dict[str, Any] | None:
+        if self.resume is None:
+            return None
+        from nnx.provenance import read_provenance
+
+        source = self.run.root / str(self.resume.status.source_run)
+        prov = read_provenance(source) if source.is_dir() else None
+        return {"run_id": self.resume.status.source_run,
+                "attempt_id": None if prov is None or prov.attempt is None
+                else prov.attempt.attempt_id,
+                "checkpoint": self.resume.status.source_checkpoint,
+                "generation": self.resume.checkpoint.generation}
+
+    def execute(self) -> NNRun:
+        with contextlib.ExitStack() as locks:
+            self.reserve(locks)
+            return self._fit()
+
+    def _begin(self) -> None:  # noqa: B027 - optional: only the Trainer refuses here
+        """After the reset hooks ran: a subclass may refuse what they registered."""
+
+    def _fit(self) -> NNRun:
+        if self.params.seed is not None:
+            from nnx.seeding import set_seed
+
+            set_seed(self.params.seed)
+        ctx, run = self.ctx, self.run
+        self.hist = open_history(run, self.journal)
+        ctx.idps = self.hist.view
+        if self.provenance is not None:
+            from nnx.provenance import begin_attempt
+
+            self.attempt = begin_attempt(run.path, self.provenance, parent=self._parent_attempt())
+        try:
+            for cb in self.callbacks:
+                cb.on_train_begin(ctx)
+            self._begin()
+            if self.resume is not None:
+                apply_resume(self.resume, self)
+                run.resume_status = self.resume.status
+                run.metadata["resume"] = self.resume.status.state()
+                run.save_config()
+            self._epochs()
+        except BaseException as exc:
+            # on_train_end still runs so loggers close their files; ctx.error says why.
+            ctx.error = exc
+            if self.attempt is not None:
+                status = "cancelled" if isinstance(exc, KeyboardInterrupt) else "failed"
+                self.attempt.finish(status, exc, suppress_errors=True)
+            raise
+        finally:
+            self.progress.close()
+            end_callbacks(self.callbacks, ctx, full=self._full_history)
+        if self.attempt is not None:
+            self.attempt.finish("completed")
+        print(f"Run saved to {display_path(run.path)}")
+        return run
+
+    def _epochs(self) -> None:
+        ctx = self.ctx
+        for epoch in range(self.start_epoch, self.end_epoch):
+            ctx.epoch = epoch
+            for cb in self.callbacks:
+                cb.on_epoch_begin(ctx)
+            last = self.train_epoch(epoch)
+            if ctx.stop_at_update and not self.epoch_complete:
+                self.hist.discard_epoch(epoch)  # a partial epoch is never committed
+                return
+            val_edp = self.validate(epoch)
+            idp = dataclasses.replace(
+                last, val_edp=val_edp,
+                train_summary=None if self.summary is None else self.summary.result())
+            value, improved, record = self._signal(idp)
+            if record is not None:
+                idp = dataclasses.replace(idp, selection=record.state())
+            self.hist.replace_last(idp)
+            if self.auto_step_schedulers:
+                for slot in self.slots.values():
+                    if slot.schedule is not None:
+                        slot.schedule.on_epoch_end(value)
+            self.commit(epoch, idp, improved=improved, value=value)
+            ctx.idp = idp
+            self.progress.epoch_done(epoch, idp)
+            self._dispatch("on_epoch_end")
+            if ctx.should_stop or ctx.stop_at_update:
+                return
+
+
+class _EngineSummary:
+    """An objective run's whole-epoch training summary: the engine's epoch loss (§6.5)."""
+
+    def __init__(self, engine: UpdateEngine) -> None:
+        self.engine = engine
+
+    def result(self) -> NNEvaluationDataPoint:
+        return NNEvaluationDataPoint(loss=self.engine.epoch_loss())
+
+
+class _UpdateCounters:
+    """The committed-update and microbatch counters, checkpointed as ``nnx.update_engine``.
+
+    A stateful resume continues them; a weights_only resume starts them at zero.
+    """
+
+    def __init__(self, loop: FitLoop) -> None:
+        self.loop = loop
+
+    def component_spec(self) -> ComponentSpec:
+        return ComponentSpec("nnx.update_engine", 1, required=False)
+
+    def component_state(self) -> dict[str, Any]:
+        return {"committed_updates": self.loop.ctx.committed_updates,
+                "iter_idx": self.loop.iter_idx,
+                "optimizer_updates": {"" if n is None else n: s.updates
+                                      for n, s in self.loop.slots.items()}}
+
+    def load_component_state(self, state: dict[str, Any], *, version: int) -> None:
+        self.loop.ctx.committed_updates = int(state["committed_updates"])
+        self.loop.iter_idx = int(state["iter_idx"])
+        for name, count in (state.get("optimizer_updates") or {}).items():
+            slot = self.loop.slots.get(None if name == "" else name)
+            if slot is not None:
+                slot.updates = int(count)
+
+
+class _MonitorComponent:
+    """The named monitor's best value, checkpointed as ``nnx.monitor`` (§6.4)."""
+
+    def __init__(self, tracker: Any) -> None:
+        self.tracker = tracker
+
+    def component_spec(self) -> ComponentSpec:
+        return ComponentSpec("nnx.monitor", 1, required=True)
+
+    def component_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = self.tracker.state_dict()
+        return state
+
+    def check_component_state(self, state: dict[str, Any], *, version: int) -> list[str]:
+        mine = self.tracker.state_dict()
+        return [f"monitor {key}: saved {state.get(key)!r}, now {mine[key]!r}"
+                for key in ("metric", "split", "direction") if state.get(key) != mine[key]]
+
+    def load_component_state(self, state: dict[str, Any], *, version: int) -> None:
+        self.tracker.load_state_dict(state)

@@ -1,0 +1,92 @@
+"""Who owns a run's updates (spec §6.5): exactly one of a step function or an objective.
+
+These checks run before any callback, loader read or parameter change, and
+before any run directory is reserved.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import torch
+
+from nnx.objectives._core import Objective
+
+__all__ = ["check_disjoint_optimizers", "check_update_owner", "imperative_step",
+           "is_imperative_step"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_MARK = "__nnx_imperative_step__"
+
+
+def imperative_step(fn: F) -> F:
+    """Mark a step function that steps the optimizer itself, so passing it as an
+    objective is refused (the engine would step it twice)."""
+    setattr(fn, _MARK, True)
+    return fn
+
+
+def is_imperative_step(fn: Any) -> bool:
+    return bool(getattr(fn, _MARK, False))
+
+
+def _hidden_objective(fn: Any) -> bool:
+    """A lambda, closure or functools.partial around an Objective hides its hooks."""
+    if isinstance(fn, functools.partial):
+        return any(isinstance(x, Objective) for x in (fn.func, *fn.args, *fn.keywords.values()))
+    if isinstance(getattr(fn, "__wrapped__", None), Objective):
+        return True
+    cells = getattr(fn, "__closure__", None) or ()
+    for cell in cells:
+        try:
+            if isinstance(cell.cell_contents, Objective):
+                return True
+        except ValueError:  # an empty cell
+            continue
+    return False
+
+
+def check_update_owner(step_fn: Any, objective: Any, *, step_name: str) -> None:
+    """Refuse two update owners, an imperative step as the objective, an objective as
+    the step function, and a wrapper hiding an objective."""
+    if step_fn is not None and objective is not None:
+        raise ValueError(f"a run has exactly one update owner: pass {step_name} or "
+                         "objective=, not both")
+    if step_fn is not None and (isinstance(step_fn, Objective) or _hidden_objective(step_fn)):
+        raise TypeError(f"{step_name} got an objective: pass it as objective=... so the shared "
+                        "update engine owns the update")
+    if objective is None:
+        return
+    if is_imperative_step(objective):
+        raise TypeError(f"objective= got an imperative step ({_name(objective)}): it steps the "
+                        f"optimizer itself, so the engine would step twice; pass it as "
+                        f"{step_name}, or use its objective counterpart")
+    if not isinstance(objective, Objective) and _hidden_objective(objective):
+        raise TypeError("objective= got a wrapper (lambda / functools.partial) around an "
+                        "Objective, which hides its check_run, after_update and component "
+                        "state: pass the objective itself")
+    if not callable(objective):
+        raise TypeError(f"objective must be callable (ObjectiveContext) -> ObjectiveResult; "
+                        f"got {type(objective).__name__}")
+
+
+def _name(fn: Any) -> str:
+    return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or
+               type(fn).__name__)
+
+
+def check_disjoint_optimizers(optimizers: Mapping[str | None, torch.optim.Optimizer]) -> None:
+    """In an objective run every committed window steps each optimizer, so a parameter
+    two optimizers share would update twice: refuse it."""
+    owner: dict[int, str | None] = {}
+    for name, optimizer in optimizers.items():
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                first = owner.setdefault(id(p), name)
+                if first != name:
+                    raise ValueError(f"optimizers {first!r} and {name!r} share a parameter: an "
+                                     "objective run steps every optimizer per update, so it "
+                                     "would update twice; give each parameter one owner")

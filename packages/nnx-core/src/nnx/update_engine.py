@@ -1,0 +1,314 @@
+"""The shared update engine (spec §6.5): one update protocol under every objective run.
+
+Per microbatch the objective runs under the run's autocast and returns loss
+terms. Each term goes into its own gradient buffer, weighted; a window of one
+microbatch takes a single backward pass through its combined loss instead.
+When the window closes (``accumulate_grad_batches`` microbatches, or the
+epoch's end) a normalized term becomes Σ weighted numerators / Σ denominators
+and a summed one Σ weighted numerators, so uneven microbatches, a short final
+window and ignored targets give exactly the full-batch update. Then, in order:
+unscale (FP16), the all-or-nothing overflow check across optimizers, clipping
+(each optimizer its own ``grad_clip_norm``), step, scaler update, and the
+commit: counters, ``after_update``, one :class:`UpdateEvent` per stepped
+optimizer, and update-clock schedules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from nnx.objectives._core import ObjectiveContext, ObjectiveResult, UpdateEvent, nonfinite_policy
+from nnx.records import NNEvaluationDataPoint
+
+if TYPE_CHECKING:
+    from nnx.model import NNModel
+    from nnx.params.optim_factory import OptimConfig
+    from nnx.precision import ResolvedPrecision
+    from nnx.schedule import ScheduleDriver
+
+__all__ = ["OptimizerSlot", "UpdateEngine"]
+
+
+@dataclass(eq=False)
+class OptimizerSlot:
+    """One optimizer of a run: its config, its schedule and its committed updates."""
+
+    name: str | None  # the Trainer's name; None under NNModel.train
+    optimizer: torch.optim.Optimizer
+    config: OptimConfig
+    schedule: ScheduleDriver | None = None
+    updates: int = 0
+
+    def params(self) -> list[torch.Tensor]:
+        return [p for group in self.optimizer.param_groups for p in group["params"]]
+
+
+@dataclass(eq=False)
+class _TermSums:
+    reduction: str
+    weighted: float = 0.0  # Σ weight · numerator
+    plain: float = 0.0  # Σ numerator (the term's own value, for events)
+    denominator: float = 0.0
+
+    def value(self, weighted: bool) -> float | None:
+        total = self.weighted if weighted else self.plain
+        if self.reduction == "sum":
+            return total
+        return total / self.denominator if self.denominator > 0 else None
+
+
+@dataclass(eq=False)
+class _Window:
+    microbatches: int = 0
+    poisoned: bool = False
+    terms: dict[str, _TermSums] = field(default_factory=dict)
+    # Gradient buffers of every term but the first back-propagated one, whose
+    # gradients accumulate in p.grad itself (the common single-term case costs nothing).
+    first: str | None = None
+    buffers: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)
+
+
+CommitHook = Callable[[list[UpdateEvent], list[OptimizerSlot]], None]
+
+
+class UpdateEngine:
+    def __init__(self, *, model: NNModel, objective: Any, slots: Sequence[OptimizerSlot],
+                 precision: ResolvedPrecision, scaler: torch.amp.GradScaler | None,
+                 accumulate: int, counter: Any, on_commit: CommitHook) -> None:
+        self.model, self.objective = model, objective
+        self.slots = list(slots)
+        self.precision, self.scaler = precision, scaler
+        self.accumulate = accumulate
+        self.policy = nonfinite_policy(objective)
+        self.counter = counter  # the callback context: committed_updates lives there
+        self.on_commit = on_commit
+        self.after_update = getattr(objective, "after_update", None)
+        self.window = _Window()
+        self.epoch_terms: dict[str, _TermSums] = {}
+
+    # -- the epoch --------------------------------------------------------------------
+    def begin_epoch(self) -> None:
+        self.epoch_terms = {}
+        self.window = _Window()
+
+    def epoch_loss(self) -> float:
+        """Each term's summed weighted numerators over its summed denominators, across
+        the epoch's committed-or-masked windows; NaN when every window was dropped."""
+        values = [t.value(weighted=True) for t in self.epoch_terms.values()]
+        finite = [v for v in values if v is not None]
+        return math.fsum(finite) if finite else math.nan
+
+    # -- one microbatch ---------------------------------------------------------------
+    def _owned(self) -> list[torch.Tensor]:
+        """Optimizer-owned parameters that require gradients now (gradual unfreezing)."""
+        return [p for slot in self.slots for p in slot.params() if p.requires_grad]
+
+    def microbatch(self, batch: Any, *, epoch: int, batch_idx: int,
+                   closes: bool) -> NNEvaluationDataPoint:
+        window = self.window
+        params = self._owned()
+        if window.microbatches == 0:
+            for p in params:
+                p.grad = None
+        ctx = ObjectiveContext(model=self.model, batch=batch, batch_idx=batch_idx, epoch=epoch,
+                               precision=self.precision, microbatch=window.microbatches)
+        with self.precision.autocast():
+            result = self.objective(ctx)
+        if not isinstance(result, ObjectiveResult):
+            raise TypeError(f"an objective must return an ObjectiveResult; got "
+                            f"{type(result).__name__}")
+        values = self._account(result, window, epoch, batch_idx)
+        if not window.poisoned:
+            self._backward(result, window, params)
+        window.microbatches += 1
+        if closes:
+            self._close(epoch, batch_idx, params)
+        return self._record(result, values)
+
+    def _account(self, result: ObjectiveResult, window: _Window, epoch: int,
+                 batch_idx: int) -> dict[str, float]:
+        """Read each term's value, refuse a reduction switch, apply the non-finite policy."""
+        values: dict[str, float] = {}
+        for term in result.terms:
+            sums = window.terms.get(term.name)
+            if sums is None:
+                sums = window.terms[term.name] = _TermSums(term.reduction)
+            elif sums.reduction != term.reduction:
+                raise ValueError(f"loss term {term.name!r} switched from {sums.reduction!r} to "
+                                 f"{term.reduction!r} within an update window; a term is "
+                                 "either normalized (a denominator) or summed (none)")
+            value = float(term.numerator.detach())
+            if not math.isfinite(value) and not term.masked:
+                if self.policy == "fail":
+                    raise FloatingPointError(
+                        f"non-finite loss term {term.name!r} ({value}) at epoch {epoch}, batch "
+                        f"{batch_idx}; nothing was stepped (declare nonfinite='skip' on the "
+                        "Objective to drop such windows)")
+                if not window.poisoned:
+                    warnings.warn(f"non-finite loss term {term.name!r} at epoch {epoch}, batch "
+                                  f"{batch_idx}: the update window is skipped", RuntimeWarning,
+                                  stacklevel=4)
+                window.poisoned = True
+            values[term.name] = value
+            sums.plain += value
+            sums.weighted += term.weight * value
+            sums.denominator += float(term.denominator or 0.0)
+        return values
+
+    def _backward(self, result: ObjectiveResult, window: _Window,
+                  params: list[torch.Tensor]) -> None:
+        live = [t for t in result.terms if t.weight != 0 and not t.masked
+                and t.numerator.requires_grad]
+        if not live or not params:
+            return
+        scale = self.scaler.scale if self.scaler is not None else (lambda x: x)
+        if self.accumulate == 1:  # a one-microbatch window: one pass through the combined loss
+            combined = sum(t.weight * t.numerator / float(t.denominator or 1.0) for t in live)
+            assert isinstance(combined, torch.Tensor)
+            torch.autograd.backward(scale(combined), inputs=params)
+            return
+        for i, term in enumerate(live):
+            loss = scale(term.weight * term.numerator)
+            keep = i < len(live) - 1  # later terms share the graph
+            if window.first in (None, term.name):
+                window.first = term.name
+                torch.autograd.backward(loss, inputs=params, retain_graph=keep)
+                continue
+            grads = torch.autograd.grad(loss, params, retain_graph=keep, allow_unused=True)
+            buffer = window.buffers.setdefault(term.name, {})
+            for p, g in zip(params, grads, strict=True):
+                if g is not None:
+                    held = buffer.get(id(p))
+                    buffer[id(p)] = g if held is None else held.add_(g)
+
+    # -- the window's end -------------------------------------------------------------
+    def _coefficient(self, window: _Window, name: str) -> float:
+        """What a term's summed weighted gradient is multiplied by: 1 / Σ denominators."""
+        if self.accumulate == 1:
+            return 1.0  # the combined loss was already normalized
+        sums = window.terms[name]
+        return 1.0 if sums.reduction == "sum" else 1.0 / sums.denominator
+
+    def _assemble(self, window: _Window, params: list[torch.Tensor]) -> None:
+        if window.first is not None:
+            c = self._coefficient(window, window.first)
+            if c != 1.0:
+                for p in params:
+                    if p.grad is not None:
+                        p.grad.mul_(c)
+        for name, buffer in window.buffers.items():
+            c = self._coefficient(window, name)
+            for p in params:
+                g = buffer.get(id(p))
+                if g is None:
+                    continue
+                if p.grad is None:
+                    p.grad = g.mul_(c)
+                else:
+                    p.grad.add_(g, alpha=c)
+
+    def _close(self, epoch: int, batch_idx: int, params: list[torch.Tensor]) -> None:
+        window, self.window = self.window, _Window()
+        try:
+            self._update(window, epoch, batch_idx, params)
+        finally:
+            for p in params:
+                p.grad = None
+
+    def _update(self, window: _Window, epoch: int, batch_idx: int,
+                params: list[torch.Tensor]) -> None:
+        if window.poisoned:
+            return  # a dropped window (nonfinite="skip") counts nowhere
+        for name, sums in window.terms.items():
+            total = self.epoch_terms.setdefault(name, _TermSums(sums.reduction))
+            total.weighted += sums.weighted
+            total.plain += sums.plain
+            total.denominator += sums.denominator
+        unmasked = [s for s in window.terms.values() if s.reduction == "sum" or s.denominator > 0]
+        if not unmasked:
+            return  # every term masked: no update
+        self._assemble(window, params)
+        stepped = [s for s in self.slots if any(p.grad is not None for p in s.params())]
+        if not stepped:
+            return
+        if not self._step(stepped, epoch, batch_idx):
+            return
+        self._commit(stepped, window, epoch, batch_idx)
+
+    def _step(self, stepped: list[OptimizerSlot], epoch: int, batch_idx: int) -> bool:
+        """Unscale, check, clip and step every optimizer holding gradients; False when the
+        window was skipped (an FP16 overflow, or a non-finite gradient under "skip")."""
+        scaler = self.scaler
+        if scaler is not None:
+            for slot in stepped:
+                scaler.unscale_(slot.optimizer)
+            grads = [p.grad for s in stepped for p in s.params() if p.grad is not None]
+            if not torch.isfinite(torch.nn.utils.get_total_norm(grads)):
+                scaler.update()  # all or nothing: no optimizer steps; the scale backs off
+                return False
+        for slot in stepped:
+            clip = slot.config.grad_clip_norm
+            if clip is None:
+                continue
+            owned = [p for p in slot.params() if p.grad is not None]
+            norm = torch.nn.utils.clip_grad_norm_(owned, clip)
+            if not torch.isfinite(norm):
+                if self.policy == "fail":
+                    raise FloatingPointError(
+                        f"non-finite gradient norm at epoch {epoch}, batch {batch_idx}; nothing "
+                        "was stepped (declare nonfinite='skip' to drop such windows)")
+                warnings.warn(f"non-finite gradient norm at epoch {epoch}, batch {batch_idx}: "
+                              "the update window is skipped", RuntimeWarning, stacklevel=4)
+                if scaler is not None:
+                    scaler.update()
+                return False
+        for slot in stepped:
+            if scaler is None:
+                slot.optimizer.step()
+            else:
+                scaler.step(slot.optimizer)
+        if scaler is not None:
+            scaler.update()
+        return True
+
+    def _commit(self, stepped: list[OptimizerSlot], window: _Window, epoch: int,
+                batch_idx: int) -> None:
+        self.counter.committed_updates += 1
+        terms = {}
+        for name, sums in window.terms.items():
+            value = sums.value(weighted=False)
+            if value is not None:
+                terms[name] = value
+        events = []
+        for slot in stepped:
+            slot.updates += 1
+            events.append(UpdateEvent(
+                optimizer=slot.name, update_index=slot.updates,
+                update_count=self.counter.committed_updates, epoch=epoch, batch_idx=batch_idx,
+                microbatches=window.microbatches, terms=dict(terms)))
+        if self.after_update is not None:
+            self.after_update(events)
+        self.on_commit(events, stepped)
+
+    # -- the record -------------------------------------------------------------------
+    def _record(self, result: ObjectiveResult, values: dict[str, float]) -> NNEvaluationDataPoint:
+        """The microbatch's record: its own denominator-weighted loss, the task fields when
+        the objective hands back output and target, and the objective's metrics."""
+        parts = [t.weight * values[t.name] / float(t.denominator or 1.0)
+                 for t in result.terms if not t.masked]
+        loss = math.fsum(parts) if parts else None
+        if result.output is not None and result.target is not None:
+            adapter = self.model.task_adapter
+            edp = adapter.record(result.output, result.target, loss=loss, validate=False)
+        else:
+            edp = NNEvaluationDataPoint(loss=loss)
+        if result.metrics:
+            edp = dataclasses.replace(edp, extra={**edp.extra, **result.metrics})
+        return edp
