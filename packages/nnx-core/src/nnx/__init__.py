@@ -51,6 +51,10 @@ _CORE_EXPORTS: dict[str, str] = {
     "RuntimeModule": "nnx.models",
     "register_model_factory": "nnx.models",
     "MissingModelFactoryError": "nnx.models",
+    # topology-transform recipes (§4.2)
+    "TransformRecipe": "nnx.transforms",
+    "TransformCompatibilityError": "nnx.transforms",
+    "register_transform": "nnx.transforms",
     "BatchAdapter": "nnx.batch_adapters",
     "PositionalInputs": "nnx.batch_adapters",
     "KeywordInputs": "nnx.batch_adapters",
@@ -82,6 +86,15 @@ _CORE_EXPORTS: dict[str, str] = {
     "ModelCheckpoint": "nnx.callbacks.model_checkpoint",
     "TensorBoardCallback": "nnx.callbacks.tensorboard",
     "WandbCallback": "nnx.callbacks.wandb",
+    "Trainer": "nnx.trainer",
+    "TrainerStepContext": "nnx.trainer",
+    "Objective": "nnx.objectives",
+    "ObjectiveContext": "nnx.objectives",
+    "ObjectiveResult": "nnx.objectives",
+    "LossTerm": "nnx.objectives",
+    "UpdateEvent": "nnx.objectives",
+    "supervised_objective": "nnx.objectives",
+    "kd_objective": "nnx.objectives",
     "TrainStepContext": "nnx.steps",
     "EvalStepContext": "nnx.steps",
     "default_train_step": "nnx.steps",
@@ -179,6 +192,13 @@ if TYPE_CHECKING:
     from nnx.nets.moe import MoEFeedFwdNN as MoEFeedFwdNN
     from nnx.nets.moe import MoELinear as MoELinear
     from nnx.nets.vit import ViTNN as ViTNN
+    from nnx.objectives import LossTerm as LossTerm
+    from nnx.objectives import Objective as Objective
+    from nnx.objectives import ObjectiveContext as ObjectiveContext
+    from nnx.objectives import ObjectiveResult as ObjectiveResult
+    from nnx.objectives import UpdateEvent as UpdateEvent
+    from nnx.objectives import kd_objective as kd_objective
+    from nnx.objectives import supervised_objective as supervised_objective
     from nnx.optimizer_factories import register_optimizer_factory as register_optimizer_factory
     from nnx.optimizers import build_optimizer as build_optimizer
     from nnx.optimizers import build_param_groups as build_param_groups
@@ -215,5 +235,10 @@ if TYPE_CHECKING:
     from nnx.steps import default_train_step as default_train_step
     from nnx.tasks.adapters import TaskValidationError as TaskValidationError
     from nnx.tasks.spec import TaskSpec as TaskSpec
+    from nnx.trainer import Trainer as Trainer
+    from nnx.trainer import TrainerStepContext as TrainerStepContext
     from nnx.training import RunExistsError as RunExistsError
     from nnx.training import RunLeaseError as RunLeaseError
+    from nnx.transforms import TransformCompatibilityError as TransformCompatibilityError
+    from nnx.transforms import TransformRecipe as TransformRecipe
+    from nnx.transforms import register_transform as register_transform

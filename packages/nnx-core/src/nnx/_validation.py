@@ -188,15 +188,16 @@ def check_batch_sizes(field: str, values: Any) -> tuple[int | None, ...]:
     )
 
 
-def check_spec_id(owner: str, value: Any, *, hint: str = "") -> str:
+def check_spec_id(owner: str, value: Any, *, hint: str = "", field: str = "id") -> str:
     """A registry id: a non-empty string without '@' or surrounding whitespace.
 
-    ``owner`` is the spec class name (``"ModelSpec"``); ``hint`` is appended when
+    ``owner`` is the spec class name (``"ModelSpec"``) and ``field`` the attribute
+    holding the id (``"op"`` for a transform recipe); ``hint`` is appended when
     the value is a callable (code passed where a registered id belongs).
     """
     if not isinstance(value, str) or not value or "@" in value or value != value.strip():
         extra = f" ({hint})" if hint and callable(value) else ""
-        raise ValueError(f"{owner}.id must be a non-empty string without '@' or surrounding "
+        raise ValueError(f"{owner}.{field} must be a non-empty string without '@' or surrounding "
                          f"whitespace; got {value!r}{extra}")
     return value
 

@@ -31,6 +31,13 @@ from nnx.prediction import (
 from nnx.records import NNEvaluationDataPoint
 from nnx.run import DEFAULT_ROOT, NNRun
 from nnx.tasks.adapters import TaskAdapter, task_adapter
+from nnx.transforms import (
+    TransformRecipe,
+    apply_transform,
+    checkpoint_recipes,
+    refuse_runtime,
+    replay_transforms,
+)
 
 __all__ = ["NNModel"]
 
@@ -48,7 +55,8 @@ class NNModel:
     such a module sees batches; by default a module's own ``unpack_batch``,
     else :class:`~nnx.batch_adapters.PositionalInputs`. ``net`` is a plain
     ``torch.nn.Module`` (built-in nets return raw logits); ``train`` runs the
-    supervised loop and returns the :class:`NNRun`.
+    supervised loop and returns the :class:`NNRun`. ``transforms`` holds the
+    topology-transform recipes materialized on ``net``, in order (§4.2).
     """
 
     def __init__(self, net_params: NNParams | None = None,
@@ -69,6 +77,7 @@ class NNModel:
         self.loss_fn: nn.Module = params.loss().to(self.device)
         self._adapter = task_adapter(params.task, self.loss_fn)
         self._adapter_loss = self.loss_fn
+        self.transforms: tuple[TransformRecipe, ...] = ()
 
     @property
     def task_adapter(self) -> TaskAdapter:
@@ -108,15 +117,20 @@ class NNModel:
 
     # -- training ---------------------------------------------------------------------
     def train(self, params: NNTrainParams, *, train_step_fn: Callable[..., Any] | None = None,
-              eval_step_fn: Callable[..., Any] | None = None, callbacks: Iterable[Any] = (),
+              objective: Any = None, eval_step_fn: Callable[..., Any] | None = None,
+              callbacks: Iterable[Any] = (),
               salt: str | None = None, verbose: bool | None = None,
               root: str | os.PathLike[str] = DEFAULT_ROOT,
               components: Iterable[Any] = (), history: Any = None,
               provenance: Any = None) -> NNRun:
-        """Train on ``params.train_loader``; writes ``runs/<id>/`` and returns the run."""
+        """Train on ``params.train_loader``; writes ``runs/<id>/`` and returns the run.
+
+        The update owner is the default supervised step, a ``train_step_fn``, or an
+        ``objective`` run by the shared update engine (§6.5), never two of them.
+        """
         from nnx.training import train_model
 
-        return train_model(self, params, train_step_fn=train_step_fn,
+        return train_model(self, params, train_step_fn=train_step_fn, objective=objective,
                            eval_step_fn=eval_step_fn, callbacks=list(callbacks), salt=salt,
                            verbose=verbose, root=os.fspath(root),
                            components=list(components), history=history,
@@ -207,6 +221,15 @@ class NNModel:
 
         return unfreeze(self.net, *patterns)
 
+    def apply_transform(self, recipe: TransformRecipe) -> None:
+        """Materialize a topology-transform recipe on ``net`` and record it (§4.2).
+
+        The recipe joins the run id of later ``train`` calls and every
+        checkpoint, and ``from_checkpoint`` replays it. A wrapped runtime module
+        is refused (MissingModelFactoryError); any refusal leaves ``net`` as it was.
+        """
+        apply_transform(self, recipe)
+
     def export_state_dict(self, path: str | os.PathLike[str]) -> Path:
         """Save ``net.state_dict()`` alone, for consumers that do not use NNx."""
         from nnx.finetune import export_state_dict
@@ -223,14 +246,21 @@ class NNModel:
         A registered model is rebuilt through its factory and a runtime module
         needs ``module=`` (a fresh instance of the same topology); both are
         checked against the saved parameter names and shapes before any weight
-        is loaded (ValueError on a mismatch).
+        is loaded (ValueError on a mismatch). The checkpoint's transform recipes
+        are replayed on the rebuilt base first; one this process cannot replay
+        raises :class:`~nnx.transforms.TransformCompatibilityError` before any
+        weight is loaded.
         """
         if not isinstance(checkpoint, NNCheckpoint):
             checkpoint = NNCheckpoint.from_file(checkpoint, map_location=map_location)
+        recipes = checkpoint_recipes(checkpoint.transforms)  # every one resolved up front
         params = NNModelParams.from_state(checkpoint.model)
+        if recipes:
+            refuse_runtime(params.net, "NNModel.from_checkpoint")
         check_checkpoint_module(params.net, module, checkpoint.state_dict)
         if not isinstance(params.net, Nets):
             model = cls(params=params, module=module, batch_adapter=batch_adapter)
+            replay_transforms(model, recipes)
             check_weights_fit(model.net, checkpoint.state_dict,
                               f"checkpoint of {params.net.label}")
         else:
@@ -238,6 +268,7 @@ class NNModel:
                 raise ValueError("this checkpoint holds no net params; it cannot be rebuilt")
             net_params = NNParams.resolve_from_state(checkpoint.net, params.net)
             model = cls(net_params=net_params, params=params, batch_adapter=batch_adapter)
+            replay_transforms(model, recipes)
         model.net.load_state_dict(checkpoint.state_dict)
         return model
 

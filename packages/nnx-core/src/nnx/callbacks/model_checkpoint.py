@@ -13,9 +13,9 @@ class ModelCheckpoint(Callback):
     """Every ``every_n_epochs`` epochs, write ``checkpoints/<prefix>_e<epoch>.pt``
     (``.safetensors`` with ``format="safetensors"``).
 
-    The files hold weights only (``training_state_present: false``); pass a
-    file's stem (``"custom_e3"``) as ``resume_from_checkpoint`` to warm-start
-    from its weights.
+    The files hold weights only (``training_state_present: false``) and the
+    model's topology-transform recipes; pass a file's stem (``"custom_e3"``)
+    as ``resume_from_checkpoint`` to warm-start from its weights.
     """
 
     def __init__(self, every_n_epochs: int = 1, prefix: str = "custom",
@@ -31,6 +31,9 @@ class ModelCheckpoint(Callback):
         self.saved: list[str] = []
 
     def on_epoch_end(self, ctx: CallbackContext) -> None:
+        # Imported here: nnx.training imports the callbacks package at load time.
+        from nnx.loop_support import transform_states
+
         if (ctx.epoch + 1) % self.every_n_epochs:
             return
         run, model = ctx.run, ctx.model
@@ -39,6 +42,8 @@ class ModelCheckpoint(Callback):
             tag=tag, epoch=ctx.epoch, run_id=run.id, state_dict=model.net.state_dict(),
             model=run.model_params.state(),
             net=None if run.net_params is None else run.net_params.state(),
-            train=run.train_params.state(), idp=ctx.idp)
+            train=run.loop_params.state(), idp=ctx.idp,
+            # The recipes the weights need to be read back (§4.2), as LAST and BEST carry.
+            transforms=transform_states(model))
         checkpoint.save(run.checkpoints_dir / f"{tag}{self.suffix}")
         self.saved.append(tag)

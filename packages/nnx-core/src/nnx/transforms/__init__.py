@@ -1,0 +1,39 @@
+"""Topology-transform recipes (spec §4.2): versioned, replayable module surgery.
+
+A :class:`TransformRecipe` names a transform op registered under
+``(op, version)`` (:func:`register_transform`, or the ``nnx.transforms``
+entry-point group, named ``op@vN``) with its JSON-like config.
+``NNModel.apply_transform(recipe)`` materializes it and records it on the
+model; the run id and every checkpoint carry it, and
+``NNModel.from_checkpoint`` replays it on the rebuilt base before loading the
+weights. Core ships ``nnx.low_rank`` v1 (:mod:`nnx.transforms.low_rank`).
+"""
+
+from nnx.transforms.apply import (
+    apply_transform,
+    checkpoint_recipes,
+    refuse_runtime,
+    replay_transforms,
+)
+from nnx.transforms.low_rank import LowRankLinear, materialize_low_rank
+from nnx.transforms.recipe import TransformRecipe
+from nnx.transforms.registry import (
+    TransformCompatibilityError,
+    TransformOp,
+    register_transform,
+    resolve_transform,
+)
+
+__all__ = [
+    "LowRankLinear",
+    "TransformCompatibilityError",
+    "TransformOp",
+    "TransformRecipe",
+    "apply_transform",
+    "checkpoint_recipes",
+    "materialize_low_rank",
+    "refuse_runtime",
+    "register_transform",
+    "replay_transforms",
+    "resolve_transform",
+]

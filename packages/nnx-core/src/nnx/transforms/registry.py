@@ -1,0 +1,78 @@
+"""The process registry of topology-transform ops (spec §4.2).
+
+Ops live in the ``nnx.transforms`` versioned registry, so an add-on can also
+announce one through an entry point named ``op@vN``. An op is a callable
+``materialize(net, config, *, source=True) -> None`` that replaces submodules
+of ``net`` in place:
+
+* ``source=True`` transforms a live net (it may read its weights, e.g. SVD);
+* ``source=False`` replays the recipe on a freshly built base: it must build
+  exactly the same topology from ``config`` alone, because the weights are
+  loaded afterwards.
+
+It must check everything it needs before it changes the net, so a refusal
+leaves the net as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from torch import nn
+
+from nnx.plugins import VersionedRegistry, versioned_registry
+from nnx.transforms.low_rank import materialize_low_rank
+from nnx.transforms.recipe import TransformRecipe
+
+__all__ = [
+    "TransformCompatibilityError",
+    "TransformOp",
+    "register_transform",
+    "resolve_transform",
+]
+
+
+class TransformCompatibilityError(ValueError):
+    """A recipe names an op this process cannot materialize, or cannot replay it here."""
+
+
+class TransformOp(Protocol):
+    def __call__(self, net: nn.Module, config: Mapping[str, Any], *,
+                 source: bool = True) -> None: ...
+
+
+def _registry() -> VersionedRegistry:
+    return versioned_registry("nnx.transforms")
+
+
+# Core's own op registers when this module loads (not on first use): a lazy
+# registration could land in whatever registry state happened to be current
+# then, and loading it first lets a later register_transform still replace it.
+_registry().register("nnx.low_rank", 1, materialize_low_rank)
+
+
+def register_transform(op: str, version: int, materialize: TransformOp) -> None:
+    """Register ``materialize`` as transform ``op`` at ``version`` for this process.
+
+    A later registration of the same (op, version) replaces it.
+    """
+    if not callable(materialize):
+        raise TypeError(f"register_transform needs a callable materialize; got {materialize!r}")
+    _registry().register(op, version, materialize)
+
+
+def resolve_transform(recipe: TransformRecipe) -> TransformOp:
+    """The op ``recipe`` names; TransformCompatibilityError before any op code runs."""
+    if not isinstance(recipe, TransformRecipe):
+        raise TypeError(f"resolve_transform needs a TransformRecipe; got "
+                        f"{type(recipe).__name__}")
+    found = _registry().require(
+        recipe.op, recipe.version, what="transform", error=TransformCompatibilityError,
+        register=f"nnx.register_transform({recipe.op!r}, {recipe.version}, materialize)")
+    if not callable(found):
+        raise TransformCompatibilityError(
+            f"transform {recipe.label} resolved to {type(found).__name__}, which is not "
+            f"callable; an nnx.transforms entry point must name a materialize function")
+    op: TransformOp = found
+    return op
