@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from nnx.objectives.ownership import imperative_step
 from nnx.precision import ResolvedPrecision
 from nnx.records import NNEvaluationDataPoint
 
@@ -117,6 +118,7 @@ def _close_window(ctx: TrainStepContext) -> None:
     opt.zero_grad(set_to_none=True)
 
 
+@imperative_step  # it steps the optimizer itself: never an objective (§6.5)
 def default_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
     """The supervised step: ``loss_fn(net(X), Y)`` → backward → (window end) step."""
     model = ctx.model
