@@ -442,3 +442,37 @@ def test_a_module_with_unpack_batch_keeps_using_it():
     (inputs,), target = model.split_batch((y, x))
     assert inputs is x and target is y
     assert model.predict([(y, x)]).logits.shape == (6, 3)
+
+
+def test_registered_and_wrapped_modules_train_under_an_objective_and_the_trainer(tmp_path):
+    from nnx import NNParamGroupSpec, NNTrainerParams, Trainer, supervised_objective
+
+    # A keyword-input module through the shared engine: the same weights as the default step.
+    by_step, by_objective = wrapped(), wrapped(copy_of := TokenEncoder())
+    copy_of.load_state_dict(by_step.net.state_dict())
+    by_step.train(plan(token_loader(), n_epochs=2), verbose=False, root=tmp_path / "s")
+    by_objective.train(plan(token_loader(), n_epochs=2), objective=supervised_objective(),
+                       verbose=False, root=tmp_path / "o")
+    assert by_objective.net is copy_of
+    for a, b in zip(by_step.net.parameters(), copy_of.parameters(), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+    # A registered encoder under the Trainer, resumed warm and reloaded.
+    def trainer_plan(n_epochs=2, **changes):
+        everything = NNOptimParams.builder().adam(max_lr=3e-2).param_groups(
+            [NNParamGroupSpec(name_pattern="*")]).build()
+        data = dataset()
+        return NNTrainerParams(n_epochs=n_epochs, train_loader=data.train_loader,
+                               val_loader=data.val_loader, seed=0,
+                               optims={"all": everything}, **changes)
+
+    model = registered()
+    run = Trainer(model).train(trainer_plan(), objective=supervised_objective(),
+                               verbose=False, root=tmp_path / "t")
+    more = Trainer(registered()).train(trainer_plan(resume_from_run_id=run.id),
+                                       objective=supervised_objective(), verbose=False,
+                                       root=tmp_path / "t")
+    assert more.resume_status.mode == "stateful"
+    assert [r.epoch for r in more.epoch_records()] == [2, 3]
+    reloaded = NNModel.from_checkpoint(NNCheckpoint.load(run.id, root=tmp_path / "t"))
+    assert same(weights(reloaded.net), weights(model.net))
