@@ -50,6 +50,7 @@ from nnx.steps import EvalStepContext, UpdateWindow
 from nnx.update_engine import OptimizerSlot, UpdateEngine
 
 if TYPE_CHECKING:
+    from nnx.distributed import DistributedSession
     from nnx.model import NNModel
     from nnx.objectives import UpdateEvent
     from nnx.precision import ResolvedPrecision
@@ -78,16 +79,48 @@ class FitLoop(ABC):
     slots: dict[str | None, OptimizerSlot]
     accumulate: int  # the microbatches of one update window
     custom_step = False  # the update owner records no declared metric on training batches
+    agree_stops = False  # under DDP: some rank registered an update listener
+    ddp_net: Any = None
     auto_step_schedulers = True
 
     def __init__(self, model: NNModel, params: Any, *, objective: Any, eval_fn: EvalFn | None,
                  callbacks: Sequence[Any], salt: str | None, verbose: bool | None, root: str,
                  components: Sequence[Any] = (), history: Any = None,
-                 provenance: Any = None) -> None:
+                 provenance: Any = None, distributed: Any = None) -> None:
         if params.train_loader is None:
             raise ValueError(f"{type(params).__name__}.train_loader is required to train")
         if eval_fn is not None and not callable(eval_fn):
             raise TypeError("eval_step_fn must be callable")
+        self.dist: DistributedSession | None = None
+        if distributed is not None:
+            from nnx.distributed import DistributedSession
+
+            self.dist = DistributedSession(distributed, model.device)
+            try:  # this rank's shard; loaders are runtime-only, so the run id is unchanged
+                params = params.with_train_loader(self.dist.shard(params.train_loader,
+                                                                  params.seed))
+            except BaseException:
+                self.dist.close()
+                raise
+            if not self.dist.is_main:
+                verbose = False
+        try:
+            self._setup(model, params, objective=objective, eval_fn=eval_fn,
+                        callbacks=callbacks, salt=salt, verbose=verbose, root=root,
+                        components=components, history=history, provenance=provenance)
+        except BaseException:
+            if self.dist is not None:
+                self.dist.close()
+            raise
+
+    @property
+    def is_main(self) -> bool:
+        """Whether this process persists the run (always, unless a non-zero DDP rank)."""
+        return self.dist is None or self.dist.is_main
+
+    def _setup(self, model: NNModel, params: Any, *, objective: Any, eval_fn: EvalFn | None,
+               callbacks: Sequence[Any], salt: str | None, verbose: bool | None, root: str,
+               components: Sequence[Any], history: Any, provenance: Any) -> None:
         self.model, self.params, self.objective = model, params, objective
         self.eval_fn = eval_fn
         self.callbacks = as_callbacks(callbacks)
@@ -118,6 +151,7 @@ class FitLoop(ABC):
         self.progress = Progress(self.end_epoch - self.start_epoch, params.train_loader,
                                  verbose=verbose)
         self.ctx = self._context()
+        self._distributed_context()
         self.iter_idx = 0
         self.epoch_complete = False
         self.summary: Any = None
@@ -129,7 +163,7 @@ class FitLoop(ABC):
                                        slots=list(self.slots.values()),
                                        precision=self.precision, scaler=self.scaler,
                                        accumulate=self.accumulate, counter=self.ctx,
-                                       on_commit=self._on_engine_commit)
+                                       on_commit=self._on_engine_commit, session=self.dist)
 
     # -- what subclasses provide ------------------------------------------------------
     @abstractmethod
@@ -148,6 +182,10 @@ class FitLoop(ABC):
         slot = self.primary
         return CallbackContext(model=self.model, run=self.run, optimizer=slot.optimizer,
                                scheduler=slot.schedule)
+
+    def _distributed_context(self) -> None:
+        if self.dist is not None:
+            self.ctx.rank, self.ctx.world_size = self.dist.rank, self.dist.world_size
 
     def run_batch(self, batch: Any, batch_idx: int, epoch: int,
                   window: UpdateWindow) -> NNEvaluationDataPoint:
@@ -226,6 +264,23 @@ class FitLoop(ABC):
 
     # -- reservation ------------------------------------------------------------------
     def reserve(self, locks: contextlib.ExitStack) -> None:
+        """Rank 0 reserves; every rank learns whether it could (none waits forever)."""
+        if self.dist is None:
+            self._reserve(locks)
+            return
+        failure: BaseException | None = None
+        if self.dist.is_main:
+            try:
+                self._reserve(locks)
+            except BaseException as exc:
+                failure = exc
+        message = self.dist.broadcast(None if failure is None else repr(failure))
+        if failure is not None:
+            raise failure
+        if message is not None:
+            raise RuntimeError(f"rank 0 could not reserve run {self.run.id}: {message}")
+
+    def _reserve(self, locks: contextlib.ExitStack) -> None:
         """Take the run's lease for the whole fit, then admit it (lease → admission → best)."""
         root, path = self.run.root, self.run.path
         root.mkdir(parents=True, exist_ok=True)
@@ -314,9 +369,7 @@ class FitLoop(ABC):
 
     def train_epoch(self, epoch: int) -> NNIterationDataPoint:
         params = self.params
-        set_epoch = getattr(params.train_loader, "set_epoch", None)
-        if callable(set_epoch):
-            set_epoch(epoch)
+        _announce_epoch(params.train_loader, epoch)
         self.model.net.train()
         self._warn_unowned()
         if self.engine is not None:
@@ -324,8 +377,18 @@ class FitLoop(ABC):
         accumulate = self.accumulate
         window = UpdateWindow(size=accumulate)
         self.summary = self._epoch_summary()
-        last: NNIterationDataPoint | None = None
         self.updates_this_epoch = 0
+        if self.dist is not None:
+            self.model._train_forward = self.ddp_net
+        try:
+            return self._batches(epoch, accumulate, window)
+        finally:
+            self.model._train_forward = None
+
+    def _batches(self, epoch: int, accumulate: int,
+                 window: UpdateWindow) -> NNIterationDataPoint:
+        params = self.params
+        last: NNIterationDataPoint | None = None
         for batch_idx, (batch, is_last) in enumerate(with_lookahead(params.train_loader)):
             window.closes = is_last or window.position + 1 == accumulate
             edp = self.run_batch(batch, batch_idx, epoch, window)
@@ -346,6 +409,9 @@ class FitLoop(ABC):
             last = idp
             self.progress.batch(epoch, edp.loss)
             self.epoch_complete = is_last
+            if self.agree_stops:  # a mid-epoch stop on any rank stops every rank (§6.1)
+                assert self.dist is not None
+                self.ctx.stop_at_update = self.dist.any(self.ctx.stop_at_update)
             if self.ctx.stop_at_update:
                 break
         if last is None:
@@ -439,6 +505,10 @@ class FitLoop(ABC):
     def commit(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
                value: float | None) -> None:
         run = self.run
+        if not self.is_main:  # under DDP only rank 0 persists; the others keep the score
+            if improved and self.tracker is None and value is not None:
+                self.best_score = min(value, self.best_score)
+            return
         self.hist.commit(epoch, idp)
         try:
             generation = self._checkpoint("last", epoch, idp)
@@ -500,9 +570,13 @@ class FitLoop(ABC):
                 "generation": self.resume.checkpoint.generation}
 
     def execute(self) -> NNRun:
-        with contextlib.ExitStack() as locks:
-            self.reserve(locks)
-            return self._fit()
+        try:
+            with contextlib.ExitStack() as locks:
+                self.reserve(locks)
+                return self._fit()
+        finally:
+            if self.dist is not None:
+                self.dist.close()
 
     def _begin(self) -> None:  # noqa: B027 - optional: only the Trainer refuses here
         """After the reset hooks ran: a subclass may refuse what they registered."""
@@ -513,9 +587,16 @@ class FitLoop(ABC):
 
             set_seed(self.params.seed)
         ctx, run = self.ctx, self.run
-        self.hist = open_history(run, self.journal)
+        if self.is_main:
+            self.hist: Any = open_history(run, self.journal)
+        else:
+            from nnx.distributed import MemoryHistory
+
+            self.hist = MemoryHistory(run)
         ctx.idps = self.hist.view
-        if self.provenance is not None:
+        if self.dist is not None:
+            self.ddp_net = self.dist.wrap(self.model.net)
+        if self.provenance is not None and self.is_main:
             from nnx.provenance import begin_attempt
 
             self.attempt = begin_attempt(run.path, self.provenance, parent=self._parent_attempt())
@@ -523,11 +604,14 @@ class FitLoop(ABC):
             for cb in self.callbacks:
                 cb.on_train_begin(ctx)
             self._begin()
+            if self.dist is not None:  # agree once whether mid-epoch stops need agreeing
+                self.agree_stops = self.dist.any(bool(ctx.update_listeners))
             if self.resume is not None:
                 apply_resume(self.resume, self)
                 run.resume_status = self.resume.status
                 run.metadata["resume"] = self.resume.status.state()
-                run.save_config()
+                if self.is_main:
+                    run.save_config()
             self._epochs()
         except BaseException as exc:
             # on_train_end still runs so loggers close their files; ctx.error says why.
@@ -541,7 +625,8 @@ class FitLoop(ABC):
             end_callbacks(self.callbacks, ctx, full=self._full_history)
         if self.attempt is not None:
             self.attempt.finish("completed")
-        print(f"Run saved to {display_path(run.path)}")
+        if self.is_main:
+            print(f"Run saved to {display_path(run.path)}")
         return run
 
     def _epochs(self) -> None:
@@ -555,9 +640,13 @@ class FitLoop(ABC):
                 self.hist.discard_epoch(epoch)  # a partial epoch is never committed
                 return
             val_edp = self.validate(epoch)
+            if self.dist is not None and self.summary is not None:
+                self.dist.reduce_state(_reducible(self.summary))  # sums and counts
             idp = dataclasses.replace(
                 last, val_edp=val_edp,
                 train_summary=None if self.summary is None else self.summary.result())
+            if self.dist is not None:  # rank 0's record decides everywhere
+                idp = self.dist.broadcast(idp)
             value, improved, record = self._signal(idp)
             if record is not None:
                 idp = dataclasses.replace(idp, selection=record.state())
@@ -570,8 +659,25 @@ class FitLoop(ABC):
             ctx.idp = idp
             self.progress.epoch_done(epoch, idp)
             self._dispatch("on_epoch_end")
+            if self.dist is not None:
+                ctx.should_stop = self.dist.any(ctx.should_stop)
+                ctx.stop_at_update = self.dist.any(ctx.stop_at_update)
             if ctx.should_stop or ctx.stop_at_update:
                 return
+
+
+def _announce_epoch(loader: Any, epoch: int) -> None:
+    """Tell the loader, or else its sampler (a DistributedSampler), the epoch's index."""
+    for owner in (loader, getattr(loader, "sampler", None)):
+        set_epoch = getattr(owner, "set_epoch", None)
+        if callable(set_epoch):
+            set_epoch(epoch)
+            return
+
+
+def _reducible(summary: Any) -> Any:
+    """The part of an epoch summary that holds its sums and counts."""
+    return summary.engine.epoch_terms if isinstance(summary, _EngineSummary) else summary
 
 
 class _EngineSummary:

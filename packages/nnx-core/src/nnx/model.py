@@ -78,6 +78,9 @@ class NNModel:
         self._adapter = task_adapter(params.task, self.loss_fn)
         self._adapter_loss = self.loss_fn
         self.transforms: tuple[TransformRecipe, ...] = ()
+        # The DDP wrapper while a distributed fit trains an epoch (nnx.distributed);
+        # model.net itself is never replaced, so its names never carry "module.".
+        self._train_forward: nn.Module | None = None
 
     @property
     def task_adapter(self) -> TaskAdapter:
@@ -107,7 +110,8 @@ class NNModel:
     def forward_raw(self, inputs: Sequence[Any]) -> torch.Tensor:
         """``net(*inputs, **inputs.kwargs)``, its output tensor read by the batch adapter."""
         kwargs = inputs.kwargs if isinstance(inputs, ModelInputs) else {}
-        return self.batch_adapter.output(self.net(*inputs, **kwargs))
+        net = self.net if self._train_forward is None else self._train_forward
+        return self.batch_adapter.output(net(*inputs, **kwargs))
 
     def inference_precision(self) -> ResolvedPrecision:
         """Inference runs in an explicit policy only; the legacy flag never governs it."""
@@ -122,8 +126,11 @@ class NNModel:
               salt: str | None = None, verbose: bool | None = None,
               root: str | os.PathLike[str] = DEFAULT_ROOT,
               components: Iterable[Any] = (), history: Any = None,
-              provenance: Any = None) -> NNRun:
+              provenance: Any = None, distributed: Any = None) -> NNRun:
         """Train on ``params.train_loader``; writes ``runs/<id>/`` and returns the run.
+
+        ``distributed=nnx.distributed.DDP(...)`` trains on every rank of a torchrun
+        launch; rank 0 alone writes the run (docs/distributed.md).
 
         The update owner is the default supervised step, a ``train_step_fn``, or an
         ``objective`` run by the shared update engine (§6.5), never two of them.
@@ -134,7 +141,7 @@ class NNModel:
                            eval_step_fn=eval_step_fn, callbacks=list(callbacks), salt=salt,
                            verbose=verbose, root=os.fspath(root),
                            components=list(components), history=history,
-                           provenance=provenance)
+                           provenance=provenance, distributed=distributed)
 
     # -- inference --------------------------------------------------------------------
     def _batches(self, data: Any) -> Iterable[tuple[Sequence[Any], Any]]:

@@ -89,14 +89,15 @@ class Trainer:
               callbacks: Sequence[Any] = (), salt: str | None = None,
               verbose: bool | None = None, root: str | os.PathLike[str] = DEFAULT_ROOT,
               components: Sequence[Any] = (), history: Any = None,
-              provenance: Any = None) -> NNRun:
-        """Train; writes ``runs/<id>/`` exactly as NNModel.train does and returns the run."""
+              provenance: Any = None, distributed: Any = None) -> NNRun:
+        """Train; writes ``runs/<id>/`` exactly as NNModel.train does and returns the run.
+        ``distributed=nnx.distributed.DDP(...)`` trains on every rank of a torchrun launch."""
         import os
 
         loop = _TrainerLoop(self, params, step_fn=trainer_step_fn, objective=objective,
                             eval_fn=eval_step_fn, callbacks=list(callbacks), salt=salt,
                             verbose=verbose, root=os.fspath(root), components=components,
-                            history=history, provenance=provenance)
+                            history=history, provenance=provenance, distributed=distributed)
         return loop.execute()
 
     def __repr__(self) -> str:

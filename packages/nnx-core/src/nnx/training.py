@@ -109,8 +109,9 @@ def train_model(model: NNModel, params: NNTrainParams, *, train_step_fn: StepFn 
                 objective: Any = None, eval_step_fn: EvalFn | None = None,
                 callbacks: Sequence[Any] = (), salt: str | None = None,
                 verbose: bool | None = None, root: str = "runs", components: Sequence[Any] = (),
-                history: Any = None, provenance: Any = None) -> NNRun:
+                history: Any = None, provenance: Any = None, distributed: Any = None) -> NNRun:
     loop = _Loop(model, params, step_fn=train_step_fn, objective=objective, eval_fn=eval_step_fn,
                  callbacks=callbacks, salt=salt, verbose=verbose, root=root,
-                 components=components, history=history, provenance=provenance)
+                 components=components, history=history, provenance=provenance,
+                 distributed=distributed)
     return loop.execute()

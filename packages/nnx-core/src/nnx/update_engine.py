@@ -15,6 +15,7 @@ optimizer, and update-clock schedules.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import warnings
@@ -81,7 +82,8 @@ CommitHook = Callable[[list[UpdateEvent], list[OptimizerSlot]], None]
 class UpdateEngine:
     def __init__(self, *, model: NNModel, objective: Any, slots: Sequence[OptimizerSlot],
                  precision: ResolvedPrecision, scaler: torch.amp.GradScaler | None,
-                 accumulate: int, counter: Any, on_commit: CommitHook) -> None:
+                 accumulate: int, counter: Any, on_commit: CommitHook,
+                 session: Any = None) -> None:
         self.model, self.objective = model, objective
         self.slots = list(slots)
         self.precision, self.scaler = precision, scaler
@@ -92,6 +94,8 @@ class UpdateEngine:
         self.after_update = getattr(objective, "after_update", None)
         self.window = _Window()
         self.epoch_terms: dict[str, _TermSums] = {}
+        # Under DDP a window closes on the sums over every rank (nnx.distributed).
+        self.session = session
 
     # -- the epoch --------------------------------------------------------------------
     def begin_epoch(self) -> None:
@@ -119,7 +123,10 @@ class UpdateEngine:
                 p.grad = None
         ctx = ObjectiveContext(model=self.model, batch=batch, batch_idx=batch_idx, epoch=epoch,
                                precision=self.precision, microbatch=window.microbatches)
-        with self.precision.autocast():
+        # Under DDP the engine reduces each window's gradients itself (once, exactly), so
+        # the wrapper's per-backward all-reduce is switched off.
+        local = self._local_gradients()
+        with local, self.precision.autocast():
             result = self.objective(ctx)
         if not isinstance(result, ObjectiveResult):
             raise TypeError(f"an objective must return an ObjectiveResult; got "
@@ -169,7 +176,7 @@ class UpdateEngine:
         if not live or not params:
             return
         scale = self.scaler.scale if self.scaler is not None else (lambda x: x)
-        if self.accumulate == 1:  # a one-microbatch window: one pass through the combined loss
+        if self.accumulate == 1 and self.session is None:  # one pass, the combined loss
             combined = sum(t.weight * t.numerator / float(t.denominator or 1.0) for t in live)
             assert isinstance(combined, torch.Tensor)
             torch.autograd.backward(scale(combined), inputs=params)
@@ -188,23 +195,30 @@ class UpdateEngine:
                     held = buffer.get(id(p))
                     buffer[id(p)] = g if held is None else held.add_(g)
 
-    # -- the window's end -------------------------------------------------------------
-    def _coefficient(self, window: _Window, name: str) -> float:
-        """What a term's summed weighted gradient is multiplied by: 1 / Σ denominators."""
-        if self.accumulate == 1:
-            return 1.0  # the combined loss was already normalized
-        sums = window.terms[name]
-        return 1.0 if sums.reduction == "sum" else 1.0 / sums.denominator
+    def _local_gradients(self) -> Any:
+        ddp = getattr(self.model, "_train_forward", None) if self.session is not None else None
+        return ddp.no_sync() if ddp is not None else contextlib.nullcontext()
 
-    def _assemble(self, window: _Window, params: list[torch.Tensor]) -> None:
+    # -- the window's end -------------------------------------------------------------
+    def _coefficient(self, window: _Window, denominators: dict[str, float], name: str) -> float:
+        """What a term's summed weighted gradient is multiplied by: 1 / Σ denominators
+        (over every rank under DDP, whose gradients are then summed)."""
+        if self.accumulate == 1 and self.session is None:
+            return 1.0  # the combined loss was already normalized
+        if window.terms[name].reduction == "sum":
+            return 1.0
+        return 1.0 / denominators[name]
+
+    def _assemble(self, window: _Window, denominators: dict[str, float],
+                  params: list[torch.Tensor]) -> None:
         if window.first is not None:
-            c = self._coefficient(window, window.first)
+            c = self._coefficient(window, denominators, window.first)
             if c != 1.0:
                 for p in params:
                     if p.grad is not None:
                         p.grad.mul_(c)
         for name, buffer in window.buffers.items():
-            c = self._coefficient(window, name)
+            c = self._coefficient(window, denominators, name)
             for p in params:
                 g = buffer.get(id(p))
                 if g is None:
@@ -224,23 +238,36 @@ class UpdateEngine:
 
     def _update(self, window: _Window, epoch: int, batch_idx: int,
                 params: list[torch.Tensor]) -> None:
-        if window.poisoned:
+        poisoned, denominators = self._denominators(window)
+        if poisoned:
             return  # a dropped window (nonfinite="skip") counts nowhere
         for name, sums in window.terms.items():
             total = self.epoch_terms.setdefault(name, _TermSums(sums.reduction))
             total.weighted += sums.weighted
             total.plain += sums.plain
             total.denominator += sums.denominator
-        unmasked = [s for s in window.terms.values() if s.reduction == "sum" or s.denominator > 0]
+        unmasked = [n for n, s in window.terms.items()
+                    if s.reduction == "sum" or denominators[n] > 0]
         if not unmasked:
             return  # every term masked: no update
-        self._assemble(window, params)
+        self._assemble(window, denominators, params)
+        if self.session is not None:
+            self.session.sum_gradients(params)
         stepped = [s for s in self.slots if any(p.grad is not None for p in s.params())]
         if not stepped:
             return
         if not self._step(stepped, epoch, batch_idx):
             return
         self._commit(stepped, window, epoch, batch_idx)
+
+    def _denominators(self, window: _Window) -> tuple[bool, dict[str, float]]:
+        """(poisoned?, each term's denominator) of the window: under DDP poisoned on any
+        rank and summed over ranks, which needs every rank's objective to return the
+        same term names."""
+        names = sorted(window.terms)
+        local = [float(window.poisoned), *(window.terms[n].denominator for n in names)]
+        totals = local if self.session is None else self.session.sum(local)
+        return totals[0] > 0, dict(zip(names, totals[1:], strict=True))
 
     def _step(self, stepped: list[OptimizerSlot], epoch: int, batch_idx: int) -> bool:
         """Unscale, check, clip and step every optimizer holding gradients; False when the

@@ -42,6 +42,8 @@ class CallbackContext:
     # Internal: called after the primary optimizer's update-clock schedule steps (LRMonitor).
     clock_listeners: list[Callable[[CallbackContext], None]] = field(default_factory=list)
     error: BaseException | None = None  # set when training raised; on_train_end still runs
+    rank: int = 0  # this process's rank under DDP (0 otherwise): only rank 0 writes files
+    world_size: int = 1
 
     @property
     def update_count(self) -> int:

@@ -34,8 +34,8 @@ class ModelCheckpoint(Callback):
         # Imported here: nnx.training imports the callbacks package at load time.
         from nnx.loop_support import transform_states
 
-        if (ctx.epoch + 1) % self.every_n_epochs:
-            return
+        if (ctx.epoch + 1) % self.every_n_epochs or ctx.rank != 0:
+            return  # under DDP only rank 0 writes
         run, model = ctx.run, ctx.model
         tag = f"{self.prefix}_e{ctx.epoch}"
         checkpoint = NNCheckpoint(

@@ -60,6 +60,8 @@ class TensorBoardCallback(Callback):
         self._writer: Any = None
 
     def on_train_begin(self, ctx: CallbackContext) -> None:
+        if ctx.rank != 0:
+            return  # under DDP only rank 0 writes
         module = import_extra(_OWNER, "torch.utils.tensorboard", "tensorboard",
                               package="tensorboard")
         self._close()  # a writer a failed earlier run left open

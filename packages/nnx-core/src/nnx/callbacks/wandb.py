@@ -59,6 +59,8 @@ class WandbCallback(Callback):
         self.wandb_run: Any = None
 
     def on_train_begin(self, ctx: CallbackContext) -> None:
+        if ctx.rank != 0:
+            return  # under DDP only rank 0 logs
         wandb = import_extra(_OWNER, "wandb", "wandb")
         self._finish()  # a run a failed earlier training left open
         kwargs: dict[str, Any] = {
