@@ -26,6 +26,7 @@ What each rank does:
 from __future__ import annotations
 
 import datetime
+import inspect
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -110,10 +111,15 @@ class DistributedSession:
         kwargs: dict[str, Any] = {}
         if self.spec.bucket_cap_mb is not None:
             kwargs["bucket_cap_mb"] = self.spec.bucket_cap_mb
+        # Newer torch renames the per-forward buffer sync; both start from rank 0's buffers.
+        accepted = inspect.signature(DistributedDataParallel.__init__).parameters
+        sync = "forward_sync_buffers" if "forward_sync_buffers" in accepted else (
+            "broadcast_buffers")
+        kwargs[sync] = self.spec.broadcast_buffers
         device_ids = [self.device.index or 0] if self.device.type == "cuda" else None
         return DistributedDataParallel(
             net, device_ids=device_ids, find_unused_parameters=self.spec.find_unused_parameters,
-            static_graph=self.spec.static_graph, broadcast_buffers=self.spec.broadcast_buffers,
+            static_graph=self.spec.static_graph,
             gradient_as_bucket_view=self.spec.gradient_as_bucket_view, **kwargs)
 
     # -- data -------------------------------------------------------------------------
