@@ -7,7 +7,8 @@ MODE ``single``, in one process) into OUT/runs, then writes this rank's final
 weights and last epoch to OUT/rank<r>.pt. Modes: ``default`` (the default step),
 ``objective`` (supervised_objective), ``single`` / ``single-objective`` (one process,
 no DDP), ``stop`` (rank 1 asks
-to stop after epoch 1), ``kill`` (rank 1 dies at the start of epoch 1).
+to stop after epoch 1), ``kill`` (rank 1 dies at the start of epoch 1), and
+``split SINGLE_RUN_ID`` (resumes across world sizes: see :func:`split`).
 """
 
 from __future__ import annotations
@@ -55,15 +56,58 @@ class Die(Callback):
             os._exit(3)
 
 
+def fresh_model() -> NNModel:
+    torch.manual_seed(0)
+    return NNModel(net_params=NNParams(input_dim=6, output_dim=3, hidden_dims=(16,)),
+                   params=NNModelParams())
+
+
+def shuffled_params(n_epochs: int, **changes) -> NNTrainParams:
+    train, val = data()
+    loader = DataLoader(train, batch_size=8, shuffle=True,
+                        generator=torch.Generator().manual_seed(4))
+    return NNTrainParams(n_epochs=n_epochs, seed=0, train_loader=loader,
+                         val_loader=DataLoader(val, batch_size=16),
+                         optim=NNOptimParams.builder().sgd(max_lr=0.2).build(), **changes)
+
+
+def split(out: str, single_run: str) -> None:
+    """In one process group (created here, so NNx joins it): 3 epochs straight; 2 epochs
+    then a stateful resume of 1; and a resume of a single-process run."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    ddp = DDP(timeout_s=60)
+    whole = fresh_model()
+    whole.train(shuffled_params(3), verbose=False, root=os.path.join(out, "whole"),
+                distributed=ddp)
+    first = fresh_model().train(shuffled_params(2), verbose=False,
+                                root=os.path.join(out, "split"), distributed=ddp)
+    resumed = fresh_model()
+    second = resumed.train(shuffled_params(1, resume_from_run_id=first.id), verbose=False,
+                           root=os.path.join(out, "split"), distributed=ddp)
+    from_single = fresh_model()
+    from_single.train(shuffled_params(1, resume_from_run_id=single_run), verbose=False,
+                      root=os.path.join(out, "single"), distributed=ddp)
+    assert dist.is_initialized()  # NNx left the group it joined alone
+    dist.destroy_process_group()
+    torch.save({"whole": whole.net.state_dict(), "resumed": resumed.net.state_dict(),
+                "second": second.id, "mode": second.resume_status.mode,
+                "from_single": from_single.net.state_dict()},
+               os.path.join(out, f"split{rank}.pt"))
+
+
 def main() -> None:
     torch.set_num_threads(1)
     out, mode = sys.argv[1], sys.argv[2]
+    if mode == "split":
+        split(out, sys.argv[3])
+        return
     batch = int(sys.argv[3]) if len(sys.argv) > 3 else 8
     rank = int(os.environ.get("RANK", "0"))
     train, val = data()
-    torch.manual_seed(0)
-    model = NNModel(net_params=NNParams(input_dim=6, output_dim=3, hidden_dims=(16,)),
-                    params=NNModelParams())
+    model = fresh_model()
     params = NNTrainParams(
         n_epochs=3, seed=0,
         train_loader=DataLoader(train, batch_size=batch, shuffle=False),

@@ -131,6 +131,31 @@ def test_a_killed_rank_makes_the_other_fail_instead_of_hanging(tmp_path):
     assert not (tmp_path / "rank0.pt").exists()
 
 
+def test_resumes_cross_world_sizes_and_draw_what_the_uninterrupted_run_would(tmp_path):
+    sys.path.insert(0, str(WORKER.parent))
+    from _ddp_worker import fresh_model, shuffled_params
+
+    single_run = fresh_model().train(shuffled_params(2), verbose=False,
+                                     root=tmp_path / "single")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+           "--master_addr=127.0.0.1", f"--master_port={free_port()}", str(WORKER),
+           str(tmp_path), "split", single_run.id]
+    done = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-8000:]
+    zero, one = (torch.load(tmp_path / f"split{r}.pt", weights_only=True) for r in (0, 1))
+    assert zero["mode"] == "stateful"
+    for name, value in zero["whole"].items():  # 2 + 1 epochs under DDP equal 3 straight
+        assert torch.equal(value, zero["resumed"][name]), name
+        assert torch.equal(value, one["resumed"][name]), name
+        assert torch.equal(zero["from_single"][name], one["from_single"][name]), name
+    # And back: one process resumes the DDP run statefully.
+    back = fresh_model()
+    run = back.train(shuffled_params(1, resume_from_run_id=zero["second"]), verbose=False,
+                     root=tmp_path / "split")
+    assert run.resume_status.mode == "stateful"
+    assert all(not k.startswith("module.") for k in back.net.state_dict())
+
+
 def test_ddp_spec_validation_and_a_missing_launcher(monkeypatch):
     with pytest.raises(ValueError, match=r"DDP\.backend"):
         DDP(backend="mpi")
