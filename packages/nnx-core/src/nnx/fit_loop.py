@@ -209,7 +209,7 @@ class FitLoop(ABC):
         params = self.params
         if not params.save_phase_checkpoints:
             return {}
-        if self.resume is None or params.resume_epochs == "planned":
+        if self.resume is None or getattr(params, "resume_epochs", "additional") == "planned":
             return phase_epochs(params.n_epochs)
         return {tag: self.start_epoch + e for tag, e in phase_epochs(params.n_epochs).items()}
 

@@ -90,7 +90,8 @@ def _check_horizon(params: Any, schedule: Any) -> None:
 
 def plan_resume(params: Any, root: Path, loop: FitLoop) -> ResumePlan | None:
     """Read and check the resume request; None when the run starts fresh."""
-    planned = params.resume_epochs == "planned"
+    # A Trainer always resumes "additional" (§14.3): it has no resume_epochs.
+    planned = getattr(params, "resume_epochs", "additional") == "planned"
     if params.resume_from_run_id is None:
         if planned:
             raise ValueError("resume_epochs='planned' needs a resume (resume_from_run_id)")
@@ -164,7 +165,8 @@ def check_resume(plan: ResumePlan, loop: FitLoop) -> None:
                         f"{sorted(map(str, loop.slots))}")
     for name, slot in loop.slots.items():
         if name in saved_slots:
-            problems += _slot_problems(saved_slots[name], slot, loop)
+            problems += _slot_problems(saved_slots[name], slot, loop,
+                                       plan.end_epoch - plan.start_epoch)
     saved_precision = state.get("precision", {}).get("policy")
     if saved_precision is not None and saved_precision != loop.precision.policy.name:
         problems.append(f"precision: saved {saved_precision}, now {loop.precision.policy.name} "
@@ -186,7 +188,8 @@ def _check_loop_kind(state: Mapping[str, Any], loop: FitLoop) -> None:
                      "warm-start from its weights alone")
 
 
-def _slot_problems(saved: Mapping[str, Any], slot: OptimizerSlot, loop: FitLoop) -> list[str]:
+def _slot_problems(saved: Mapping[str, Any], slot: OptimizerSlot, loop: FitLoop,
+                   epochs: int) -> list[str]:
     label = "optimizer" if slot.name is None else f"optimizer {slot.name!r}"
     problems = []
     optimizer_class = saved.get("optimizer_class")
@@ -204,7 +207,7 @@ def _slot_problems(saved: Mapping[str, Any], slot: OptimizerSlot, loop: FitLoop)
         now = loop.slot_state(slot)["param_names"]
         if saved["param_names"] != now:
             problems.append(f"{label}: the ordered named-parameter topology differs")
-    problems += _schedule_problems(saved.get("schedule"), slot.schedule, label)
+    problems += _schedule_problems(saved.get("schedule"), slot.schedule, label, epochs)
     return problems
 
 
@@ -215,27 +218,36 @@ def _factory(identity: Mapping[str, Any] | None) -> str:
 
 
 def _schedule_problems(saved: Mapping[str, Any] | None, schedule: Any,
-                       label: str) -> list[str]:
+                       label: str, epochs: int) -> list[str]:
     if (saved is None) != (schedule is None):
         return [f"{label} schedule: the checkpoint and this run disagree on having a schedule"]
     if saved is None or schedule is None:
         return []
     problems = []
     if saved.get("kind") not in (None, schedule.kind.name):
-        problems.append(f"schedule: saved {saved.get('kind')}, now {schedule.kind.name}")
+        problems.append(f"{label} schedule: saved {saved.get('kind')}, now {schedule.kind.name}")
     if saved.get("clock") != schedule.clock:
-        problems.append(f"schedule clock: saved {saved.get('clock')}, now {schedule.clock}")
+        problems.append(f"{label} schedule clock: saved {saved.get('clock')}, now {schedule.clock}")
     if schedule.is_plateau:
         now = schedule.scheduler
         before = saved["scheduler"]
         for key in ("mode", "threshold_mode", "threshold"):
             if before.get(key) != getattr(now, key):
-                problems.append(f"plateau {key}: saved {before.get(key)!r}, now "
+                problems.append(f"{label} plateau {key}: saved {before.get(key)!r}, now "
                                 f"{getattr(now, key)!r} (resume with the original monitor and "
                                 "threshold, or resume_mode='weights_only')")
     elif schedule.kind in _BOUNDED and saved.get("horizon") != schedule.horizon:
-        problems.append(f"schedule total_steps: saved {saved.get('horizon')}, now "
+        problems.append(f"{label} schedule total_steps: saved {saved.get('horizon')}, now "
                         f"{schedule.horizon}")
+    elif schedule.kind in _BOUNDED:
+        # The resumed epochs must fit the one horizon (§2.5, §8.4): refuse now rather than
+        # stop mid-run. Unknowable when a custom step owns an update clock's updates.
+        unit = 1 if schedule.clock == "epoch" else schedule.updates_per_epoch
+        taken = saved.get("steps")
+        if unit is not None and taken is not None and taken + epochs * unit > schedule.horizon:
+            problems.append(f"{label} schedule total_steps ({schedule.horizon}) does not cover "
+                            f"the resumed run: {taken} {schedule.clock} step(s) taken + "
+                            f"{epochs * unit} planned = {taken + epochs * unit}")
     return problems
 
 

@@ -65,6 +65,7 @@ class ScheduleDriver:
                 "budget (total_steps / T_max) when the loader has no length or a custom step "
                 "owns the updates"
             )
+        self.updates_per_epoch = updates_per_epoch  # None: a custom step owns the updates
         horizon_unit = 1 if self.clock == "epoch" else (updates_per_epoch or 0)
         self.horizon = explicit if explicit is not None else n_epochs * horizon_unit
         if self.kind is Schedulers.REDUCE_LR_ON_PLATEAU:

@@ -197,7 +197,7 @@ class _TrainerLoop(FitLoop):
         primary = self.primary
         return CallbackContext(model=self.model, run=self.run, optimizer=primary.optimizer,
                                optimizers={str(n): s.optimizer for n, s in self.slots.items()},
-                               trainer=self.trainer, scheduler=primary.schedule)
+                               trainer=self.trainer, scheduler=None)  # named: none is "the"
 
     def _begin(self) -> None:
         if self.ctx.update_listeners:

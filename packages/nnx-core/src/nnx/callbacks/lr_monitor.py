@@ -22,9 +22,8 @@ class LRMonitor(Callback):
     def on_train_begin(self, ctx: CallbackContext) -> None:
         self.history = []
         self.update_history = []
-        schedule = ctx.scheduler
-        if schedule is not None and getattr(schedule, "clock", "epoch") == "optimizer_update":
-            ctx.clock_listeners.append(self._on_update)
+        # Called after each step NNx gives the primary optimizer's update-clock schedule.
+        ctx.clock_listeners.append(self._on_update)
 
     def _on_update(self, ctx: CallbackContext) -> None:
         self.update_history.append((ctx.committed_updates, self._lr(ctx)))

@@ -6,13 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from nnx._validation import check_choice
 from nnx.params._base import always, empty_mapping, frozen_mapping, set_field
 from nnx.params.loop import LOOP_DECODERS, LoopParams
 from nnx.params.optim import NNOptimParams
 from nnx.params.optim_factory import NNOptimFactoryParams, OptimConfig, decode_optim
 from nnx.params.scheduler import NNSchedulerParams
-from nnx.params.train import RESUME_EPOCHS
 
 if TYPE_CHECKING:
     from nnx.params.trainer_builder import NNTrainerParamsBuilder
@@ -40,7 +38,6 @@ class NNTrainerParams(LoopParams):
     optims: Mapping[str, OptimConfig] = always(factory=empty_mapping)
     schedulers: Mapping[str, NNSchedulerParams] = field(default_factory=empty_mapping)
     auto_step_schedulers: bool = True
-    resume_epochs: str = "additional"
 
     _DECODERS: ClassVar[Mapping[str, Any]] = {
         **LOOP_DECODERS,
@@ -82,4 +79,4 @@ class NNTrainerParams(LoopParams):
             )
         if not isinstance(self.auto_step_schedulers, bool):
             raise ValueError(f"{n}auto_step_schedulers must be a bool")
-        check_choice(f"{n}resume_epochs", self.resume_epochs, RESUME_EPOCHS)
+

@@ -75,10 +75,6 @@ class NNTrainerParamsBuilder:
         )
         return self
 
-    def resume_epochs(self, meaning: str) -> NNTrainerParamsBuilder:
-        """``"additional"`` (n_epochs more) or ``"planned"`` (up to the plan's n_epochs)."""
-        return self._set("resume_epochs", meaning)
-
     def optimizer(self, name: str, params: OptimConfig) -> NNTrainerParamsBuilder:
         """Register (or replace) the optimizer ``name`` (built-in or registered factory)."""
         self._optims[name] = params
