@@ -21,6 +21,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from nnx import (
     Callback,
+    MetricSpec,
     NNModel,
     NNModelParams,
     NNOptimParams,
@@ -109,7 +110,7 @@ def main() -> None:
     train, val = data()
     model = fresh_model()
     params = NNTrainParams(
-        n_epochs=3, seed=0,
+        n_epochs=3, seed=0, metrics=(MetricSpec("f1"), MetricSpec("nll")),
         train_loader=DataLoader(train, batch_size=batch, shuffle=False),
         val_loader=DataLoader(val, batch_size=16),
         optim=NNOptimParams.builder().sgd(max_lr=0.2).build())

@@ -98,6 +98,20 @@ def test_two_ranks_equal_one_process_with_the_doubled_batch(tmp_path, mode, defa
     for name, value in zero["weights"].items():
         torch.testing.assert_close(value, reference["weights"][name], atol=1e-6, rtol=1e-5,
                                    msg=name)
+    # The whole-epoch training summary is reduced as sums and counts: rank 0 records
+    # what one process over the union of both ranks' batches records.
+    ddp = NNRun.load(zero["run_id"], root=out / "runs").epoch_records()
+    one = NNRun.load(reference["run_id"], root=tmp_path / "one" / "runs").epoch_records()
+    assert len(ddp) == len(one) == 3
+    for mine, theirs in zip(ddp, one, strict=True):
+        a, b = mine.train_summary, theirs.train_summary
+        assert a is not None and b is not None
+        assert a.loss == pytest.approx(b.loss, abs=1e-6)
+        if mode == "default":  # an objective records its loss only on training batches
+            assert a.accuracy == b.accuracy and a.f1 == pytest.approx(b.f1, abs=1e-9)
+            assert a.metrics.keys() == b.metrics.keys() == {"f1", "nll"}
+            for key in a.metrics:
+                assert a.metrics[key] == pytest.approx(b.metrics[key], abs=1e-6)
 
 
 def test_a_stop_requested_on_one_rank_stops_both_at_the_same_epoch(tmp_path):
