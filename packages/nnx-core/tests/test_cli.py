@@ -93,3 +93,19 @@ def test_runs_verify_an_unknown_run_fails_cleanly(capsys):
     assert f"no run {'0' * 32!r} under runs" in captured.err and captured.out == ""
     assert main(["runs", "verify", "../etc"]) == 1
     assert "no run" in capsys.readouterr().err
+
+
+def test_the_same_demo_configuration_trains_the_same_weights(capsys, in_tmp):
+    """The run id names the configuration, seed included: initial weights are seeded too."""
+    import torch
+
+    from nnx import NNCheckpoint
+
+    weights = []
+    for salt in ("first", "second"):
+        assert main(["demo", "--epochs", "2", "--quiet", "--salt", salt]) == 0
+        out = capsys.readouterr().out
+        run_id = re.search(r"^Run saved to runs/([0-9a-f]{32})$", out, re.M).group(1)
+        weights.append(NNCheckpoint.load(run_id, "last", root=in_tmp / "runs").state_dict)
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])

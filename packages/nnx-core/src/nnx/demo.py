@@ -22,6 +22,7 @@ from nnx.params.optim import NNOptimParams
 from nnx.params.scheduler import NNSchedulerParams
 from nnx.params.train import NNTrainParams
 from nnx.run_render import render_text
+from nnx.seeding import set_seed
 from nnx.training import RunExistsError
 
 __all__ = ["run_demo"]
@@ -44,6 +45,7 @@ def run_demo(*, epochs: int = 30, seed: int = 0, salt: str | None = None,
     print(f"Palmer penguins: {len(y)} birds, {len(features)} measurements, "
           f"{len(classes)} species ({', '.join(classes)})")
 
+    set_seed(seed)  # the initial weights too: the same run id trains the same model
     model = NNModel(
         net_params=NNParams(input_dim=len(features), output_dim=len(classes),
                             hidden_dims=(32, 32), activation=Activations.GELU, dropout_prob=0.1),
