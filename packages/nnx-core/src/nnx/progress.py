@@ -21,6 +21,7 @@ class Progress:
         self.bar: Any = None
         self.n_epochs = n_epochs
         self.monitored = "-"
+        self._epoch: int | None = None  # the epoch the description shows
         if enabled:
             from tqdm.auto import tqdm
 
@@ -33,8 +34,10 @@ class Progress:
     def batch(self, epoch: int, loss: float | None) -> None:
         if self.bar is None:
             return
-        shown = "-" if loss is None else f"{loss:.4f}"
-        self.bar.set_description(f"epoch {epoch + 1}/{self.n_epochs}", refresh=False)
+        if epoch != self._epoch:
+            self._epoch = epoch
+            self.bar.set_description(f"epoch {epoch + 1}/{self.n_epochs}", refresh=False)
+        shown = "-" if loss is None else f"{loss:.4f}"  # drawn at tqdm's own redraw rate
         self.bar.set_postfix_str(f"loss {shown} | {self.monitored}", refresh=False)
         self.bar.update(1)
 

@@ -30,8 +30,8 @@ _TASK_FIELDS = ("kind", "count", "status")
 
 
 def _number(name: str, value: Any) -> float | None:
-    if value is None:
-        return None
+    if value is None or type(value) is float:
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         try:
             value = float(value)  # tensors and NumPy scalars
@@ -43,7 +43,9 @@ def _number(name: str, value: Any) -> float | None:
 
 def _numbers(name: str, values: Mapping[str, Any] | None) -> dict[str, float]:
     out: dict[str, float] = {}
-    for key, value in (values or {}).items():
+    if not values:
+        return out
+    for key, value in values.items():
         if not isinstance(key, str):
             raise ValueError(f"NNEvaluationDataPoint.{name} keys must be strings; got {key!r}")
         number = _number(f"{name}[{key!r}]", value)

@@ -39,6 +39,7 @@ class UpdateWindow:
     denominator: float = 0.0
     poisoned: bool = False
     summed: bool = False  # a reduction="sum" loss: the window's update is Σ numerators
+    normalized: bool = False  # a one-microbatch window back-propagated numerator / weight
 
 
 @dataclass(eq=False)
@@ -101,8 +102,8 @@ def _close_window(ctx: TrainStepContext) -> None:
         return
     if ctx.scaler is not None:
         ctx.scaler.unscale_(opt)
-    if not window.summed:  # a mean-reduced loss: Σ numerators / Σ weights over the window
-        _scale_grads(opt, 1.0 / window.denominator)
+    if not window.summed and not window.normalized:
+        _scale_grads(opt, 1.0 / window.denominator)  # Σ numerators / Σ weights over the window
     if ctx.grad_clip_norm is not None:
         params = [p for g in opt.param_groups for p in g["params"] if p.grad is not None]
         torch.nn.utils.clip_grad_norm_(params, ctx.grad_clip_norm)
@@ -118,39 +119,55 @@ def _close_window(ctx: TrainStepContext) -> None:
     opt.zero_grad(set_to_none=True)
 
 
+def _holds_gradients(optimizer: torch.optim.Optimizer) -> bool:
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.grad is not None:
+                return True
+    return False
+
+
 @imperative_step  # it steps the optimizer itself: never an objective (§6.5)
 def default_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
-    """The supervised step: ``loss_fn(net(X), Y)`` → backward → (window end) step."""
-    model = ctx.model
+    """The supervised step: ``loss_fn(net(X), Y)`` → backward → (window end) step.
+
+    Per microbatch it reads two things back from the device: the labels (the
+    target's value check and the record) and the loss value (the NaN guard and
+    the record). A window of one microbatch back-propagates the normalized loss
+    (Σ numerator / Σ weight of the window, as a mean loss does) instead of
+    rescaling the gradients at the window's end.
+    """
+    model, window = ctx.model, ctx.window
     inputs, target = model.split_batch(ctx.batch)
-    if ctx.window.position == 0:
+    if window.position == 0 and _holds_gradients(ctx.optimizer):
         ctx.optimizer.zero_grad(set_to_none=True)
-    with ctx.precision.autocast():
+    if ctx.precision.is_reduced:
+        with ctx.precision.autocast():
+            raw = model.forward_raw(inputs)
+    else:  # full precision: no autocast context to enter
         raw = model.forward_raw(inputs)
-    output = raw.float()  # loss bookkeeping and records in full precision
-    adapter = model.task_adapter
+    # Loss bookkeeping and records in full precision.
+    output = raw if raw.dtype is torch.float32 else raw.float()
     if target is None:
         raise ValueError("the default training step needs (X, Y) batches; got no target")
-    adapter.validate(output, target)
-    ctx.window.summed = adapter.reduction(model.loss_fn) == "sum"
-    numerator, denominator = adapter.loss_parts(output, target, model.loss_fn)
-    weight = float(denominator)
-    total = float(numerator.detach())
-    loss_value = (total if ctx.window.summed else total / weight) if weight > 0 else math.nan
+    # Validates the batch before anything is back-propagated.
+    batch = model.task_adapter.training_batch(
+        output, target, model.loss_fn, normalize=window.position == 0 and window.closes)
+    window.summed = batch.summed
+    weight, loss_value = batch.weight, batch.value
     if weight > 0 and not math.isfinite(loss_value):
         # The inline NaN guard: never back-propagate a non-finite loss; drop the window.
-        ctx.window.poisoned = True
+        window.poisoned = True
         warnings.warn(f"non-finite training loss at epoch {ctx.epoch}, batch {ctx.batch_idx}: "
                       "the update window is skipped", RuntimeWarning, stacklevel=2)
     elif weight > 0:
-        scaled = numerator if ctx.scaler is None else ctx.scaler.scale(numerator)
-        torch.autograd.backward(scaled)
-    ctx.window.denominator += weight
-    if ctx.window.closes:
+        window.normalized = batch.normalized
+        numerator = batch.numerator
+        torch.autograd.backward(numerator if ctx.scaler is None else ctx.scaler.scale(numerator))
+    window.denominator += weight
+    if window.closes:
         _close_window(ctx)
-    detached = output.detach()
     if ctx.summary is not None:
-        ctx.summary.update(detached, target, loss_numerator=total, loss_denominator=weight,
-                           validate=False)
-    return adapter.record(detached, target, loss=None if weight <= 0 else loss_value,
-                          validate=False)
+        ctx.summary.update(batch.output, target, loss_numerator=batch.total,
+                           loss_denominator=weight, validate=False)
+    return batch.record(None if weight <= 0 else loss_value)

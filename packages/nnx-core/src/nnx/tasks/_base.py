@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
+import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -16,22 +16,76 @@ from nnx.records import NNEvaluationDataPoint
 from nnx.tasks._losses import family, is_torch_loss, reduction_of
 from nnx.tasks.spec import TaskSpec
 
-__all__ = ["Stats", "TaskAccumulator", "TaskAdapter", "macro_scores", "numpy_of"]
+__all__ = ["Stats", "TaskAccumulator", "TaskAdapter", "TrainingBatch", "host_arrays",
+           "macro_scores", "numpy_of", "pairwise_sum"]
 
 Arrays = tuple[npt.NDArray[Any], npt.NDArray[Any]]
+
+
+_NO_NUMPY = (torch.bfloat16, torch.float16)
 
 
 def numpy_of(tensor: Tensor, dtype: Any = None) -> npt.NDArray[Any]:
     """A detached CPU NumPy copy (bf16 and other NumPy-less dtypes go through float64)."""
     data = tensor.detach().cpu()
-    if data.dtype in (torch.bfloat16, torch.float16):
+    if data.dtype in _NO_NUMPY:
         data = data.double()
     array = data.numpy()
     return array if dtype is None else array.astype(dtype, copy=False)
 
 
+def host_arrays(*tensors: Tensor) -> list[npt.NDArray[Any]]:
+    """Host NumPy copies of ``tensors``, flattened, with one device-to-host transfer.
+
+    CPU tensors are viewed without a copy. Tensors on another device are packed
+    into one float64 buffer, copied once (one synchronization), and split again;
+    integer and boolean values come back as int64 (exact below 2**53).
+    """
+    if all(t.is_cpu for t in tensors):
+        return [numpy_of(t.reshape(-1)) if t.dtype in _NO_NUMPY else t.detach().reshape(-1).numpy()
+                for t in tensors]
+    flat = torch.cat([t.detach().reshape(-1).to(torch.float64) for t in tensors]).cpu().numpy()
+    out: list[npt.NDArray[Any]] = []
+    start = 0
+    for t in tensors:
+        part = flat[start:start + t.numel()]
+        start += t.numel()
+        out.append(part if t.is_floating_point() else part.astype(np.int64))
+    return out
+
+
 def _scalar(value: Any) -> float:
     return float(value.detach()) if isinstance(value, Tensor) else float(value)
+
+
+class TrainingBatch:
+    """One training microbatch as the default step sees it (spec §6.3).
+
+    Made by :meth:`TaskAdapter.training_batch` after the batch was validated.
+    ``numerator`` is what to back-propagate: the summed loss over valid targets,
+    or that sum divided by ``weight`` when ``normalized`` (a window of this one
+    microbatch). ``weight`` is the normalization weight (0 when every target is
+    masked), ``total`` the summed loss's value and ``value`` the batch's loss as
+    recorded (``total``, or ``total / weight`` unless ``summed``; NaN without a
+    valid target). :meth:`record` is the record :meth:`TaskAdapter.record` writes.
+    """
+
+    __slots__ = ("adapter", "normalized", "numerator", "output", "summed", "target", "total",
+                 "value", "weight")
+
+    def __init__(self, adapter: TaskAdapter, output: Tensor, target: Tensor, numerator: Tensor,
+                 *, weight: float, total: float, summed: bool, normalized: bool = False,
+                 value: float | None = None) -> None:
+        self.adapter = adapter
+        self.output, self.target = output, target
+        self.numerator, self.weight, self.total = numerator, weight, total
+        self.summed, self.normalized = summed, normalized
+        if value is None:
+            value = (total if summed else total / weight) if weight > 0 else math.nan
+        self.value = value
+
+    def record(self, loss: float | None) -> NNEvaluationDataPoint:
+        return self.adapter.record(self.output, self.target, loss=loss, validate=False)
 
 
 class Stats(ABC):
@@ -121,6 +175,24 @@ class TaskAdapter(ABC):
     def new_stats(self) -> Stats:
         """Fresh running sums for this kind's record fields."""
 
+    def training_batch(self, output: Tensor, target: Tensor, loss_fn: nn.Module, *,
+                       normalize: bool = False) -> TrainingBatch:
+        """Validate one training microbatch and split its loss (the default step's view).
+
+        The numerator and weight are :meth:`loss_parts`'; with ``normalize`` (a
+        window of this one microbatch) a mean-reduced numerator comes divided by
+        its weight, as a mean loss would. An adapter may compute all this, and
+        the batch's record, with fewer library calls and host synchronizations.
+        """
+        self.validate(output, target)
+        numerator, denominator = self.loss_parts(output, target, loss_fn)
+        weight, total = float(denominator), numerator.item()
+        summed = self.reduction(loss_fn) == "sum"
+        normalized = normalize and not summed and weight > 0
+        return TrainingBatch(self, output.detach(), target,
+                             numerator / weight if normalized else numerator,
+                             weight=weight, total=total, summed=summed, normalized=normalized)
+
     # -- records -----------------------------------------------------------------
     def accumulator(self, metrics: Iterable[Any] = ()) -> TaskAccumulator:
         """A whole-loader accumulator computing the record and ``metrics`` (MetricSpecs)."""
@@ -129,12 +201,35 @@ class TaskAdapter(ABC):
     def record(self, output: Tensor, target: Tensor, loss: Any = None, *,
                validate: bool = True) -> NNEvaluationDataPoint:
         """The one-batch record the default step writes (``loss`` as given)."""
-        acc = self.accumulator()
-        acc.update(output, target, validate=validate)
-        edp = acc.result()
-        if loss is None or edp.status == "empty":
-            return edp
-        return dataclasses.replace(edp, loss=_scalar(loss))
+        if validate:
+            self.validate(output, target)
+        stats = self.new_stats()
+        with torch.no_grad():
+            stats.add(output.detach(), target.detach())
+        return self.stats_record(stats, None if loss is None else _scalar(loss))
+
+    def stats_record(self, stats: Stats, loss: float | None,
+                     metrics: Mapping[str, float] | None = None) -> NNEvaluationDataPoint:
+        """The record of ``stats`` with ``loss`` and declared ``metrics`` (empty when a task
+        saw no valid target: no loss, no metrics)."""
+        count = stats.count
+        if self.task is not None and count == 0:
+            return NNEvaluationDataPoint(kind=self.task.kind, count=0, status="empty")
+        return self.fields_record(count, stats.fields() if count > 0 else {}, loss, metrics)
+
+    def fields_record(self, count: int, fields: dict[str, Any], loss: float | None,
+                      metrics: Mapping[str, float] | None = None) -> NNEvaluationDataPoint:
+        """The record of ``count`` valid targets whose :meth:`Stats.fields` are ``fields``."""
+        task = self.task
+        if task is not None and count == 0:
+            return NNEvaluationDataPoint(kind=task.kind, count=0, status="empty")
+        values = dict(fields.pop("metrics", {}))
+        if metrics:
+            values.update(metrics)
+        if task is None:
+            return NNEvaluationDataPoint(loss=loss, metrics=values, **fields)
+        return NNEvaluationDataPoint(loss=loss, metrics=values, kind=task.kind, count=count,
+                                     status="ok", **fields)
 
     # -- shared checks -----------------------------------------------------------
     def _check_module(self, loss_fn: Any) -> None:
@@ -211,33 +306,100 @@ class TaskAccumulator:
 
     def result(self) -> NNEvaluationDataPoint:
         """The record of everything seen (status "empty" when every target was masked)."""
-        task = self.adapter.task
-        count = self._stats.count
-        if task is not None and count == 0:
-            return NNEvaluationDataPoint(kind=task.kind, count=0, status="empty")
+        if self.adapter.task is not None and self._stats.count == 0:
+            return self.adapter.stats_record(self._stats, None)
         loss = (self._numerator / self._denominator
                 if self._has_loss and self._denominator != 0 else None)
-        fields = self._stats.fields() if count > 0 else {}
-        metrics = dict(fields.pop("metrics", {}))
-        for label, _, metric in self._metrics:
-            metrics[label] = float(metric.result())
-        if task is None:
-            return NNEvaluationDataPoint(loss=loss, metrics=metrics, **fields)
-        return NNEvaluationDataPoint(loss=loss, metrics=metrics, kind=task.kind,
-                                     count=count, status="ok", **fields)
+        metrics = {label: float(metric.result()) for label, _, metric in self._metrics}
+        return self.adapter.stats_record(self._stats, loss, metrics)
 
 
-def macro_scores(tp: npt.NDArray[Any], n_true: npt.NDArray[Any], n_pred: npt.NDArray[Any],
-                 labels: npt.NDArray[Any]) -> dict[str, float]:
+def macro_scores(tp: Any, n_true: Any, n_pred: Any, labels: Any) -> dict[str, float]:
     """Macro precision / recall / F1 over the selected ``labels`` (undefined values 0,
-    scikit-learn's ``zero_division=0``; F1 = 2·tp / (n_true + n_pred))."""
-    tp, n_true, n_pred = tp[labels], n_true[labels], n_pred[labels]
-    if tp.size == 0:
+    scikit-learn's ``zero_division=0``; F1 = 2·tp / (n_true + n_pred)).
+
+    ``tp`` / ``n_true`` / ``n_pred`` are per-label counts and ``labels`` a boolean
+    selection, as NumPy arrays or lists. Up to 128 labels the scores are computed
+    in Python, summed in NumPy's pairwise order, so both paths give the same floats.
+    """
+    if len(tp) > _PAIRWISE_BLOCK:
+        return _macro_numpy(np.asarray(tp), np.asarray(n_true), np.asarray(n_pred),
+                            np.asarray(labels, dtype=bool))
+    if isinstance(tp, np.ndarray):
+        tp, n_true, n_pred, labels = tp.tolist(), n_true.tolist(), n_pred.tolist(), (
+            np.asarray(labels).tolist())
+    precision, recall, f1 = [], [], []
+    for t, nt, np_, keep in zip(tp, n_true, n_pred, labels, strict=True):
+        if not keep:
+            continue
+        precision.append(t / np_ if np_ > 0 else 0.0)
+        recall.append(t / nt if nt > 0 else 0.0)
+        both = nt + np_
+        f1.append(2 * t / both if both > 0 else 0.0)
+    size = len(f1)
+    if size == 0:
         return {}
-    tp_f = tp.astype("float64")
-    precision = np.divide(tp_f, n_pred, out=np.zeros_like(tp_f), where=n_pred > 0)
-    recall = np.divide(tp_f, n_true, out=np.zeros_like(tp_f), where=n_true > 0)
-    both = (n_true + n_pred).astype("float64")
-    f1 = np.divide(2.0 * tp_f, both, out=np.zeros_like(tp_f), where=both > 0)
-    return {"precision": float(precision.mean()), "recall": float(recall.mean()),
-            "f1": float(f1.mean())}
+    return {"precision": pairwise_sum(precision) / size, "recall": pairwise_sum(recall) / size,
+            "f1": pairwise_sum(f1) / size}
+
+
+#: NumPy's pairwise-summation block (PW_BLOCKSIZE).
+_PAIRWISE_BLOCK = 128
+
+
+def pairwise_sum(values: list[float]) -> float:
+    """``float(np.add.reduce(np.array(values)))`` computed in Python, bit for bit:
+    NumPy's pairwise summation (8 running sums per block of up to 128 values)."""
+    return _pairwise(values, 0, len(values))
+
+
+def _pairwise(a: list[float], lo: int, n: int) -> float:
+    if n < 8:
+        res = -0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    if n <= _PAIRWISE_BLOCK:
+        r0, r1, r2, r3, r4, r5, r6, r7 = a[lo:lo + 8]
+        end = lo + n - n % 8
+        i = lo + 8
+        while i < end:
+            r0 += a[i]
+            r1 += a[i + 1]
+            r2 += a[i + 2]
+            r3 += a[i + 3]
+            r4 += a[i + 4]
+            r5 += a[i + 5]
+            r6 += a[i + 6]
+            r7 += a[i + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < lo + n:
+            res += a[i]
+            i += 1
+        return res
+    half = n // 2
+    half -= half % 8
+    return _pairwise(a, lo, half) + _pairwise(a, lo + half, n - half)
+
+
+def _macro_numpy(tp: npt.NDArray[Any], n_true: npt.NDArray[Any], n_pred: npt.NDArray[Any],
+                 labels: npt.NDArray[Any]) -> dict[str, float]:
+    if not labels.all():
+        tp, n_true, n_pred = tp[labels], n_true[labels], n_pred[labels]
+    size = tp.size
+    if size == 0:
+        return {}
+    # One table of (numerators, denominators) × (precision, recall, F1) per label; each
+    # row is reduced by NumPy's pairwise sum, exactly as .mean() would.
+    table = np.empty((2, 3, size))
+    num, den = table[0], table[1]
+    num[0] = tp
+    num[1] = tp
+    np.multiply(tp, 2.0, out=num[2])
+    den[0] = n_pred
+    den[1] = n_true
+    np.add(n_true, n_pred, out=den[2])
+    ratios = np.divide(num, den, out=np.zeros((3, size)), where=den > 0)
+    precision, recall, f1 = np.add.reduce(ratios, axis=1).tolist()
+    return {"precision": precision / size, "recall": recall / size, "f1": f1 / size}

@@ -9,10 +9,22 @@ import numpy.typing as npt
 import torch
 from torch import Tensor, nn
 
-from nnx.tasks._base import Arrays, Stats, TaskAdapter, macro_scores, numpy_of
+from nnx.records import NNEvaluationDataPoint
+from nnx.tasks._base import (
+    _NO_NUMPY,
+    Arrays,
+    Stats,
+    TaskAdapter,
+    TrainingBatch,
+    host_arrays,
+    macro_scores,
+    numpy_of,
+)
 from nnx.tasks._losses import (
     CATEGORICAL_LOSSES,
     TaskValidationError,
+    categorical_mean,
+    categorical_numerator,
     categorical_parts,
     family,
     is_native,
@@ -40,27 +52,103 @@ class _ClassCounts(Stats):
             )
 
     def add_labels(self, true: Tensor, pred: Tensor, num_classes: int) -> None:
-        counts = torch.stack([
-            torch.bincount(true[true == pred], minlength=num_classes),
-            torch.bincount(true, minlength=num_classes),
-            torch.bincount(pred, minlength=num_classes),
-        ]).cpu().numpy()
-        self._grow(counts.shape[1])
-        size = counts.shape[1]
-        self.tp[:size] += counts[0]
-        self.n_true[:size] += counts[1]
-        self.n_pred[:size] += counts[2]
-        self.count += int(true.numel())
+        true_np, pred_np = host_arrays(true, pred)
+        self.add_host(true_np, pred_np, num_classes)
+
+    def add_host(self, true: npt.NDArray[Any], pred: npt.NDArray[Any], num_classes: int) -> None:
+        """Count host arrays of class indices (valid positions only)."""
+        tp = np.bincount(true[true == pred], minlength=num_classes)
+        n_true = np.bincount(true, minlength=num_classes)
+        n_pred = np.bincount(pred, minlength=num_classes)
+        if self.count == 0 and self.tp.size == 0 and tp.size == n_true.size == n_pred.size:
+            self.tp, self.n_true, self.n_pred = tp, n_true, n_pred  # a fresh batch record
+        else:
+            self._grow(max(tp.size, n_true.size, n_pred.size))
+            self.tp[:tp.size] += tp
+            self.n_true[:n_true.size] += n_true
+            self.n_pred[:n_pred.size] += n_pred
+        self.count += int(true.size)
 
     def add(self, output: Tensor, target: Tensor) -> None:
         true, rows = self.adapter.valid_rows(output, target)
         self.add_labels(true, rows.argmax(1), rows.shape[1])
 
     def fields(self) -> dict[str, Any]:
-        accuracy = float(self.tp.sum()) / self.count
+        accuracy = int(self.tp.sum()) / self.count
         present = (self.n_true + self.n_pred) > 0
         return {"accuracy": accuracy, "error": 1.0 - accuracy,
                 **macro_scores(self.tp, self.n_true, self.n_pred, present)}
+
+
+#: Up to this many classes a batch's labels are counted as one C × C confusion bincount.
+_CONFUSION_LIMIT = 64
+
+
+class _Labels:
+    """One batch's valid (true, predicted) labels on the host: their C × C confusion
+    counts (row-major, true × predicted), or the label arrays for wider outputs."""
+
+    __slots__ = ("confusion", "count", "pred", "true", "width")
+
+    def __init__(self, width: int, count: int, *, confusion: list[int] | None = None,
+                 true: npt.NDArray[Any] | None = None,
+                 pred: npt.NDArray[Any] | None = None) -> None:
+        self.width, self.count = width, count
+        self.confusion, self.true, self.pred = confusion, true, pred
+
+    def fields(self) -> dict[str, Any]:
+        """:meth:`_ClassCounts.fields` of these labels (the same floats)."""
+        cm, width = self.confusion, self.width
+        assert cm is not None
+        rows = [cm[i:i + width] for i in range(0, width * width, width)]
+        tp = cm[::width + 1]
+        n_true = [sum(row) for row in rows]
+        n_pred = [sum(column) for column in zip(*rows, strict=True)]
+        accuracy = sum(tp) / self.count
+        present = [a + b > 0 for a, b in zip(n_true, n_pred, strict=True)]
+        return {"accuracy": accuracy, "error": 1.0 - accuracy,
+                **macro_scores(tp, n_true, n_pred, present)}
+
+
+class _CategoricalBatch(TrainingBatch):
+    """A class-index training batch whose labels are already on the host."""
+
+    __slots__ = ("categorical", "labels")
+
+    def __init__(self, adapter: CategoricalAdapter, output: Tensor, target: Tensor,
+                 numerator: Tensor, labels: _Labels, weight: float, total: float,
+                 summed: bool, normalized: bool, value: float | None) -> None:
+        super().__init__(adapter, output, target, numerator, weight=weight, total=total,
+                         summed=summed, normalized=normalized, value=value)
+        self.categorical = adapter
+        self.labels = labels
+
+    def record(self, loss: float | None) -> NNEvaluationDataPoint:
+        labels, adapter = self.labels, self.categorical
+        if labels.count and labels.confusion is not None:
+            return adapter.fields_record(labels.count, labels.fields(), loss)
+        stats = _ClassCounts(adapter)
+        if labels.true is not None and labels.pred is not None:
+            stats.add_host(labels.true, labels.pred, labels.width)
+        return adapter.stats_record(stats, loss)
+
+
+#: The native class-index losses by class: "cross_entropy", "nll" or None (any other).
+_NATIVE: dict[type, str | None] = {}
+
+
+def _class_weight(loss_fn: nn.Module) -> Any:
+    """The loss's class weights (its registered buffer, without Module.__getattr__)."""
+    buffers = loss_fn._buffers
+    return buffers["weight"] if "weight" in buffers else getattr(loss_fn, "weight", None)
+
+
+def _native_categorical(loss_fn: nn.Module) -> str | None:
+    kind = _NATIVE.get(type(loss_fn), "?")
+    if kind == "?":
+        name = family(loss_fn) if is_native(loss_fn) else None
+        kind = _NATIVE[type(loss_fn)] = name if name in CATEGORICAL_LOSSES else None
+    return kind
 
 
 class CategoricalAdapter(TaskAdapter):
@@ -79,6 +167,7 @@ class CategoricalAdapter(TaskAdapter):
             self.ignore_index: int | None = task.ignore_index
         else:
             self.ignore_index = getattr(loss_fn, "ignore_index", None)
+        self._checked: tuple[Any, ...] | None = None  # the last well-formed batch's layout
 
     @property
     def metric_inputs(self) -> frozenset[str]:
@@ -141,17 +230,110 @@ class CategoricalAdapter(TaskAdapter):
                 f"categorical targets must be shaped {expected} for an output shaped "
                 f"{tuple(output.shape)}; got {tuple(target.shape)}"
             )
-        bad = (target < 0) | (target >= width)
+        (true,) = host_arrays(target)
+        self._check_range(self._valid_host(true), width)
+
+    def _valid_host(self, true: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """The non-ignored entries of a host target array."""
+        if self.ignore_index is None:
+            return true
+        keep = true != self.ignore_index
+        return true if keep.all() else true[keep]
+
+    def _check_range(self, valid: npt.NDArray[Any], width: int) -> None:
+        if valid.size == 0 or (valid.min() >= 0 and valid.max() < width):
+            return
+        value = int(valid[(valid < 0) | (valid >= width)][0])
+        allowed = f"[0, {width})"
         if self.ignore_index is not None:
-            bad &= target != self.ignore_index
-        if bool(bad.any()):
-            value = int(target[bad].reshape(-1)[0])
-            allowed = f"[0, {width})"
-            if self.ignore_index is not None:
-                allowed += f" or ignore_index={self.ignore_index}"
-            raise TaskValidationError(
-                f"categorical targets must be class indices in {allowed}; got {value}"
-            )
+            allowed += f" or ignore_index={self.ignore_index}"
+        raise TaskValidationError(
+            f"categorical targets must be class indices in {allowed}; got {value}"
+        )
+
+    def training_batch(self, output: Tensor, target: Tensor, loss_fn: nn.Module, *,
+                       normalize: bool = False) -> TrainingBatch:
+        """Class-index targets with a native CE / NLL loss without class weights: the
+        labels come to the host once (the value check and the record) and the loss value
+        once (the NaN guard); anything else takes the general path. A normalized
+        one-microbatch window without label smoothing back-propagates torch's own mean."""
+        kind = _native_categorical(loss_fn)
+        loss_ignore = int(getattr(loss_fn, "ignore_index", -100))
+        if (kind is None or _class_weight(loss_fn) is not None
+                or self.ignore_index not in (None, loss_ignore)
+                or not self._class_index_batch(output, target)):
+            return super().training_batch(output, target, loss_fn, normalize=normalize)
+        labels = self._labels(output, target, output.shape[1])  # refuses a bad value
+        summed = loss_fn.reduction == "sum"
+        count = labels.count  # the loss's valid targets: check_loss keeps them the adapter's
+        weight = float(count > 0) if summed else float(count)
+        normalized = normalize and not summed and count > 0
+        detached = output.detach()
+        if normalized and (kind == "nll" or loss_fn.label_smoothing == 0.0):
+            numerator = categorical_mean(output, target, loss_fn, loss_ignore)
+            value = numerator.item()
+            return _CategoricalBatch(self, detached, target, numerator, labels, weight,
+                                     value * weight, False, True, value)
+        numerator = categorical_numerator(output, target, loss_fn, loss_ignore)
+        total = numerator.item()
+        return _CategoricalBatch(self, detached, target,
+                                 numerator / weight if normalized else numerator, labels,
+                                 weight, total, summed, normalized, None)
+
+    def _labels(self, output: Tensor, target: Tensor, width: int) -> _Labels:
+        """The batch's valid labels on the host; a target outside [0, C) (and not
+        ``ignore_index``) raises TaskValidationError."""
+        if output.is_cpu and target.is_cpu and output.dtype not in _NO_NUMPY:
+            # Views, no copies; NumPy's argmax takes the same first maximum as torch's.
+            true = target.numpy() if target.ndim == 1 and not target.requires_grad else (
+                host_arrays(target)[0])
+            pred = output.detach().numpy().argmax(1)
+            if pred.ndim != 1:  # (N, C, d…) outputs
+                pred = pred.reshape(-1)
+        else:
+            true, pred = host_arrays(target, output.detach().argmax(1))
+        ignore = self.ignore_index
+        confusion = width <= _CONFUSION_LIMIT
+        if confusion and (ignore is None or not 0 <= ignore < width):
+            # One bincount: every code lands in [0, C²) exactly when every target is a
+            # class; an ignored or negative target makes a negative code (ValueError).
+            codes = np.multiply(true, width, dtype=np.int64)
+            codes += pred
+            try:
+                counts = np.bincount(codes, minlength=width * width)
+            except ValueError:
+                pass
+            else:
+                if counts.size == width * width:
+                    return _Labels(width, int(true.size), confusion=counts.tolist())
+        if ignore is not None:
+            keep = true != ignore
+            if not keep.all():
+                true, pred = true[keep], pred[keep]
+        self._check_range(true, width)
+        if confusion:
+            counts = np.bincount(true.astype(np.int64) * width + pred, minlength=width * width)
+            return _Labels(width, int(true.size), confusion=counts.tolist())
+        return _Labels(width, int(true.size), true=true, pred=pred)
+
+    def _class_index_batch(self, output: Tensor, target: Tensor) -> bool:
+        """True for a well-formed class-index batch; False for class-probability targets.
+        Anything malformed raises the full validation's error. The dtypes and shapes of
+        the last well-formed batch are remembered: the next batch like it needs no
+        structural check (its values are still checked)."""
+        if isinstance(output, Tensor) and isinstance(target, Tensor):
+            signature = (output.dtype, output.shape, target.dtype, target.shape)
+            if signature == self._checked:
+                return True
+            if (output.is_floating_point() and output.ndim >= 2
+                    and (self.task is None or output.shape[1] == self.task.num_outputs)
+                    and not target.is_floating_point() and not target.is_complex()
+                    and target.dtype != torch.bool
+                    and target.shape == (output.shape[0], *output.shape[2:])):
+                self._checked = signature
+                return True
+        self.validate(output, target)  # raises unless class-probability targets
+        return False
 
     def loss_parts(self, output: Tensor, target: Tensor,
                    loss_fn: nn.Module) -> tuple[Tensor, Tensor]:

@@ -20,6 +20,8 @@ __all__ = [
     "MULTILABEL_LOSSES",
     "REGRESSION_LOSSES",
     "TaskValidationError",
+    "categorical_mean",
+    "categorical_numerator",
     "categorical_parts",
     "elementwise_parts",
     "family",
@@ -89,6 +91,30 @@ def _parts(total: Tensor, weight: Tensor, loss_fn: nn.Module) -> tuple[Tensor, T
     return total, weight.to(total.dtype)
 
 
+def categorical_numerator(output: Tensor, target: Tensor, loss_fn: nn.Module,
+                          ignore_index: int) -> Tensor:
+    """The summed CE / NLL of a native module over class-index ``target`` (the numerator
+    of :func:`categorical_parts`)."""
+    weight: Tensor | None = getattr(loss_fn, "weight", None)
+    index = target.long()
+    if isinstance(loss_fn, nn.CrossEntropyLoss):
+        return F.cross_entropy(output, index, weight=weight, ignore_index=ignore_index,
+                               reduction="sum", label_smoothing=float(loss_fn.label_smoothing))
+    log_probs = F.log_softmax(output, dim=1)
+    return F.nll_loss(log_probs, index, weight=weight, ignore_index=ignore_index,
+                      reduction="sum")
+
+
+def categorical_mean(output: Tensor, target: Tensor, loss_fn: nn.Module,
+                     ignore_index: int) -> Tensor:
+    """torch's own mean CE / NLL over the non-ignored class-index targets (no class
+    weights, no label smoothing): :func:`categorical_parts`' numerator over its weight."""
+    index = target.long()
+    if isinstance(loss_fn, nn.CrossEntropyLoss):
+        return F.cross_entropy(output, index, ignore_index=ignore_index)
+    return F.nll_loss(F.log_softmax(output, dim=1), index, ignore_index=ignore_index)
+
+
 def categorical_parts(output: Tensor, target: Tensor, loss_fn: nn.Module,
                       ignore_index: int) -> tuple[Tensor, Tensor]:
     """Summed CE / NLL of a native module and its normalization weight.
@@ -105,13 +131,7 @@ def categorical_parts(output: Tensor, target: Tensor, loss_fn: nn.Module,
         rows = torch.tensor(float(target.numel() // target.shape[1]), device=output.device)
         return _parts(total, rows, loss_fn)
     index = target.long()
-    if isinstance(loss_fn, nn.CrossEntropyLoss):
-        total = F.cross_entropy(output, index, weight=weight, ignore_index=ignore_index,
-                                reduction="sum", label_smoothing=float(loss_fn.label_smoothing))
-    else:
-        log_probs = F.log_softmax(output, dim=1)
-        total = F.nll_loss(log_probs, index, weight=weight, ignore_index=ignore_index,
-                           reduction="sum")
+    total = categorical_numerator(output, index, loss_fn, ignore_index)
     valid = index != ignore_index
     if weight is None:
         den = valid.sum().to(total.dtype)
