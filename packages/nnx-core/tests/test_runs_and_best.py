@@ -8,6 +8,7 @@ import functools
 import io
 import math
 import os
+import shutil
 import warnings
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from nnx import (
     default_train_step,
 )
 from nnx._hashing import md5_hex
-from nnx.best import current_best, elect_best
+from nnx.best import current_best, elect_best, promote_best
 from nnx.checkpoint import checkpoint_files
 from nnx.training import phase_epochs
 
@@ -406,3 +407,19 @@ def test_a_failed_reservation_write_releases_the_run_for_a_retry(tmp_path, monke
     monkeypatch.undo()
     run = make_model().train(params(1), root=root, verbose=False)  # the retry is admitted
     assert (root / run.id / "checkpoints" / "last.pt").is_file()
+
+
+def test_the_incremental_promotion_agrees_with_a_full_election(tmp_path):
+    """The loop promotes a run whose BEST improved by reading only the incumbent; after
+    every run the pointer is what a full election over every run would choose."""
+    root = tmp_path / "runs"
+    for seed, epochs in ((0, 1), (1, 3), (2, 2), (3, 1)):
+        salt = f"s{seed}-{epochs}"
+        make_model(seed).train(params(epochs), salt=salt, root=root, verbose=False)
+        chosen = current_best(root)
+        assert chosen == elect_best(root)  # a full election keeps it: nothing moved
+    # A vanished incumbent sends the promotion down the full path.
+    shutil.rmtree(root / chosen)
+    runs = [p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink()
+            and not p.name.startswith(".")]
+    assert promote_best(root, runs[0], math.inf) == elect_best(root) == current_best(root)

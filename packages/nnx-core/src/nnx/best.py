@@ -23,7 +23,7 @@ from nnx._atomic import atomic_write_text
 from nnx.checkpoint import NNCheckpoint
 from nnx.run import NNRun
 
-__all__ = ["BEST_NAME", "current_best", "elect_best", "run_score"]
+__all__ = ["BEST_NAME", "current_best", "elect_best", "promote_best", "run_score"]
 
 BEST_NAME = "best"
 _POINTER = "POINTER.txt"
@@ -85,6 +85,25 @@ def _point(root: Path, run_id: str | None) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+
+
+def promote_best(root: str | os.PathLike[str], run_id: str, score: float) -> str | None:
+    """After ``run_id``'s BEST improved to ``score``: the same winner as a full
+    :func:`elect_best`, reading only the incumbent. Only this run's score changed,
+    and it only went down, so it either beats the incumbent or nothing moves (ties
+    keep the incumbent). A missing or no longer valid incumbent takes the full path.
+    """
+    root = Path(root)
+    incumbent = current_best(root)
+    if incumbent == run_id and (root / BEST_NAME).exists():
+        return run_id
+    held = None if incumbent is None else run_score(root / incumbent)
+    if held is None:
+        return elect_best(root)
+    if score < held:
+        _point(root, run_id)
+        return run_id
+    return incumbent
 
 
 def elect_best(root: str | os.PathLike[str], *, exclude: str | None = None) -> str | None:

@@ -26,7 +26,7 @@ import torch
 
 from nnx._atomic import atomic_write_text
 from nnx._locking import LockBusyError, file_lock
-from nnx.best import current_best, elect_best
+from nnx.best import current_best, elect_best, promote_best
 from nnx.callbacks.base import CallbackContext
 from nnx.checkpoint import NNCheckpoint
 from nnx.components import ComponentSpec, collect_states, discover_components
@@ -42,7 +42,7 @@ from nnx.loop_support import (
 )
 from nnx.optimizer_factories import optimizer_factory_state
 from nnx.progress import Progress
-from nnx.records import NNEvaluationDataPoint, NNIterationDataPoint, signal_walk
+from nnx.records import NNEvaluationDataPoint, NNIterationDataPoint, first_finite, signal_walk
 from nnx.resume import apply_resume, check_resume, loader_generators, plan_resume
 from nnx.run import NNRun, display_path
 from nnx.run_history import open_history
@@ -197,7 +197,17 @@ class FitLoop(ABC):
     @property
     def primary(self) -> OptimizerSlot:
         """The primary optimizer: the only one, or the sorted-first name (§8.3)."""
-        return self.slots[min(self.slots, key=lambda n: "" if n is None else n)]
+        primary = self.__dict__.get("_primary")
+        if primary is None:  # slots are fixed once built: look it up once
+            primary = self.slots[min(self.slots, key=lambda n: "" if n is None else n)]
+            self.__dict__["_primary"] = primary
+        return primary
+
+    @staticmethod
+    def _checkpoint_score(idp: NNIterationDataPoint) -> float:
+        """The score a BEST checkpoint of ``idp`` has (NNCheckpoint.score)."""
+        found = first_finite(idp)
+        return math.inf if found is None else found[1]
 
     @abstractmethod
     def schedule_params(self) -> list[Any]:
@@ -389,20 +399,22 @@ class FitLoop(ABC):
                  window: UpdateWindow) -> NNIterationDataPoint:
         params = self.params
         last: NNIterationDataPoint | None = None
+        record_summary = self.summary if isinstance(self.summary, RecordSummary) else None
+        group = self.primary.optimizer.param_groups[0]  # the LR each record shows
         for batch_idx, (batch, is_last) in enumerate(with_lookahead(params.train_loader)):
             window.closes = is_last or window.position + 1 == accumulate
             edp = self.run_batch(batch, batch_idx, epoch, window)
             if not isinstance(edp, NNEvaluationDataPoint):
                 raise TypeError(f"the train step must return an NNEvaluationDataPoint; got "
                                 f"{type(edp).__name__}")
-            if isinstance(self.summary, RecordSummary):
-                self.summary.update(edp, batch)
+            if record_summary is not None:
+                record_summary.update(edp, batch)
             if window.closes:
                 window = UpdateWindow(size=accumulate)
             else:
                 window.position += 1
             idp = NNIterationDataPoint(epoch=epoch, iter_idx=self.iter_idx, batch_idx=batch_idx,
-                                       train_edp=edp, lr=self._lr(),
+                                       train_edp=edp, lr=float(group["lr"]),
                                        update_count=self.ctx.committed_updates)
             self.iter_idx += 1
             self.hist.append(idp)
@@ -528,9 +540,10 @@ class FitLoop(ABC):
         if improved or first_best:
             if value is not None:
                 self.best_score = min(value, self.best_score)
+            checkpoint_score = self._checkpoint_score(idp)
             self._checkpoint("best", epoch, idp)
             with file_lock(run.root / ".best.lock"):
-                elect_best(run.root)
+                promote_best(run.root, run.id, checkpoint_score)
 
     # -- the run ----------------------------------------------------------------------
     def _full_history(self) -> Any:

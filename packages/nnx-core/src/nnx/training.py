@@ -5,6 +5,7 @@ objective as the update owner. The epoch loop, the commit and resume are
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,7 @@ class _Loop(FitLoop):
             step_fn is not None and step_fn is not default_train_step)
         self.owns_windows = objective is not None or not self.custom_step
         super().__init__(model, params, objective=objective, **kwargs)
+        self._report = functools.partial(self.report_update, None)  # one per run, not batch
 
     def _build(self) -> None:
         params, model = self.params, self.model
@@ -87,10 +89,10 @@ class _Loop(FitLoop):
         params = self.params
         ctx = TrainStepContext(
             model=self.model, batch=batch, batch_idx=batch_idx, epoch=epoch,
-            optimizer=self.optimizer, precision=self.precision, scaler=self.scaler,
+            optimizer=self.primary.optimizer, precision=self.precision, scaler=self.scaler,
             grad_clip_norm=params.optim.grad_clip_norm,
             accumulate_grad_batches=self.accumulate, window=window,
-            _on_update=lambda: self.report_update(None), summary=self.step_summary)
+            _on_update=self._report, summary=self.step_summary)
         return self.step_fn(ctx)
 
     step_summary: Any = None  # the default step's task accumulator, fed per microbatch
