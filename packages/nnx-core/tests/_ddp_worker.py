@@ -6,7 +6,7 @@ Trains a FeedFwd classifier under ``distributed=DDP(backend="gloo")`` (or, for
 MODE ``single``, in one process) into OUT/runs, then writes this rank's final
 weights and last epoch to OUT/rank<r>.pt. Modes: ``default`` (the default step),
 ``objective`` (supervised_objective), ``single`` / ``single-objective`` (one process,
-no DDP), ``stop`` (rank 1 asks
+no DDP), ``masked`` / ``single-masked`` (targets ignored unevenly), ``stop`` (rank 1 asks
 to stop after epoch 1), ``kill`` (rank 1 dies at the start of epoch 1), and
 ``split SINGLE_RUN_ID`` (resumes across world sizes: see :func:`split`).
 """
@@ -27,15 +27,18 @@ from nnx import (
     NNOptimParams,
     NNParams,
     NNTrainParams,
+    TaskSpec,
     supervised_objective,
 )
 from nnx.distributed import DDP
 
 
-def data() -> tuple[TensorDataset, TensorDataset]:
+def data(masked: bool = False) -> tuple[TensorDataset, TensorDataset]:
     g = torch.Generator().manual_seed(11)
     x = torch.randn(96, 6, generator=g)
     y = (x[:, 0] + x[:, 1] - 0.5 * x[:, 2] > 0).long() + (x[:, 3] > 1).long()
+    if masked:  # ignored targets, unevenly spread over batches and ranks
+        y = torch.where(x[:, 4] > 0.3, torch.full_like(y, -100), y)
     return TensorDataset(x[:64], y[:64]), TensorDataset(x[64:], y[64:])
 
 
@@ -57,10 +60,10 @@ class Die(Callback):
             os._exit(3)
 
 
-def fresh_model() -> NNModel:
+def fresh_model(task: TaskSpec | None = None) -> NNModel:
     torch.manual_seed(0)
     return NNModel(net_params=NNParams(input_dim=6, output_dim=3, hidden_dims=(16,)),
-                   params=NNModelParams())
+                   params=NNModelParams(task=task))
 
 
 def shuffled_params(n_epochs: int, **changes) -> NNTrainParams:
@@ -107,8 +110,9 @@ def main() -> None:
         return
     batch = int(sys.argv[3]) if len(sys.argv) > 3 else 8
     rank = int(os.environ.get("RANK", "0"))
-    train, val = data()
-    model = fresh_model()
+    masked = mode.endswith("masked")
+    train, val = data(masked)
+    model = fresh_model(TaskSpec.categorical(3, ignore_index=-100) if masked else None)
     params = NNTrainParams(
         n_epochs=3, seed=0, metrics=(MetricSpec("f1"), MetricSpec("nll")),
         train_loader=DataLoader(train, batch_size=batch, shuffle=False),

@@ -40,6 +40,7 @@ class UpdateWindow:
     poisoned: bool = False
     summed: bool = False  # a reduction="sum" loss: the window's update is Σ numerators
     normalized: bool = False  # a one-microbatch window back-propagated numerator / weight
+    global_denominator: float = 0.0  # under DDP: the window's weight summed over every rank
 
 
 @dataclass(eq=False)
@@ -64,6 +65,7 @@ class TrainStepContext:
     window: UpdateWindow
     _on_update: Callable[[], None] = field(repr=False, default=lambda: None)
     summary: Any = None  # the epoch's training-summary accumulator, when declared
+    distributed: Any = None  # the DistributedSession under DDP (nnx.distributed)
 
     @property
     def device(self) -> torch.device:
@@ -97,12 +99,17 @@ def _scale_grads(optimizer: torch.optim.Optimizer, factor: float) -> None:
 
 def _close_window(ctx: TrainStepContext) -> None:
     window, opt = ctx.window, ctx.optimizer
-    if window.poisoned or window.denominator <= 0:
+    denominator = window.denominator if ctx.distributed is None else window.global_denominator
+    if window.poisoned or denominator <= 0:
         opt.zero_grad(set_to_none=True)  # a masked or NaN-guarded window takes no update
         return
     if ctx.scaler is not None:
         ctx.scaler.unscale_(opt)
-    if not window.summed and not window.normalized:
+    if ctx.distributed is not None:
+        # DDP averaged Σ numerators over the ranks: × world size / the global weight.
+        world = ctx.distributed.world_size
+        _scale_grads(opt, world if window.summed else world / window.global_denominator)
+    elif not window.summed and not window.normalized:
         _scale_grads(opt, 1.0 / window.denominator)  # Σ numerators / Σ weights over the window
     if ctx.grad_clip_norm is not None:
         params = [p for g in opt.param_groups for p in g["params"] if p.grad is not None]
@@ -125,6 +132,27 @@ def _holds_gradients(optimizer: torch.optim.Optimizer) -> bool:
             if p.grad is not None:
                 return True
     return False
+
+
+def _distributed_backward(ctx: TrainStepContext, batch: Any, output: torch.Tensor) -> None:
+    """Under DDP every rank takes the same decision and joins the same all-reduce: the
+    microbatch's weight and NaN guard are agreed first, a rank whose targets are all
+    masked back-propagates zeros, and gradients are normalized by the global weight."""
+    window, weight = ctx.window, batch.weight
+    bad = weight > 0 and not math.isfinite(batch.value)
+    total, poisoned = ctx.distributed.sum([weight, float(bad)])
+    if poisoned > 0 or window.poisoned:
+        if not window.poisoned:
+            warnings.warn(f"non-finite training loss at epoch {ctx.epoch}, batch "
+                          f"{ctx.batch_idx} on some rank: the update window is skipped",
+                          RuntimeWarning, stacklevel=3)
+        window.poisoned = True
+        return
+    window.global_denominator += total
+    if total <= 0:
+        return  # masked on every rank: nobody back-propagates
+    loss = batch.numerator if weight > 0 else (output * 0).sum()
+    torch.autograd.backward(loss if ctx.scaler is None else ctx.scaler.scale(loss))
 
 
 @imperative_step  # it steps the optimizer itself: never an objective (§6.5)
@@ -152,10 +180,13 @@ def default_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
         raise ValueError("the default training step needs (X, Y) batches; got no target")
     # Validates the batch before anything is back-propagated.
     batch = model.task_adapter.training_batch(
-        output, target, model.loss_fn, normalize=window.position == 0 and window.closes)
+        output, target, model.loss_fn,
+        normalize=window.position == 0 and window.closes and ctx.distributed is None)
     window.summed = batch.summed
     weight, loss_value = batch.weight, batch.value
-    if weight > 0 and not math.isfinite(loss_value):
+    if ctx.distributed is not None:
+        _distributed_backward(ctx, batch, output)
+    elif weight > 0 and not math.isfinite(loss_value):
         # The inline NaN guard: never back-propagate a non-finite loss; drop the window.
         window.poisoned = True
         warnings.warn(f"non-finite training loss at epoch {ctx.epoch}, batch {ctx.batch_idx}: "
@@ -166,6 +197,8 @@ def default_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
         torch.autograd.backward(numerator if ctx.scaler is None else ctx.scaler.scale(numerator))
     window.denominator += weight
     if window.closes:
+        if ctx.distributed is not None and window.global_denominator <= 0:
+            window.poisoned = True  # masked on every rank: no update anywhere
         _close_window(ctx)
     if ctx.summary is not None:
         ctx.summary.update(batch.output, target, loss_numerator=batch.total,

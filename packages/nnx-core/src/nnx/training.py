@@ -92,7 +92,7 @@ class _Loop(FitLoop):
             optimizer=self.primary.optimizer, precision=self.precision, scaler=self.scaler,
             grad_clip_norm=params.optim.grad_clip_norm,
             accumulate_grad_batches=self.accumulate, window=window,
-            _on_update=self._report, summary=self.step_summary)
+            _on_update=self._report, summary=self.step_summary, distributed=self.dist)
         return self.step_fn(ctx)
 
     step_summary: Any = None  # the default step's task accumulator, fed per microbatch
