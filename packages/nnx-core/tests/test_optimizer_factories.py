@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from _nnx_core_tiny import Lion
 from torch import nn
 
 from nnx import (
@@ -34,35 +35,6 @@ from nnx import (
 from nnx.components import ComponentRestoreError
 from nnx.optimizers import MissingOptimizerFactoryError, resolve_optimizer_factory
 from nnx.plugins import versioned_registry
-
-
-class Lion(torch.optim.Optimizer):
-    """Sign-based momentum (Chen et al. 2023), small enough to read in a test."""
-
-    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0):
-        super().__init__(params, {"lr": lr, "betas": betas, "weight_decay": weight_decay})
-
-    @torch.no_grad()
-    def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state["exp_avg"] = torch.zeros_like(p)
-                exp_avg = state["exp_avg"]
-                p.mul_(1 - group["lr"] * group["weight_decay"])
-                update = exp_avg.mul(beta1).add(p.grad, alpha=1 - beta1).sign_()
-                p.add_(update, alpha=-group["lr"])
-                exp_avg.mul_(beta2).add_(p.grad, alpha=1 - beta2)
-        return loss
-
 
 CALLS: list[tuple[list[dict], object]] = []
 
