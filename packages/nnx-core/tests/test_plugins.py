@@ -50,6 +50,23 @@ def test_versioned_registry_keys_and_versions():
             reg.register("x", bad_version, None)  # type: ignore[arg-type]
 
 
+def test_require_names_the_missing_versions_and_refuses_a_wrong_entry():
+    """One refusal for every versioned registry (optimizer / model factories, metrics,
+    transforms): an unknown version, and an entry point naming the wrong object."""
+    reg = VersionedRegistry("nnx.test_only_group")
+    reg.register("acme.lion", 1, len)
+    reg.register("acme.lion", 2, "not a factory")
+    kwargs = {"what": "optimizer factory", "register": "register(...)", "error": LookupError}
+    assert reg.require("acme.lion", 1, **kwargs) is len
+    with pytest.raises(LookupError, match=r"acme\.lion@v3 is not registered.*v1, v2"):
+        reg.require("acme.lion", 3, **kwargs)
+    with pytest.raises(LookupError, match=r"resolved to str, not a callable; an "
+                                          r"nnx\.test_only_group entry point must name"):
+        reg.require("acme.lion", 2, **kwargs)
+    assert reg.require("acme.lion", 2, accepts=lambda x: isinstance(x, str),
+                       expected="a string", **kwargs) == "not a factory"
+
+
 def test_process_registries_are_shared_per_group():
     assert registry("nnx.exports") is registry("nnx.exports")
     assert versioned_registry("nnx.metrics") is versioned_registry("nnx.metrics")

@@ -62,10 +62,6 @@ def resolve_optimizer_factory(spec: OptimizerFactorySpec) -> OptimizerFactory:
         spec.id, spec.version, what="optimizer factory", error=MissingOptimizerFactoryError,
         register=f"nnx.register_optimizer_factory({spec.id!r}, {spec.version}, factory) before "
                  "training")
-    if not callable(found):
-        raise MissingOptimizerFactoryError(
-            f"optimizer factory {spec.label} resolved to {type(found).__name__}, which is not "
-            f"callable; an nnx.optimizer_factories entry point must name a factory")
     factory: OptimizerFactory = found
     return factory
 

@@ -17,7 +17,7 @@ imports another. Explicit ``register`` calls win over entry points.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import metadata
 from typing import Any
 
@@ -134,9 +134,14 @@ class VersionedRegistry:
         return self._names.get(self.key(id, version))
 
     def require(self, id: str, version: int, *, what: str, register: str,
-                error: type[Exception]) -> Any:
+                error: type[Exception], accepts: Callable[[Any], bool] = callable,
+                expected: str = "a callable") -> Any:
         """The object registered as ``(id, version)``, or ``error`` naming the registered
-        versions and how to register (``what``: "model factory"; ``register``: the call)."""
+        versions and how to register (``what``: "model factory"; ``register``: the call).
+
+        An entry that ``accepts`` refuses (an entry point naming the wrong object)
+        raises ``error`` too, saying it must be ``expected``.
+        """
         found = self.get(id, version)
         if found is None:
             versions = self.versions(id)
@@ -144,6 +149,9 @@ class VersionedRegistry:
                      if versions else f"no version of {id!r} is registered")
             raise error(f"{what} {id}@v{version} is not registered in this process ({known}); "
                         f"register it with {register}")
+        if not accepts(found):
+            raise error(f"{what} {id}@v{version} resolved to {type(found).__name__}, not "
+                        f"{expected}; an {self.group} entry point must name {expected}")
         return found
 
     def versions(self, id: str) -> list[int]:

@@ -142,15 +142,12 @@ def resolve_metric(spec: MetricSpec) -> MetricRegistration:
     """
     if not isinstance(spec, MetricSpec):
         raise ValueError(f"a declared metric must be a MetricSpec; got {spec!r}")
-    found = _registry().require(
+    found: MetricRegistration = _registry().require(
         spec.id, spec.version, what="metric", error=MissingMetricError,
         register=f"nnx.metrics.register_metric({spec.id!r}, {spec.version}, ...) before "
-                 "training")
-    if not isinstance(found, MetricRegistration):
-        raise MissingMetricError(
-            f"metric {spec.id}@v{spec.version} resolved to {type(found).__name__}, not a "
-            f"MetricRegistration; an nnx.metrics entry point must name a MetricRegistration"
-        )
+                 "training",
+        accepts=lambda entry: isinstance(entry, MetricRegistration),
+        expected="a MetricRegistration")
     if found.check_config is not None:
         found.check_config(spec.config)
     return found

@@ -60,10 +60,6 @@ def resolve_model_factory(spec: ModelSpec) -> ModelFactory:
         spec.id, spec.version, what="model factory", error=MissingModelFactoryError,
         register=f"nnx.register_model_factory({spec.id!r}, {spec.version}, factory) before "
                  "building the model")
-    if not callable(found):
-        raise MissingModelFactoryError(
-            f"model factory {spec.label} resolved to {type(found).__name__}, which is not "
-            f"callable; an nnx.model_factories entry point must name a factory")
     factory: ModelFactory = found
     return factory
 

@@ -70,9 +70,5 @@ def resolve_transform(recipe: TransformRecipe) -> TransformOp:
     found = _registry().require(
         recipe.op, recipe.version, what="transform", error=TransformCompatibilityError,
         register=f"nnx.register_transform({recipe.op!r}, {recipe.version}, materialize)")
-    if not callable(found):
-        raise TransformCompatibilityError(
-            f"transform {recipe.label} resolved to {type(found).__name__}, which is not "
-            f"callable; an nnx.transforms entry point must name a materialize function")
     op: TransformOp = found
     return op
