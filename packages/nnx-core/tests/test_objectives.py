@@ -530,3 +530,15 @@ def test_an_objective_returning_something_else_is_refused(tmp_path):
     with pytest.raises(TypeError, match="must return an ObjectiveResult"):
         tiny_model().train(NNTrainParams(n_epochs=1, train_loader=tiny_batches(1), optim=sgd()),
                            objective=lambda ctx: 1.0, root=tmp_path, verbose=False)
+
+
+def test_kd_objective_refuses_the_students_own_net_as_teacher(tmp_path):
+    student = tiny_model()
+    refused_run = kd_objective(student, 0.5, 2.0)
+    assert all(p.requires_grad for p in student.net.parameters())  # nothing frozen yet
+    with pytest.raises(ValueError, match="must not be the student's own net"):
+        student.train(NNTrainParams(n_epochs=1, train_loader=tiny_batches(1), optim=sgd()),
+                      objective=refused_run, root=tmp_path, verbose=False)
+    assert not tmp_path.exists() or not [p for p in tmp_path.iterdir()
+                                         if not p.name.startswith(".")]
+    assert all(p.requires_grad for p in student.net.parameters())

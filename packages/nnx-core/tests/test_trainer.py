@@ -865,3 +865,32 @@ def test_the_example_runs(tmp_path, script, shows):
     assert out.returncode == 0, out.stderr
     assert all(line in out.stdout for line in shows), out.stdout
     assert list(tmp_path.iterdir()) == []  # everything went to a temporary directory
+
+
+@pytest.mark.parametrize("auto", [True, False])
+def test_lr_monitor_traces_the_primary_update_clock_unless_the_step_owns_timing(tmp_path, auto):
+    """§5: LRMonitor.update_history follows the primary (sorted-first) optimizer's
+    update-clock steps; under auto_step_schedulers=False NNx steps nothing, so it stays
+    empty while the per-epoch history still records the LR."""
+    from nnx import LRMonitor
+
+    clock = NNSchedulerParams.builder().step(step_size=1, factor=0.5).clock(
+        "optimizer_update").build()
+
+    def step(ctx: TrainerStepContext) -> NNEvaluationDataPoint:
+        for name in ("a", "b"):
+            ctx.optimizers[name].step()
+            ctx.report_update(name)
+        return NNEvaluationDataPoint(loss=1.0)
+
+    monitor = LRMonitor()
+    params = (NNTrainerParams.builder().n_epochs(2).train_loader(tiny_batches(2))
+              .optimizer("a", _group("layers.0.*", 0.4)).optimizer("b", _group("layers.1.*"))
+              .scheduler("a", clock).auto_step_schedulers(auto).build())
+    Trainer(tiny_model()).train(params, trainer_step_fn=step, callbacks=[monitor],
+                                root=tmp_path, verbose=False)
+    if auto:
+        assert monitor.update_history == [(1, 0.2), (3, 0.1), (5, 0.05), (7, 0.025)]
+        assert monitor.history == pytest.approx([0.1, 0.025])
+    else:
+        assert monitor.update_history == [] and monitor.history == [0.4, 0.4]

@@ -365,9 +365,6 @@ class FitLoop(ABC):
                           RuntimeWarning, stacklevel=4)
 
     # -- one epoch --------------------------------------------------------------------
-    def _lr(self) -> float:
-        return float(self.primary.optimizer.param_groups[0]["lr"])
-
     def _epoch_summary(self) -> Any:
         """The whole-epoch training summary's accumulator, when a declaration needs one."""
         declared = bool(self.metrics) or self.monitor is not None

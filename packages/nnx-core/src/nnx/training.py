@@ -73,15 +73,6 @@ class _Loop(FitLoop):
     def schedule_params(self) -> list[Any]:
         return [] if self.params.scheduler is None else [self.params.scheduler]
 
-    # The single optimizer, by the names the step context and older code use.
-    @property
-    def optimizer(self) -> Any:
-        return self.primary.optimizer
-
-    @property
-    def schedule(self) -> ScheduleDriver | None:
-        return self.primary.schedule
-
     def run_batch(self, batch: Any, batch_idx: int, epoch: int,
                   window: UpdateWindow) -> NNEvaluationDataPoint:
         if self.engine is not None:

@@ -7,7 +7,7 @@ combined update is exactly alpha · T² · KL_batchmean + (1 − alpha) · L_har
 the full batch however its rows are split into microbatches. At alpha=0 only
 "supervised" is returned.
 
-The teacher is frozen and in eval mode, and runs in its own inference
+The teacher is frozen and in eval mode from the run's start, and runs in its own inference
 precision (its explicit policy, or full precision), never the student's.
 """
 
@@ -40,9 +40,16 @@ class KDObjective(Objective):
                             f"{type(teacher).__name__}")
         self.teacher = teacher
         self.teacher_net = net
-        for p in net.parameters():  # the teacher never drifts while the student trains
-            p.requires_grad_(False)
-        net.eval()
+        self._frozen = False
+
+    def _freeze(self) -> None:
+        """Freeze the teacher (it never drifts while the student trains) once, at the
+        run's start: never at construction, before the run's checks could refuse it."""
+        if not self._frozen:
+            for p in self.teacher_net.parameters():
+                p.requires_grad_(False)
+            self.teacher_net.eval()
+            self._frozen = True
 
     def check_run(self, model: Any, *, optimizers: Mapping[str | None, Any],
                   callbacks: Sequence[Any]) -> None:
@@ -51,6 +58,7 @@ class KDObjective(Objective):
         student = {id(p) for p in model.net.parameters()}
         if any(id(p) in student for p in self.teacher_net.parameters()):
             raise ValueError("kd_objective: the teacher shares parameters with the student")
+        self._freeze()
 
     @contextlib.contextmanager
     def _teacher_precision(self) -> Iterator[None]:
@@ -81,6 +89,7 @@ class KDObjective(Objective):
                              "use a custom objective for other layouts")
         if target is None:
             raise ValueError("kd_objective needs (X, Y) batches; got no target")
+        self._freeze()
         output = ctx.full_precision(model.forward_raw(inputs))
         hard, detached = supervised_term(ctx, output, target, weight=1.0 - self.alpha)
         if self.alpha == 0:
