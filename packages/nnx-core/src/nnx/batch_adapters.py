@@ -30,6 +30,9 @@ __all__ = ["BatchAdapter", "KeywordInputs", "ModelInputs", "PositionalInputs", "
 Split = tuple[tuple[Any, ...], dict[str, Any], Any]
 
 
+_NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
+
+
 class ModelInputs(tuple[Any, ...]):
     """A module call's inputs: the positional ones (the tuple itself) and ``kwargs``.
 
@@ -42,7 +45,7 @@ class ModelInputs(tuple[Any, ...]):
     def __new__(cls, args: Iterable[Any] = (),
                 kwargs: Mapping[str, Any] | None = None) -> ModelInputs:
         self = super().__new__(cls, args)
-        self.kwargs = MappingProxyType(dict(kwargs or {}))
+        self.kwargs = MappingProxyType(dict(kwargs)) if kwargs else _NO_KWARGS
         return self
 
     def __repr__(self) -> str:

@@ -103,9 +103,10 @@ class NNModel:
         inputs as a tuple, with the keyword inputs in ``inputs.kwargs``.
         """
         args, kwargs, target = self.batch_adapter.split(batch)
-        inputs = ModelInputs((_to(x, self.device) for x in args),
-                             {k: _to(v, self.device) for k, v in kwargs.items()})
-        return inputs, None if target is None else _to(target, self.device)
+        device = self.device
+        inputs = ModelInputs(tuple(_to(x, device) for x in args),
+                             {k: _to(v, device) for k, v in kwargs.items()} if kwargs else None)
+        return inputs, None if target is None else _to(target, device)
 
     def forward_raw(self, inputs: Sequence[Any]) -> torch.Tensor:
         """``net(*inputs, **inputs.kwargs)``, its output tensor read by the batch adapter."""
@@ -281,7 +282,10 @@ class NNModel:
 
 
 def _to(value: Any, device: torch.device) -> Any:
-    return value.to(device) if isinstance(value, torch.Tensor) else value
+    """``value`` on ``device``; a tensor already there is returned without a torch call."""
+    if isinstance(value, torch.Tensor) and value.device != device:
+        return value.to(device)
+    return value
 
 
 def _fields(record: NNEvaluationDataPoint) -> dict[str, Any]:

@@ -11,15 +11,17 @@ their columns.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
     "EDP_FIELDS",
     "NNEvaluationDataPoint",
     "NNIterationDataPoint",
+    "deferred_record",
     "first_finite",
     "signal_walk",
 ]
@@ -106,6 +108,111 @@ class NNEvaluationDataPoint:
             result: float | None = getattr(self, name)
             return result
         return self.metrics.get(name, self.extra.get(name))
+
+
+#: The fields a deferred record computes on first read (see :func:`deferred_record`).
+_DEFERRED = ("error", "accuracy", "f1", "recall", "precision", "count")
+_FIELD_NAMES = tuple(NNEvaluationDataPoint.__dataclass_fields__)
+_SLOTS = {name: NNEvaluationDataPoint.__dict__[name] for name in _FIELD_NAMES}
+
+
+class FieldSource(Protocol):
+    """What a deferred record computes its fields from (a batch's labels)."""
+
+    def fields(self) -> dict[str, Any]:
+        """``error`` … ``precision`` (a name missing is None), and ``count`` when the
+        source knows it."""
+
+
+def _deferred_field(name: str) -> property:
+    slot = _SLOTS[name]
+    convert = _count if name == "count" else functools.partial(_number, name)
+
+    def get(self: _DeferredRecord) -> Any:
+        if self._source is not None:
+            self._settle()
+        return slot.__get__(self)
+
+    def set_(self: _DeferredRecord, value: Any) -> None:  # the dataclass __init__ (replace)
+        slot.__set__(self, convert(value))
+
+    return property(get, set_)
+
+
+def _count(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+class _DeferredRecord(NNEvaluationDataPoint):
+    """An :class:`NNEvaluationDataPoint` whose classification fields are computed from
+    their source on first read. The default step's per-batch records are these: the
+    label work costs more than the rest of the step's bookkeeping together, and on
+    the training path the records are read at the epoch's commit, when the history
+    is written, so doing it there takes it off every step. Reads, equality,
+    ``state()``, ``repr``, pickling and ``dataclasses.replace`` see exactly the eager
+    record's values."""
+
+    __slots__ = ("_source",)
+
+    _source: FieldSource | None
+
+    error = _deferred_field("error")
+    accuracy = _deferred_field("accuracy")
+    f1 = _deferred_field("f1")
+    recall = _deferred_field("recall")
+    precision = _deferred_field("precision")
+    count = _deferred_field("count")
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_source":  # made by the dataclass __init__ (replace): nothing deferred
+            return None
+        raise AttributeError(name)
+
+    def _settle(self) -> None:
+        source = self._source
+        assert source is not None
+        values = source.fields()
+        object.__setattr__(self, "_source", None)
+        for name in _DEFERRED[:-1]:
+            _SLOTS[name].__set__(self, _number(name, values.get(name)))
+        if "count" in values:
+            _SLOTS["count"].__set__(self, _count(values["count"]))
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in _FIELD_NAMES)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NNEvaluationDataPoint):
+            return NotImplemented
+        return self._values() == tuple(getattr(other, name) for name in _FIELD_NAMES)
+
+    __hash__ = NNEvaluationDataPoint.__hash__
+
+    def __repr__(self) -> str:
+        return repr(_eager(self._values()))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _eager, (self._values(),)
+
+
+def _eager(values: tuple[Any, ...]) -> NNEvaluationDataPoint:
+    return NNEvaluationDataPoint(**dict(zip(_FIELD_NAMES, values, strict=True)))
+
+
+def deferred_record(source: FieldSource, *, loss: float | None, kind: str | None = None,
+                    count: int | None = None, status: str | None = None) -> NNEvaluationDataPoint:
+    """A record with ``loss`` and the task fields now, and ``source.fields()``
+    (``error`` … ``precision``, and ``count`` when the source gives it) computed when
+    one of them is first read."""
+    record = object.__new__(_DeferredRecord)
+    object.__setattr__(record, "_source", source)
+    _SLOTS["loss"].__set__(record, _number("loss", loss))
+    _SLOTS["extra"].__set__(record, {})
+    _SLOTS["metrics"].__set__(record, {})
+    _SLOTS["kind"].__set__(record, kind)
+    _SLOTS["count"].__set__(record, count)
+    _SLOTS["status"].__set__(record, status)
+    return record
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

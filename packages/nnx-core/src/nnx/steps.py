@@ -36,7 +36,8 @@ class UpdateWindow:
     size: int
     position: int = 0  # microbatches already in the window
     closes: bool = False  # this microbatch ends the window
-    denominator: float = 0.0
+    denominator: float = 0.0  # Σ weights of the window's batches that are not normalized
+    has_targets: bool = False  # some batch of the window has a valid target
     poisoned: bool = False
     summed: bool = False  # a reduction="sum" loss: the window's update is Σ numerators
     normalized: bool = False  # a one-microbatch window back-propagated numerator / weight
@@ -99,8 +100,8 @@ def _scale_grads(optimizer: torch.optim.Optimizer, factor: float) -> None:
 
 def _close_window(ctx: TrainStepContext) -> None:
     window, opt = ctx.window, ctx.optimizer
-    denominator = window.denominator if ctx.distributed is None else window.global_denominator
-    if window.poisoned or denominator <= 0:
+    weighted = window.has_targets if ctx.distributed is None else window.global_denominator > 0
+    if window.poisoned or not weighted:
         opt.zero_grad(set_to_none=True)  # a masked or NaN-guarded window takes no update
         return
     if ctx.scaler is not None:
@@ -183,24 +184,26 @@ def default_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
         output, target, model.loss_fn,
         normalize=window.position == 0 and window.closes and ctx.distributed is None)
     window.summed = batch.summed
-    weight, loss_value = batch.weight, batch.value
+    has_targets, loss_value = batch.has_targets, batch.value
     if ctx.distributed is not None:
         _distributed_backward(ctx, batch, output)
-    elif weight > 0 and not math.isfinite(loss_value):
+    elif has_targets and not math.isfinite(loss_value):
         # The inline NaN guard: never back-propagate a non-finite loss; drop the window.
         window.poisoned = True
         warnings.warn(f"non-finite training loss at epoch {ctx.epoch}, batch {ctx.batch_idx}: "
                       "the update window is skipped", RuntimeWarning, stacklevel=2)
-    elif weight > 0:
+    elif has_targets:
         window.normalized = batch.normalized
         numerator = batch.numerator
         torch.autograd.backward(numerator if ctx.scaler is None else ctx.scaler.scale(numerator))
-    window.denominator += weight
+    window.has_targets = window.has_targets or has_targets
+    if not batch.normalized:  # a normalized batch's window is never rescaled by its weight
+        window.denominator += batch.weight
     if window.closes:
         if ctx.distributed is not None and window.global_denominator <= 0:
             window.poisoned = True  # masked on every rank: no update anywhere
         _close_window(ctx)
     if ctx.summary is not None:
         ctx.summary.update(batch.output, target, loss_numerator=batch.total,
-                           loss_denominator=weight, validate=False)
-    return batch.record(None if weight <= 0 else loss_value)
+                           loss_denominator=batch.weight, validate=False)
+    return batch.record(loss_value if has_targets else None)

@@ -77,20 +77,26 @@ class _Loop(FitLoop):
                   window: UpdateWindow) -> NNEvaluationDataPoint:
         if self.engine is not None:
             return super().run_batch(batch, batch_idx, epoch, window)
-        params = self.params
-        ctx = TrainStepContext(
-            model=self.model, batch=batch, batch_idx=batch_idx, epoch=epoch,
-            optimizer=self.primary.optimizer, precision=self.precision, scaler=self.scaler,
-            grad_clip_norm=params.optim.grad_clip_norm,
-            accumulate_grad_batches=self.accumulate, window=window,
-            _on_update=self._report, summary=self.step_summary, distributed=self.dist)
+        ctx = self._step_ctx
+        if ctx is None:
+            ctx = TrainStepContext(
+                model=self.model, batch=batch, batch_idx=batch_idx, epoch=epoch,
+                optimizer=self.primary.optimizer, precision=self.precision, scaler=self.scaler,
+                grad_clip_norm=self.params.optim.grad_clip_norm,
+                accumulate_grad_batches=self.accumulate, window=window,
+                _on_update=self._report, summary=self.step_summary, distributed=self.dist)
+            if not self.custom_step:  # the default step keeps no context: one per epoch
+                self._step_ctx = ctx
+        else:
+            ctx.batch, ctx.batch_idx, ctx.window = batch, batch_idx, window
         return self.step_fn(ctx)
 
     step_summary: Any = None  # the default step's task accumulator, fed per microbatch
+    _step_ctx: TrainStepContext | None = None  # the default step's context this epoch
 
     def _epoch_summary(self) -> Any:
         declared = bool(self.metrics) or self.monitor is not None
-        self.step_summary = None
+        self.step_summary = self._step_ctx = None
         if declared and self.engine is None and not self.custom_step:
             # The default step feeds the task accumulator with every microbatch (§6.4).
             self.step_summary = self.model.task_adapter.accumulator(metrics=self.metrics)

@@ -67,22 +67,47 @@ class TrainingBatch:
     microbatch). ``weight`` is the normalization weight (0 when every target is
     masked), ``total`` the summed loss's value and ``value`` the batch's loss as
     recorded (``total``, or ``total / weight`` unless ``summed``; NaN without a
-    valid target). :meth:`record` is the record :meth:`TaskAdapter.record` writes.
+    valid target). ``has_targets`` is ``weight > 0``, known without ``weight``.
+    :meth:`record` is the record :meth:`TaskAdapter.record` writes.
+
+    An adapter may leave ``weight`` and ``total`` to be counted when first read
+    (:meth:`_count`), for a normalized batch whose ``value`` is already known.
     """
 
-    __slots__ = ("adapter", "normalized", "numerator", "output", "summed", "target", "total",
-                 "value", "weight")
+    __slots__ = ("_total", "_weight", "adapter", "has_targets", "normalized", "numerator",
+                 "output", "summed", "target", "value")
 
     def __init__(self, adapter: TaskAdapter, output: Tensor, target: Tensor, numerator: Tensor,
                  *, weight: float, total: float, summed: bool, normalized: bool = False,
                  value: float | None = None) -> None:
         self.adapter = adapter
         self.output, self.target = output, target
-        self.numerator, self.weight, self.total = numerator, weight, total
+        self.numerator = numerator
+        self._weight: float | None = weight
+        self._total: float | None = total
         self.summed, self.normalized = summed, normalized
+        self.has_targets = weight > 0
         if value is None:
             value = (total if summed else total / weight) if weight > 0 else math.nan
         self.value = value
+
+    @property
+    def weight(self) -> float:
+        if self._weight is None:
+            self._count()
+        assert self._weight is not None
+        return self._weight
+
+    @property
+    def total(self) -> float:
+        if self._total is None:
+            self._count()
+        assert self._total is not None
+        return self._total
+
+    def _count(self) -> None:
+        """Set ``_weight`` and ``_total`` (only an adapter that deferred them has to)."""
+        raise AssertionError("this batch's weight was counted when it was made")
 
     def record(self, loss: float | None) -> NNEvaluationDataPoint:
         return self.adapter.record(self.output, self.target, loss=loss, validate=False)

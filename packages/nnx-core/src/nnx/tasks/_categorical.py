@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -9,7 +10,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor, nn
 
-from nnx.records import NNEvaluationDataPoint
+from nnx.records import NNEvaluationDataPoint, deferred_record
 from nnx.tasks._base import (
     _NO_NUMPY,
     Arrays,
@@ -20,6 +21,7 @@ from nnx.tasks._base import (
     macro_scores,
     numpy_of,
 )
+from nnx.tasks._labels import CONFUSION_LIMIT, BatchLabels, PendingLabels, PendingQueue
 from nnx.tasks._losses import (
     CATEGORICAL_LOSSES,
     TaskValidationError,
@@ -80,43 +82,13 @@ class _ClassCounts(Stats):
                 **macro_scores(self.tp, self.n_true, self.n_pred, present)}
 
 
-#: Up to this many classes a batch's labels are counted as one C × C confusion bincount.
-_CONFUSION_LIMIT = 64
-
-
-class _Labels:
-    """One batch's valid (true, predicted) labels on the host: their C × C confusion
-    counts (row-major, true × predicted), or the label arrays for wider outputs."""
-
-    __slots__ = ("confusion", "count", "pred", "true", "width")
-
-    def __init__(self, width: int, count: int, *, confusion: list[int] | None = None,
-                 true: npt.NDArray[Any] | None = None,
-                 pred: npt.NDArray[Any] | None = None) -> None:
-        self.width, self.count = width, count
-        self.confusion, self.true, self.pred = confusion, true, pred
-
-    def fields(self) -> dict[str, Any]:
-        """:meth:`_ClassCounts.fields` of these labels (the same floats)."""
-        cm, width = self.confusion, self.width
-        assert cm is not None
-        rows = [cm[i:i + width] for i in range(0, width * width, width)]
-        tp = cm[::width + 1]
-        n_true = [sum(row) for row in rows]
-        n_pred = [sum(column) for column in zip(*rows, strict=True)]
-        accuracy = sum(tp) / self.count
-        present = [a + b > 0 for a, b in zip(n_true, n_pred, strict=True)]
-        return {"accuracy": accuracy, "error": 1.0 - accuracy,
-                **macro_scores(tp, n_true, n_pred, present)}
-
-
 class _CategoricalBatch(TrainingBatch):
     """A class-index training batch whose labels are already on the host."""
 
     __slots__ = ("categorical", "labels")
 
     def __init__(self, adapter: CategoricalAdapter, output: Tensor, target: Tensor,
-                 numerator: Tensor, labels: _Labels, weight: float, total: float,
+                 numerator: Tensor, labels: BatchLabels, weight: float, total: float,
                  summed: bool, normalized: bool, value: float | None) -> None:
         super().__init__(adapter, output, target, numerator, weight=weight, total=total,
                          summed=summed, normalized=normalized, value=value)
@@ -126,11 +98,40 @@ class _CategoricalBatch(TrainingBatch):
     def record(self, loss: float | None) -> NNEvaluationDataPoint:
         labels, adapter = self.labels, self.categorical
         if labels.count and labels.confusion is not None:
-            return adapter.fields_record(labels.count, labels.fields(), loss)
+            # The scores are computed when first read: at the epoch's commit (records.py).
+            task = adapter.task
+            if task is None:
+                return deferred_record(labels, loss=loss)
+            return deferred_record(labels, loss=loss, kind=task.kind, count=labels.count,
+                                   status="ok")
         stats = _ClassCounts(adapter)
         if labels.true is not None and labels.pred is not None:
             stats.add_host(labels.true, labels.pred, labels.width)
         return adapter.stats_record(stats, loss)
+
+
+class _DeferredBatch(TrainingBatch):
+    """A normalized CPU batch whose loss is known and whose labels are counted when
+    its weight or its record's scores are first read (nnx.tasks._labels)."""
+
+    __slots__ = ("categorical", "pending")
+
+    def __init__(self, adapter: CategoricalAdapter, output: Tensor, target: Tensor,
+                 numerator: Tensor, pending: PendingLabels, value: float) -> None:
+        super().__init__(adapter, output, target, numerator, weight=math.inf, total=math.inf,
+                         summed=False, normalized=True, value=value)
+        self._weight = self._total = None  # a finite mean loss: some target is valid
+        self.categorical, self.pending = adapter, pending
+
+    def _count(self) -> None:
+        self._weight = float(self.pending.labels.count)
+        self._total = self.value * self._weight
+
+    def record(self, loss: float | None) -> NNEvaluationDataPoint:
+        task = self.categorical.task
+        if task is None:
+            return deferred_record(self.pending, loss=loss)
+        return deferred_record(self.pending, loss=loss, kind=task.kind, status="ok")
 
 
 #: The native class-index losses by class: "cross_entropy", "nll" or None (any other).
@@ -168,6 +169,7 @@ class CategoricalAdapter(TaskAdapter):
         else:
             self.ignore_index = getattr(loss_fn, "ignore_index", None)
         self._checked: tuple[Any, ...] | None = None  # the last well-formed batch's layout
+        self._pending = PendingQueue(self._labels)
 
     @property
     def metric_inputs(self) -> frozenset[str]:
@@ -263,8 +265,13 @@ class CategoricalAdapter(TaskAdapter):
                 or self.ignore_index not in (None, loss_ignore)
                 or not self._class_index_batch(output, target)):
             return super().training_batch(output, target, loss_fn, normalize=normalize)
-        labels = self._labels(output, target, output.shape[1])  # refuses a bad value
         summed = loss_fn.reduction == "sum"
+        if (normalize and not summed and (kind == "nll" or loss_fn.label_smoothing == 0.0)
+                and self._deferrable(output, target, loss_ignore)):
+            deferred = self._deferred_batch(output, target, loss_fn, loss_ignore)
+            if deferred is not None:
+                return deferred
+        labels = self._labels(output, target, output.shape[1])  # refuses a bad value
         count = labels.count  # the loss's valid targets: check_loss keeps them the adapter's
         weight = float(count > 0) if summed else float(count)
         normalized = normalize and not summed and count > 0
@@ -280,7 +287,31 @@ class CategoricalAdapter(TaskAdapter):
                                  numerator / weight if normalized else numerator, labels,
                                  weight, total, summed, normalized, None)
 
-    def _labels(self, output: Tensor, target: Tensor, width: int) -> _Labels:
+    def _deferrable(self, output: Tensor, target: Tensor, loss_ignore: int) -> bool:
+        """A CPU batch whose labels can wait: torch itself refuses a class index out of
+        range, and ignores exactly what the adapter ignores."""
+        ignore = self.ignore_index
+        return (output.is_cpu and target.is_cpu and output.dtype not in _NO_NUMPY
+                and output.shape[1] <= CONFUSION_LIMIT and ignore == loss_ignore
+                and not 0 <= loss_ignore < output.shape[1])
+
+    def _deferred_batch(self, output: Tensor, target: Tensor, loss_fn: nn.Module,
+                        loss_ignore: int) -> TrainingBatch | None:
+        """torch's mean loss, the labels kept for later; None when the mean is not finite
+        (no valid target, or a NaN: the caller counts the labels now)."""
+        try:
+            numerator = categorical_mean(output, target, loss_fn, loss_ignore)
+        except (IndexError, RuntimeError):
+            self._labels(output, target, output.shape[1])  # the TaskValidationError
+            raise
+        value = numerator.item()
+        if not math.isfinite(value):
+            return None
+        detached = output.detach()
+        pending = self._pending.defer(detached, target, with_count=self.task is not None)
+        return _DeferredBatch(self, detached, target, numerator, pending, value)
+
+    def _labels(self, output: Tensor, target: Tensor, width: int) -> BatchLabels:
         """The batch's valid labels on the host; a target outside [0, C) (and not
         ``ignore_index``) raises TaskValidationError."""
         if output.is_cpu and target.is_cpu and output.dtype not in _NO_NUMPY:
@@ -293,11 +324,12 @@ class CategoricalAdapter(TaskAdapter):
         else:
             true, pred = host_arrays(target, output.detach().argmax(1))
         ignore = self.ignore_index
-        confusion = width <= _CONFUSION_LIMIT
+        confusion = width <= CONFUSION_LIMIT
         if confusion and (ignore is None or not 0 <= ignore < width):
             # One bincount: every code lands in [0, C²) exactly when every target is a
             # class; an ignored or negative target makes a negative code (ValueError).
-            codes = np.multiply(true, width, dtype=np.int64)
+            codes = true * width if true.dtype == np.int64 else np.multiply(
+                true, width, dtype=np.int64)  # a narrower integer type could overflow
             codes += pred
             try:
                 counts = np.bincount(codes, minlength=width * width)
@@ -305,7 +337,7 @@ class CategoricalAdapter(TaskAdapter):
                 pass
             else:
                 if counts.size == width * width:
-                    return _Labels(width, int(true.size), confusion=counts.tolist())
+                    return BatchLabels(width, true.size, confusion=counts)
         if ignore is not None:
             keep = true != ignore
             if not keep.all():
@@ -313,8 +345,8 @@ class CategoricalAdapter(TaskAdapter):
         self._check_range(true, width)
         if confusion:
             counts = np.bincount(true.astype(np.int64) * width + pred, minlength=width * width)
-            return _Labels(width, int(true.size), confusion=counts.tolist())
-        return _Labels(width, int(true.size), true=true, pred=pred)
+            return BatchLabels(width, true.size, confusion=counts)
+        return BatchLabels(width, int(true.size), true=true, pred=pred)
 
     def _class_index_batch(self, output: Tensor, target: Tensor) -> bool:
         """True for a well-formed class-index batch; False for class-probability targets.

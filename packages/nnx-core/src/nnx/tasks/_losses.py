@@ -109,7 +109,7 @@ def categorical_mean(output: Tensor, target: Tensor, loss_fn: nn.Module,
                      ignore_index: int) -> Tensor:
     """torch's own mean CE / NLL over the non-ignored class-index targets (no class
     weights, no label smoothing): :func:`categorical_parts`' numerator over its weight."""
-    index = target.long()
+    index = target if target.dtype is torch.int64 else target.long()
     if isinstance(loss_fn, nn.CrossEntropyLoss):
         return F.cross_entropy(output, index, ignore_index=ignore_index)
     return F.nll_loss(F.log_softmax(output, dim=1), index, ignore_index=ignore_index)
