@@ -117,10 +117,27 @@ def test_rng_state_survives_weights_only_round_trip():
     assert draws() == first
 
 
+def test_the_625_word_states_are_saved_as_tensors_and_older_list_snapshots_still_load():
+    set_seed(9)
+    state = capture_rng_state()
+    # One object each for torch.save, not 625 (a Python call apiece in its pickler).
+    assert isinstance(state["python"][1], torch.Tensor)
+    assert isinstance(state["numpy"]["key"], torch.Tensor)
+    first = draws()
+    older = {**state, "python": (state["python"][0], tuple(state["python"][1].tolist()),
+                                 state["python"][2]),
+             "numpy": {**state["numpy"], "key": state["numpy"]["key"].tolist()}}
+    restore_rng_state(older)
+    assert draws() == first
+
+
 @pytest.mark.parametrize(
     "corrupt",
     [
         lambda s: s.update(version=2),
+        lambda s: s["numpy"].update(key=torch.tensor([1, 2, 3])),
+        lambda s: s.update(python=(3, torch.tensor([1, 2]), None)),
+        lambda s: s.update(python=(3,)),
         lambda s: s.pop("numpy"),
         lambda s: s["numpy"].update(key=[1, 2, 3]),
         lambda s: s.update(torch=torch.zeros(3, dtype=torch.uint8)),

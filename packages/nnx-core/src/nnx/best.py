@@ -17,6 +17,7 @@ import math
 import os
 import shutil
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from nnx._atomic import atomic_write_text
@@ -99,18 +100,22 @@ def promote_best(root: str | os.PathLike[str], run_id: str, score: float) -> str
         return run_id
     held = None if incumbent is None else run_score(root / incumbent)
     if held is None:
-        return elect_best(root)
+        return elect_best(root, known={run_id: score})
     if score < held:
         _point(root, run_id)
         return run_id
     return incumbent
 
 
-def elect_best(root: str | os.PathLike[str], *, exclude: str | None = None) -> str | None:
+def elect_best(root: str | os.PathLike[str], *, exclude: str | None = None,
+               known: Mapping[str, float] | None = None) -> str | None:
     """Re-elect runs/best among the committed runs under ``root``; returns the winner.
 
-    ``exclude`` drops one run from the candidates (a run about to be overwritten).
+    ``exclude`` drops one run from the candidates (a run about to be overwritten);
+    ``known`` gives the scores of runs the caller has just committed, which are not
+    read back.
     """
+    known = known or {}
     root = Path(root)
     if not root.is_dir():
         return None
@@ -119,7 +124,7 @@ def elect_best(root: str | os.PathLike[str], *, exclude: str | None = None) -> s
     for entry in root.iterdir():
         if entry.name == exclude or not entry.is_dir():
             continue
-        score = run_score(entry)
+        score = known[entry.name] if entry.name in known else run_score(entry)
         if score is not None:
             scored.append((score, entry.name))
     if not scored:

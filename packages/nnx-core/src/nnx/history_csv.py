@@ -14,12 +14,13 @@ import csv
 import io
 import json
 import math
+import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from nnx.records import EDP_FIELDS, NNEvaluationDataPoint, NNIterationDataPoint
 
-__all__ = ["read_idps_csv", "render_idps_csv"]
+__all__ = ["IdpsCsv", "read_idps_csv", "render_idps_csv"]
 
 _BASE = ("epoch", "iter_idx", "batch_idx", "update_count", "lr")
 _SPLITS = (("train", "train_edp"), ("val", "val_edp"), ("train_summary", "train_summary"))
@@ -63,15 +64,57 @@ def _columns(rows: Sequence[dict[str, Any]]) -> list[str]:
     return fixed + ordered + (["selection"] if "selection" in seen else [])
 
 
-def render_idps_csv(idps: Iterable[NNIterationDataPoint]) -> str:
-    rows = [_row(idp) for idp in idps]
+def _lines(rows: Iterable[dict[str, Any]], columns: list[str], *, header: bool) -> str:
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=_columns(rows), lineterminator="\n")
-    writer.writeheader()
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+    if header:
+        writer.writeheader()
     for row in rows:
         writer.writerow({k: ("" if v is None else (repr(v) if isinstance(v, float) else v))
                          for k, v in row.items()})
     return out.getvalue()
+
+
+def render_idps_csv(idps: Iterable[NNIterationDataPoint]) -> str:
+    rows = [_row(idp) for idp in idps]
+    return _lines(rows, _columns(rows), header=True)
+
+
+class IdpsCsv:
+    """:func:`render_idps_csv` of a history that grows between calls.
+
+    A record that is still the same object as at the last call keeps its rendered
+    line, so each epoch's commit renders only that epoch's records; the whole file
+    is rendered again only when a record appears with a column the file has not
+    had, or an earlier record was removed or replaced (a rollback).
+    """
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._records: list[NNIterationDataPoint] = []
+        self._rows: list[dict[str, Any]] = []
+        self._columns: list[str] = _columns([])
+        self._text = ""
+
+    def render(self, idps: Sequence[NNIterationDataPoint]) -> str:
+        done = len(self._records)
+        if len(idps) < done or not all(map(operator.is_, idps, self._records)):
+            self._reset()  # an earlier record changed: start over
+            done = 0
+        new = list(idps[done:])
+        rows = [_row(idp) for idp in new]
+        self._records += new
+        self._rows += rows
+        columns = _columns(self._rows) if any(c not in self._columns for row in rows
+                                               for c in row) else self._columns
+        if columns != self._columns or not self._text:
+            self._columns = columns
+            self._text = _lines(self._rows, columns, header=True)
+        else:
+            self._text += _lines(rows, columns, header=False)
+        return self._text
 
 
 def _cell(text: str) -> float | None:

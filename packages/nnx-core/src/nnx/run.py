@@ -22,7 +22,7 @@ from nnx._locking import file_lock
 from nnx.checkpoint import NNCheckpoint
 from nnx.enums.nets import Nets
 from nnx.environment import environment_snapshot
-from nnx.history_csv import read_idps_csv, render_idps_csv
+from nnx.history_csv import IdpsCsv, read_idps_csv
 from nnx.identity import check_salt, run_id, run_identity
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
@@ -70,6 +70,7 @@ class NNRun:
         self.metadata: dict[str, Any] = {}
         self.resume_status: Any = None  # a ResumeStatus when this run started from a checkpoint
         self.journal: Any = None  # the HistoryJournal when the history is a journal
+        self._csv: IdpsCsv | None = None  # renders idps.csv, reusing the lines of earlier saves
         self.id = run_id(**self._parts())
 
     def _parts(self) -> dict[str, Any]:
@@ -116,8 +117,10 @@ class NNRun:
         """idps.csv, rewritten whole; a journal run's history is never rewritten."""
         if self.has_journal:
             return
+        if self._csv is None:
+            self._csv = IdpsCsv()
         with file_lock(self.path / ".run.lock"):
-            atomic_write_text(self.path / "idps.csv", render_idps_csv(self.idps))
+            atomic_write_text(self.path / "idps.csv", self._csv.render(self.idps))
 
     def save(self) -> None:
         self.save_config()

@@ -77,13 +77,15 @@ def capture_rng_state() -> dict[str, Any]:
     read. ``"cuda"`` is ``None`` where CUDA is unavailable.
     """
     numpy_state = np.random.get_state(legacy=False)
+    version, words, gauss_next = random.getstate()
     return {
         "version": _STATE_VERSION,
-        "python": random.getstate(),
+        # The 625-word states as int64 tensors, not lists: weights_only loading refuses
+        # ndarrays, and a list pickles as 625 objects, each a Python call in torch.save.
+        "python": (version, torch.tensor(words, dtype=torch.int64), gauss_next),
         "numpy": {
             "bit_generator": numpy_state["bit_generator"],
-            # A list of ints, not an ndarray: weights_only loading refuses arrays.
-            "key": [int(k) for k in numpy_state["state"]["key"]],
+            "key": torch.from_numpy(numpy_state["state"]["key"].astype(np.int64)),
             "pos": int(numpy_state["state"]["pos"]),
             "has_gauss": int(numpy_state["has_gauss"]),
             "gauss": float(numpy_state["gauss"]),
@@ -108,23 +110,35 @@ def restore_rng_state(state: Mapping[str, Any]) -> None:
     numpy_state = _numpy_state(state["numpy"])
     cuda = _checked_cuda(state["cuda"])
     try:
-        random.Random().setstate(state["python"])
+        python = _python_state(state["python"])
+        random.Random().setstate(python)
         torch.Generator().set_state(state["torch"])
     except Exception as exc:  # scratch generators: any failure means malformed
         raise ValueError(f"RNG state is malformed: {exc}") from None
     # Everything is known to apply; nothing below is expected to fail.
-    random.setstate(state["python"])
+    random.setstate(python)
     np.random.set_state(numpy_state)
     torch.set_rng_state(state["torch"])
     if cuda is not None:
         torch.cuda.set_rng_state_all(cuda)
 
 
+def _words(value: Any) -> Any:
+    """A state's words as saved: an int64 tensor, or a list (older snapshots)."""
+    return tuple(value.tolist()) if isinstance(value, torch.Tensor) else value
+
+
+def _python_state(part: Any) -> tuple[Any, ...]:
+    version, words, gauss_next = part
+    return version, _words(words), gauss_next
+
+
 def _numpy_state(part: Any) -> dict[str, Any]:
     try:
         full = {
             "bit_generator": part["bit_generator"],
-            "state": {"key": np.asarray(part["key"], dtype=np.uint32), "pos": int(part["pos"])},
+            "state": {"key": np.asarray(_words(part["key"]), dtype=np.uint32),
+                      "pos": int(part["pos"])},
             "has_gauss": int(part["has_gauss"]),
             "gauss": float(part["gauss"]),
         }
