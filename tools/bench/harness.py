@@ -35,7 +35,10 @@ What is measured, identically for all three:
   while the run trains (all three share the process, so this is the peak of
   the whole process during that contender's runs).
 
-Each figure is the median over the repeats of the per-run medians.
+Each contender's figure is the median over the repeats of the per-run medians.
+Each ratio is the median over the repeats of the ratio within a repeat (its
+contenders ran back to back), so the drift of a shared machine from one
+repeat to the next cancels instead of favouring whichever contender it hit.
 """
 
 from __future__ import annotations
@@ -392,8 +395,19 @@ class Summary:
     def median(self, contender: str, name: str) -> float:
         return float(statistics.median(getattr(r, name) for r in self.runs[contender]))
 
+    def _paired(self, name: str, other: str) -> list[tuple[float, float]]:
+        """(NNx, ``other``) of each round: the two ran back to back."""
+        return [(getattr(a, name), getattr(b, name))
+                for a, b in zip(self.runs["nnx"], self.runs[other], strict=True)]
+
     def ratio(self, name: str, other: str) -> float:
-        return self.median("nnx", name) / self.median(other, name)
+        """The median over the rounds of NNx / ``other`` within the round, so the drift of
+        a shared machine between rounds cancels instead of landing on one contender."""
+        return float(statistics.median(a / b for a, b in self._paired(name, other)))
+
+    def difference(self, name: str, other: str) -> float:
+        """The median over the rounds of NNx − ``other`` within the round."""
+        return float(statistics.median(a - b for a, b in self._paired(name, other)))
 
 
 def measure(work: Workload, repeats: int, *, contenders: Sequence[str] = CONTENDERS,
@@ -448,8 +462,8 @@ def table(summary: Summary) -> str:
 def overhead_line(summary: Summary) -> str:
     if "nnx" not in summary.runs or "plain" not in summary.runs:
         return ""
-    extra = (summary.median("nnx", "step_s") - summary.median("plain", "step_s")) * 1e6
-    return f"NNx − plain per step: {extra:+.0f} µs"
+    extra = summary.difference("step_s", "plain") * 1e6
+    return f"NNx − plain per step (median of the rounds' differences): {extra:+.0f} µs"
 
 
 def machine() -> dict[str, str]:

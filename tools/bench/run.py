@@ -58,13 +58,16 @@ def section(summaries: list[tuple[str, Summary]], repeats: int) -> str:
         "`loss.item()` per batch, one `torch.save` of weights and optimizer per epoch, "
         "plus `best.pt` when validation improves); NNx's `NNModel.train` with the "
         "default step (its per-batch record with accuracy and macro F1 / recall / "
-        "precision, the eager history, the per-epoch commit of LAST and BEST and the "
+        "precision, whose labels are counted at the epoch's commit, the eager history, "
+        "the per-epoch commit of LAST and BEST and the "
         "runs/best election; no schedule, no phase checkpoints); and a "
         "`LightningModule` around the same net logging the loss per step and per epoch "
         "to a `CSVLogger` (every step) with a `ModelCheckpoint` keeping the last and the "
         "best checkpoint. No progress bars. The contenders run interleaved, their order "
         f"rotating, after one untimed warm-up round; every figure is the median over "
-        f"{repeats} repeats of each run's median.",
+        f"{repeats} repeats of each run's median, and every ratio the median over the "
+        "repeats of the ratio within one repeat (its contenders ran back to back, so the "
+        "machine's drift between repeats cancels).",
         "",
         "*Per step* is the interval between two consecutive batches handed out by the "
         "training `DataLoader` (a subclass that stamps them), so it holds the data "
@@ -103,8 +106,8 @@ def write_doc(text: str, path: Path = DOC) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7,
-                        help="interleaved repeats per contender (default 7, at least 5 for "
+    parser.add_argument("--repeats", type=int, default=9,
+                        help="interleaved repeats per contender (default 9, at least 5 for "
                              "the docs)")
     parser.add_argument("--no-docs", action="store_true",
                         help="print the tables only; leave docs/performance.md alone")
