@@ -118,10 +118,13 @@ class _DeferredBatch(TrainingBatch):
 
     def __init__(self, adapter: CategoricalAdapter, output: Tensor, target: Tensor,
                  numerator: Tensor, pending: PendingLabels, value: float) -> None:
-        super().__init__(adapter, output, target, numerator, weight=math.inf, total=math.inf,
-                         summed=False, normalized=True, value=value)
-        self._weight = self._total = None  # a finite mean loss: some target is valid
-        self.categorical, self.pending = adapter, pending
+        # Not TrainingBatch.__init__: the weight is unknown until the labels are counted,
+        # but a finite mean loss already says some target is valid.
+        self.adapter = self.categorical = adapter
+        self.output, self.target, self.numerator = output, target, numerator
+        self._weight = self._total = None
+        self.summed, self.normalized, self.has_targets = False, True, True
+        self.value, self.pending = value, pending
 
     def _count(self) -> None:
         self._weight = float(self.pending.labels.count)
