@@ -44,6 +44,7 @@ repeat to the next cancels instead of favouring whichever contender it hit.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import itertools
 import logging
@@ -413,6 +414,10 @@ class Summary:
 def measure(work: Workload, repeats: int, *, contenders: Sequence[str] = CONTENDERS,
             progress: Callable[[str], None] | None = None) -> Summary:
     """Warm up once, then ``repeats`` interleaved rounds (the order rotates each round)."""
+    if "lightning" in contenders and importlib.util.find_spec("lightning") is None:
+        raise SystemExit("Lightning is not installed: it comes with the bench dependency "
+                         "group, so run the benchmarks with `uv run --group bench python "
+                         "tools/bench/<script>.py`")
     torch.set_num_threads(THREADS)
     runs: dict[str, list[Result]] = {c: [] for c in contenders}
     order = list(contenders)
