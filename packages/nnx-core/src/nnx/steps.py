@@ -160,11 +160,14 @@ def _distributed_backward(ctx: TrainStepContext, batch: Any, output: torch.Tenso
 def default_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
     """The supervised step: ``loss_fn(net(X), Y)`` → backward → (window end) step.
 
-    Per microbatch it reads two things back from the device: the labels (the
-    target's value check and the record) and the loss value (the NaN guard and
-    the record). A window of one microbatch back-propagates the normalized loss
-    (Σ numerator / Σ weight of the window, as a mean loss does) instead of
-    rescaling the gradients at the window's end.
+    Per microbatch it reads the loss value back from the device (the NaN guard
+    and the record) and, on a GPU, the labels (the target's value check and the
+    record). On the CPU the labels of a batch with a finite mean loss are
+    counted when its record is first read, at the epoch's commit: torch's own
+    loss has already refused a class index out of range (docs/architecture.md).
+    A window of one microbatch back-propagates the normalized loss (Σ numerator
+    / Σ weight of the window, as a mean loss does) instead of rescaling the
+    gradients at the window's end.
     """
     model, window = ctx.model, ctx.window
     inputs, target = model.split_batch(ctx.batch)
