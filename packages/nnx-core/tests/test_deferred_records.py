@@ -115,3 +115,33 @@ def test_a_trained_runs_records_are_settled_by_the_commit(tmp_path) -> None:
     assert all(idp.train_edp._source is None for idp in run.idps)
     loaded = type(run).load(run.id, root=tmp_path)
     assert loaded.idps == run.idps
+
+
+class DoubleBuffered:
+    """Yields each batch in one of two reused tensor pairs, refilled in place: batch k+2
+    overwrites batch k's tensors (the loop looks one batch ahead, so two buffers)."""
+
+    def __init__(self, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        self.batches = batches
+        self.buffers = [(torch.empty_like(batches[0][0]), torch.empty_like(batches[0][1]))
+                        for _ in range(2)]
+
+    def __iter__(self):
+        for k, (x, y) in enumerate(self.batches):
+            bx, by = self.buffers[k % 2]
+            bx.copy_(x)
+            by.copy_(y)
+            yield bx, by
+
+
+def test_a_loader_refilling_an_earlier_batchs_tensors_keeps_that_batchs_record(tmp_path):
+    batches = tiny_batches(n_batches=6, size=4, seed=3)
+    params = NNTrainParams(n_epochs=2, train_loader=batches, scheduler=None,
+                           optim=NNOptimParams.builder().sgd(max_lr=0.1).build())
+    fresh = tiny_model().train(params, root=tmp_path / "a", verbose=False)
+    reused = tiny_model().train(
+        NNTrainParams(n_epochs=2, train_loader=DoubleBuffered(batches), scheduler=None,
+                      optim=NNOptimParams.builder().sgd(max_lr=0.1).build()),
+        root=tmp_path / "b", verbose=False)
+    assert [i.train_edp for i in reused.idps] == [i.train_edp for i in fresh.idps]
+    assert len({i.train_edp.accuracy for i in fresh.idps}) > 1  # the records differ by batch
