@@ -93,17 +93,17 @@ class TrainingBatch:
 
     @property
     def weight(self) -> float:
-        if self._weight is None:
-            self._count()
-        assert self._weight is not None
-        return self._weight
+        return self._counted()[0]
 
     @property
     def total(self) -> float:
-        if self._total is None:
+        return self._counted()[1]
+
+    def _counted(self) -> tuple[float, float]:
+        if self._weight is None or self._total is None:
             self._count()
-        assert self._total is not None
-        return self._total
+        assert self._weight is not None and self._total is not None
+        return self._weight, self._total
 
     def _count(self) -> None:
         """Set ``_weight`` and ``_total`` (only an adapter that deferred them has to)."""
