@@ -33,10 +33,13 @@ def env() -> dict[str, str]:
 
 def torchrun(out: Path, mode: str, batch: int = 8) -> subprocess.CompletedProcess[str]:
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-           "--master_addr=127.0.0.1", f"--master_port={free_port()}", str(WORKER), str(out),
-           mode, str(batch)]
-    done = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=240)
+    for _ in range(3):  # free_port() closes its socket: another process may take the port
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+               "--master_addr=127.0.0.1", f"--master_port={free_port()}", str(WORKER),
+               str(out), mode, str(batch)]
+        done = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=240)
+        if done.returncode == 0 or "address already in use" not in done.stderr.lower():
+            break
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-8000:]
     return done
 
