@@ -123,8 +123,8 @@ def read_point(checkpoint: Path) -> ResumePoint | None:
     live = manifest_path(checkpoint)
     if live.is_file():
         return _parse(live, staged=False)
-    if checkpoint.is_file():
-        _unmanifested(checkpoint)
+    if checkpoint.is_file() and not _staged_path(checkpoint).is_file():
+        _unmanifested(checkpoint)  # a staged one is a publish under way: no live one yet
     return None
 
 
