@@ -128,7 +128,7 @@ def test_a_checkpoint_that_lost_its_manifest_is_torn(tmp_path):
     torch.save(payload, ckdir / "last.pt")
     manifest_path(ckdir / "last.pt").unlink()
     refused_everywhere(root, run.id, batches, "torn")
-    with pytest.raises(ResumePointError, match="manifest last.pt.manifest.json is missing"):
+    with pytest.raises(ResumePointError, match=r"manifest last\.pt\.manifest\.json is missing"):
         NNCheckpoint.verify(run.id, "last", root=root)
 
 
