@@ -134,7 +134,7 @@ def test_a_checkpoint_that_lost_its_manifest_is_torn(tmp_path):
 
 def test_a_checkpoint_from_before_manifests_still_verifies_as_legacy(tmp_path):
     root = tmp_path / "runs"
-    run, _ = trained(root)
+    run, batches = trained(root)
     ckdir = run.checkpoints_dir
     payload = torch.load(ckdir / "last.pt", weights_only=True)
     for key in ("generation", "checkpoint_id", "sidecar"):
@@ -144,6 +144,16 @@ def test_a_checkpoint_from_before_manifests_still_verifies_as_legacy(tmp_path):
     assert NNCheckpoint.verify(run.id, "last", root=root) is None
     code, out = cli("runs", "verify", run.id, "--root", str(root))
     assert code == 0 and "ok  last  legacy" in out.splitlines(), out
+    # Its training state is the fixed .opt.pt: read as plain data too, never unpickled.
+    assert NNCheckpoint.load_training_state(run.id, root=root)["epoch"] == 1
+    marker = tmp_path / "executed"
+    (ckdir / "last.pt.opt.pt").unlink()
+    (ckdir / "last.pt.opt.pt").write_bytes(planted_bytes(marker))
+    with pytest.raises(ResumePointError, match=r"last\.pt\.opt\.pt"):
+        NNModel(net_params=net_params()).train(
+            NNTrainParams(n_epochs=1, train_loader=batches, resume_from_run_id=run.id),
+            verbose=False, root=root)
+    assert not marker.exists()
 
 
 # -- 4. a manifest that names another checkpoint is torn --------------------------------
