@@ -249,5 +249,7 @@ class NNCheckpoint:
     @classmethod
     def resume_point(cls, run: str, type: Checkpoints | str = Checkpoints.LAST, *,
                      root: str | os.PathLike[str] = "runs") -> ResumePoint | None:
-        """The live manifest of a checkpoint, or None before manifests existed."""
+        """The live manifest of a checkpoint, or None before manifests existed (or while a
+        first publish is staged); ResumePointError (torn) when a checkpoint that records a
+        generation has lost its manifest."""
         return read_point(_checkpoint_path(run, _tag(type), root))
