@@ -79,7 +79,13 @@ def test_runs_verify_fails_on_a_corrupted_checkpoint(capsys, in_tmp):
     data = bytearray(best.read_bytes())
     data[len(data) // 2] ^= 0xFF
     best.write_bytes(bytes(data))
-    (best.parent / "first.pt.manifest.json").unlink()  # as a checkpoint from before manifests
+    # first.pt as a checkpoint from before manifests: no manifest, no generation recorded.
+    first = best.parent / "first.pt"
+    payload = torch.load(first, weights_only=True)
+    for key in ("generation", "checkpoint_id", "sidecar"):
+        payload.pop(key, None)
+    torch.save(payload, first)
+    (best.parent / "first.pt.manifest.json").unlink()
     assert main(["runs", "verify", run_id]) == 1
     out = capsys.readouterr().out
     assert re.search(r"^ok  first  legacy$", out, re.M)

@@ -10,6 +10,13 @@ seconds per process, so two trainer servers (the TRAINER script, started with
 job; the trainer starts training at once, and the test SIGKILLs it by pid. Trials run
 two at a time, one per server.
 
+Resume trials copy a killed trial's root and SIGKILL a stateful, planned resume of its
+run (while it verifies and plans, mid-epoch, or inside a widened commit): the source
+must be byte for byte as it was, and the child run must pass the same checks. Every
+check also asserts that each compatibility copy ``<tag>.pt.opt.pt`` holds its live
+point's sidecar (or, while a publish is under way, the staged point's), and saves each
+point once more in a copy of the run: that save must leave no orphan sidecar or temp.
+
 The test reads the trainer's markers (``GO`` before ``train()``, ``E`` at each epoch's
 start, ``U`` after each optimizer update, ``C+`` / ``C-`` around each epoch's commit,
 ``W <file>`` after each resume-point file lands) and kills it a seeded-random delay
@@ -28,6 +35,7 @@ import os
 import queue
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,7 +56,7 @@ from nnx.best import current_best
 from nnx.checkpoint import checkpoint_files
 from nnx.cli import main
 from nnx.history_csv import read_idps_csv
-from nnx.resume_point import ResumePointError
+from nnx.resume_point import ResumePointError, stray_files, verify_point
 
 TRAINER = r'''
 """Trainer server for the crash-safety test.
@@ -56,7 +64,7 @@ TRAINER = r'''
 Started once per worker, it imports torch and pays its lazy imports once, then forks
 one trainer per job read from stdin (a trial, the reference or a resume). A trainer
 prints PID first and, when done, DONE and waits: only the test's SIGKILL ends it.
-Jobs: `train ROOT OUT|- WIDEN` and `resume ROOT RUN_ID OUT`.
+Jobs: `train ROOT OUT|- WIDEN` and `resume ROOT RUN_ID OUT|- [WIDEN OVERWRITE]`.
 """
 import os
 import signal
@@ -141,14 +149,14 @@ def plan(**changes):
 def job(mode, root, *rest):
     changes, out = {}, None
     if mode == "resume":
-        source, out = rest
+        source, out, delay, overwrite = (*rest, "0", "0") if len(rest) == 2 else rest
         changes = dict(resume_from_run_id=source, resume_mode="stateful",
-                       resume_epochs="planned")
+                       resume_epochs="planned", overwrite_existing=overwrite == "1")
     else:
         out, delay = rest
-        out = None if out == "-" else out
-        if float(delay):
-            widen(float(delay))
+    out = None if out == "-" else out
+    if float(delay):
+        widen(float(delay))
     torch.manual_seed(11)  # a resume replaces these weights; this only fixes the start
     model = NNModel(net_params=NNParams(input_dim=5, output_dim=3, hidden_dims=(16, 16),
                                         dropout_prob=0.2))
@@ -214,6 +222,8 @@ class Trial:
     widen: float
     occurrence: int = 1  # the target line's n-th appearance starts the delay
     root: Path = Path()
+    source: Trial | None = None  # a resume trial: the killed trial whose run it resumes
+    source_files: dict[str, bytes] = field(default_factory=dict)  # its run, before
     killed: bool = False
     lines: list[list[str]] = field(default_factory=list)
     # filled by the disk check
@@ -322,8 +332,14 @@ def _kill_trial(server: Server, trial: Trial) -> Trial:
         seen.extend([1] if tuple(words) == trial.target else [])
         return len(seen) == trial.occurrence
 
-    trial.lines = server.run("train", str(trial.root), "-", str(trial.widen), until=until,
-                             delay=trial.delay)
+    if trial.source is None:
+        job = ("train", str(trial.root), "-", str(trial.widen))
+    else:  # a copy of the source trial's root, so its own resume stays possible
+        assert trial.source.run_id is not None
+        shutil.copytree(trial.source.root, trial.root, symlinks=True)
+        trial.source_files = _files(trial.root / trial.source.run_id)
+        job = ("resume", str(trial.root), trial.source.run_id, "-", str(trial.widen), "0")
+    trial.lines = server.run(*job, until=until, delay=trial.delay)
     trial.killed = not any(words[:1] == ["DONE"] for words in trial.lines)
     commits = [words[0] for words in trial.lines if words[:1] in (["C+"], ["C-"])]
     trial.in_commit = trial.killed and bool(commits) and commits[-1] == "C+"
@@ -332,7 +348,7 @@ def _kill_trial(server: Server, trial: Trial) -> Trial:
 
 def _plan_trials(rng: random.Random) -> list[Trial]:
     trials: list[Trial] = []
-    kinds = ["start"] * 4 + ["batch"] * 11 + ["commit"] * 11 + ["publish"] * 3
+    kinds = ["start"] * 6 + ["batch"] * 36 + ["commit"] * 36 + ["publish"] * 14
     for index, kind in enumerate(kinds):
         if kind == "start":  # reservation, run.yaml, the first batches
             trials.append(Trial(index, kind, ("GO",), rng.uniform(0.0, 0.06), 0.01))
@@ -349,6 +365,34 @@ def _plan_trials(rng: random.Random) -> list[Trial]:
     return trials
 
 
+def _plan_resume_trials(rng: random.Random, sources: list[Trial], first: int,
+                        count: int) -> list[Trial]:
+    """Kills during a resume of a killed trial's run: while it verifies and plans, in its
+    epochs, and inside its commits (widened)."""
+    trials = []
+    for index in range(first, first + count):
+        source = sources[(index - first) % len(sources)]
+        assert source.last_epoch is not None
+        epoch = rng.randint(source.last_epoch + 1, N_EPOCHS - 1)
+        kind = ("resume-start", "resume-batch", "resume-commit")[index % 3]
+        if kind == "resume-start":
+            trial = Trial(index, kind, ("GO",), rng.uniform(0.0, 0.1), 0.01)
+        elif kind == "resume-batch":
+            update = rng.randint(epoch * BATCHES + 1, (epoch + 1) * BATCHES)
+            trial = Trial(index, kind, ("U", str(update)), rng.uniform(0.0, 0.004), 0.0)
+        else:
+            trial = Trial(index, kind, ("C+", str(epoch)), rng.uniform(0.0, 0.2), 0.01)
+        trial.source = source
+        trials.append(trial)
+    return trials
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    """Every file under ``directory`` but the lock files readers may create."""
+    return {p.relative_to(directory).as_posix(): p.read_bytes()
+            for p in sorted(directory.rglob("*")) if p.is_file() and not p.name.endswith(".lock")}
+
+
 def _check_trial(trial: Trial) -> None:
     """Everything a kill may leave must read back; record where the kill landed."""
     root = trial.root
@@ -357,19 +401,59 @@ def _check_trial(trial: Trial) -> None:
         return
     run_dirs = [d for d in root.iterdir()
                 if d.is_dir() and not d.is_symlink() and not d.name.startswith(".")]
-    assert len(run_dirs) <= 1, run_dirs
+    source = None if trial.source is None else trial.source.run_id
+    assert len(run_dirs) <= (1 if source is None else 2), run_dirs
     # No temp file is ever taken for a run.
-    assert [r.id for r in NNRun.all(root=root)] == [
-        d.name for d in run_dirs if (d / "run.yaml").is_file()]
+    assert [r.id for r in NNRun.all(root=root)] == sorted(
+        d.name for d in run_dirs if (d / "run.yaml").is_file())
     temps = [p for p in root.rglob(".*") if p.is_file() and TEMP.match(p.name)]
     if temps:
         trial.evidence.append("temp " + ", ".join(sorted(p.name for p in temps)))
     if any(BEST_TEMP.match(p.name) for p in root.iterdir()):
         trial.evidence.append("best pointer temp")
-    if not run_dirs:
-        return
-    run_dir = run_dirs[0]
-    trial.run_id = run_id = run_dir.name
+    real_files: list[Path] = []
+    for run_dir in sorted(run_dirs):
+        if run_dir.name == source:
+            # A resume writes nothing to its source, wherever it was killed.
+            assert _files(run_dir) == trial.source_files, f"resume {trial.index} wrote to source"
+            assert trial.source is not None
+            _check_run(trial, run_dir, first_epoch=0, own=False)
+            real_files += _real_files(run_dir)
+            continue
+        trial.run_id = run_dir.name
+        first = 0 if trial.source is None or trial.source.last_epoch is None else (
+            trial.source.last_epoch + 1)
+        _check_run(trial, run_dir, first_epoch=first, own=True)
+        real_files += _real_files(run_dir)
+    # Every real file reads back whole; so does the real file next to each stranded temp.
+    for path in real_files:
+        _read_back(path)
+    for temp in temps:
+        match = TEMP.match(temp.name)
+        assert match is not None
+        real = temp.with_name(match["real"])
+        assert not real.exists() or real in real_files, temp
+    # runs/best points at a committed run, or is absent.
+    best = current_best(root)
+    assert best in (None, *(d.name for d in run_dirs))
+    if best is not None:
+        assert (root / best / "checkpoints" / "best.pt").is_file()
+    trial.torn_commit = any(
+        e.startswith("history ahead") or "staged" in e or "sidecars" in e
+        or "unpublished" in e for e in trial.evidence)
+
+
+def _real_files(run_dir: Path) -> list[Path]:
+    return [p for p in run_dir.rglob("*") if p.is_file() and not p.name.startswith(".")
+            and not p.name.endswith(".lock")]
+
+
+def _check_run(trial: Trial, run_dir: Path, *, first_epoch: int, own: bool) -> None:
+    """One run directory a kill left: its history stops at LAST, every published point
+    verifies, loads, has a compatibility copy that agrees with it, and the next save
+    leaves no orphan. ``own``: the run the trial's process trained (not a resume's
+    source), whose LAST the trial records."""
+    root, run_id = run_dir.parent, run_dir.name
     checkpoints = run_dir / "checkpoints"
     if not (run_dir / "run.yaml").is_file():  # killed while reserving: nothing committed yet
         trial.evidence.append("reserved, no run.yaml")
@@ -379,10 +463,12 @@ def _check_trial(trial: Trial) -> None:
 
     run = NNRun.load(run_id, root=root)
     last = run.committed_epoch()
-    trial.last_epoch = last
+    if own:
+        trial.last_epoch = last
     # The history is exactly the committed epochs: none past LAST, none missing before it.
     epochs = [idp.epoch for idp in run.idps]
-    expected = [] if last is None else [e for e in range(last + 1) for _ in range(BATCHES)]
+    expected = [] if last is None else [e for e in range(first_epoch, last + 1)
+                                        for _ in range(BATCHES)]
     assert epochs == expected, (trial.index, last, epochs)
     assert [r.epoch for r in run.epoch_records()] == sorted(set(expected))
     raw = run_dir / "idps.csv"
@@ -416,6 +502,7 @@ def _check_trial(trial: Trial) -> None:
         if live is None or live.generation != point.generation or len(sidecars) > 1:
             trial.evidence.append(f"{tag} sidecars {sidecars}, live manifest "
                                   f"{None if live is None else live.generation}")
+        _check_compat(trial, checkpoints, tag)
     if last is not None:  # LAST's record is the history's last one
         last_record = NNCheckpoint.load(run_id, "last", root=root).idp
         assert last_record is not None and run.idps[-1].iter_idx == last_record.iter_idx
@@ -431,27 +518,60 @@ def _check_trial(trial: Trial) -> None:
         with pytest.raises(ResumePointError, match=rf"^torn resume point: .*{tag}\.pt is missing"):
             NNCheckpoint.verify(run_id, tag, root=root)
         json.loads(staged.read_text(encoding="utf-8"))  # the staged manifest itself is whole
-    # Every real file reads back whole; so does the real file next to each stranded temp.
-    real_files = [p for p in run_dir.rglob("*") if p.is_file() and not p.name.startswith(".")
-                  and not p.name.endswith(".lock")]
-    for path in real_files:
-        _read_back(path)
-    for temp in temps:
-        match = TEMP.match(temp.name)
-        assert match is not None
-        real = temp.with_name(match["real"])
-        assert not real.exists() or real in real_files, temp
     # The command line agrees: every published point verifies.
     with contextlib.redirect_stdout(io.StringIO()) as shown:
         assert main(["runs", "verify", run_id, "--root", str(root)]) == 0, shown.getvalue()
-    # runs/best points at a committed run, or is absent.
-    best = current_best(root)
-    assert best in (None, run_id)
-    if best is not None:
-        assert (checkpoints / "best.pt").is_file()
-    trial.torn_commit = any(
-        e.startswith("history ahead") or "staged" in e or "sidecars" in e
-        or "unpublished" in e for e in trial.evidence)
+    if "warn" in shown.getvalue():
+        trial.evidence.append("orphans reported")
+    _check_next_save(trial, run_dir)
+
+
+def _check_compat(trial: Trial, checkpoints: Path, tag: str) -> None:
+    """``<tag>.pt.opt.pt`` holds the live manifest's sidecar; only while a publish is under
+    way (a staged manifest exists) may it hold the staged point's instead."""
+    live = checkpoints / f"{tag}.pt.manifest.json"
+    compat = checkpoints / f"{tag}.pt.opt.pt"
+    if not live.is_file():
+        return
+    named = json.loads(live.read_text(encoding="utf-8"))["files"].get("sidecar")
+    if named is None:
+        assert not compat.exists(), f"{tag}: a compatibility copy without a sidecar"
+        return
+    allowed = {"live": (checkpoints / named["name"]).read_bytes()}
+    staged = live.with_name(live.name + ".staged")
+    if staged.is_file():
+        entry = json.loads(staged.read_text(encoding="utf-8"))["files"].get("sidecar")
+        if entry is not None and (checkpoints / entry["name"]).is_file():
+            allowed["staged"] = (checkpoints / entry["name"]).read_bytes()
+    held = compat.read_bytes()
+    found = [role for role, data in allowed.items() if data == held]
+    assert found, f"{tag}: the compatibility copy is neither the live nor the staged sidecar"
+    if found == ["staged"]:
+        trial.evidence.append(f"{tag} compatibility copy on the staged point")
+
+
+def _check_next_save(trial: Trial, run_dir: Path) -> None:
+    """Save every published point once more (in a copy): the save settles a staged
+    manifest and leaves exactly the new sidecar, its compatibility copy and no orphan."""
+    copy = run_dir.parent.with_name(f"{run_dir.parent.name}.next") / run_dir.name
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(run_dir, copy, symlinks=True)
+    checkpoints = copy / "checkpoints"
+    for path in checkpoint_files(checkpoints):
+        checkpoint = NNCheckpoint.from_file(path)
+        state = checkpoint.training_state()
+        checkpoint.save(path, training_state=state,
+                        position={"completed_epoch": checkpoint.epoch})
+        point = verify_point(path)
+        assert point is not None and not point.staged
+        assert stray_files(path) == [], (trial.index, path.name, stray_files(path))
+        sides = sorted(p.name for p in checkpoints.glob(f"{path.name}.opt.*"))
+        expected = [] if point.sidecar is None else sorted([point.sidecar, f"{path.name}.opt.pt"])
+        assert sides == expected, (trial.index, sides)
+        if point.sidecar is not None:
+            assert ((checkpoints / f"{path.name}.opt.pt").read_bytes()
+                    == (checkpoints / point.sidecar).read_bytes())
+    shutil.rmtree(copy.parent)
 
 
 def _read_back(path: Path) -> None:
@@ -497,6 +617,9 @@ def _lend(pool: queue.Queue[Server], work: Callable[..., T], *args: Any) -> T:
         pool.put(server)
 
 
+RESUME_KILLS = 20  # trials that kill a resume of a killed trial's run
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork") or not hasattr(signal, "SIGKILL"),
                     reason="needs POSIX fork and SIGKILL")
@@ -504,9 +627,10 @@ def test_sigkill_anywhere_leaves_a_readable_run_that_resumes_bit_for_bit(tmp_pat
     started = time.monotonic()
     script = tmp_path / "crash_trainer.py"
     script.write_text(TRAINER, encoding="utf-8")
-    trials = _plan_trials(random.Random(20240611))
+    rng = random.Random(20240611)
+    trials = _plan_trials(rng)
     for trial in trials:
-        trial.root = tmp_path / f"trial{trial.index:02d}"
+        trial.root = tmp_path / f"trial{trial.index:03d}"
     reference_out = tmp_path / "reference.pt"
 
     with _servers(script, 2) as servers, ThreadPoolExecutor(max_workers=2) as workers:
@@ -522,34 +646,60 @@ def test_sigkill_anywhere_leaves_a_readable_run_that_resumes_bit_for_bit(tmp_pat
             _check_trial(trial)
         killed = [t for t in trials if t.killed]
         inside = [t for t in killed if t.in_commit]
-        assert len(killed) >= 20, [(t.index, t.kind, t.lines[-3:]) for t in trials
-                                   if not t.killed]
-        assert len(inside) >= 5
         assert len({t.last_epoch for t in killed}) >= 4  # spread across the epochs
 
-        # Resume what the kills left (commit kills first) and finish the plan.
+        # Kill resumes of what the kills left (each in a copy of the killed trial's root).
         resumable = [t for t in killed
                      if t.last_epoch is not None and t.last_epoch < N_EPOCHS - 1]
+        resume_trials = _plan_resume_trials(rng, resumable, len(trials), RESUME_KILLS)
+        for trial in resume_trials:
+            trial.root = tmp_path / f"trial{trial.index:03d}"
+        for kill in [workers.submit(_lend, servers, _kill_trial, t) for t in resume_trials]:
+            kill.result()
+        for trial in resume_trials:
+            _check_trial(trial)
+        killed_resumes = [t for t in resume_trials if t.killed]
+        all_killed = killed + killed_resumes
+        assert len(all_killed) >= 100, [(t.index, t.kind, t.lines[-3:]) for t in
+                                         trials + resume_trials if not t.killed]
+        assert len(inside) >= 5 and len(killed_resumes) >= 10
+        assert sum(t.in_commit for t in killed_resumes) >= 3
+
+        # Resume what the kills left (commit kills first) and finish the plan; a killed
+        # resume is resumed from its own run when it committed an epoch, else retried.
         staged_last = [t for t in resumable if "last staged manifest verified" in t.evidence]
         assert staged_last, "no kill left a LAST whose manifest was still staged"
         resumable.sort(key=lambda t: (t not in staged_last, not t.torn_commit,
                                       not t.in_commit, t.index))
         chosen = resumable[:6]
         assert len(chosen) >= 5, [(t.index, t.last_epoch) for t in killed]
+        chosen_resumes = sorted(killed_resumes, key=lambda t: (t.last_epoch is None,
+                                                               not t.in_commit, t.index))[:6]
 
         def resume(server: Server, trial: Trial) -> dict[str, torch.Tensor]:
             out = trial.root.with_name(trial.root.name + ".resumed.pt")
-            assert trial.run_id is not None
-            lines = _finish(server, "resume", str(trial.root), trial.run_id, str(out))
+            source, overwrite, source_epoch = trial.run_id, "0", trial.last_epoch
+            if trial.source is not None and trial.last_epoch is None:
+                # Killed before the resume committed: retry it over the child it left.
+                assert trial.source.run_id is not None
+                source, overwrite, source_epoch = trial.source.run_id, "1", (
+                    trial.source.last_epoch)
+            elif trial.last_epoch == N_EPOCHS - 1:  # the killed resume had finished its plan
+                return dict(NNCheckpoint.load(trial.run_id or "", "last",
+                                              root=trial.root).state_dict)
+            assert source is not None
+            lines = _finish(server, "resume", str(trial.root), source, str(out), "0",
+                            overwrite)
             child = next(words[1] for words in lines if words[:1] == ["DONE"])
             status = NNRun.load(child, root=trial.root).resume_status
             assert (status.mode, status.source_run, status.source_epoch) == (
-                "stateful", trial.run_id, trial.last_epoch)
+                "stateful", source, source_epoch)
             weights: dict[str, torch.Tensor] = torch.load(out, weights_only=True)
             return weights
 
-        resumed = [workers.submit(_lend, servers, resume, t) for t in chosen]
-        for trial, future in zip(chosen, resumed, strict=True):
+        finishing = chosen + chosen_resumes
+        resumed = [workers.submit(_lend, servers, resume, t) for t in finishing]
+        for trial, future in zip(finishing, resumed, strict=True):
             weights = future.result()
             assert weights.keys() == expected.keys()
             for key, value in expected.items():
@@ -557,12 +707,14 @@ def test_sigkill_anywhere_leaves_a_readable_run_that_resumes_bit_for_bit(tmp_pat
 
     elapsed = time.monotonic() - started
     torn = [t for t in inside if t.torn_commit]
-    print(f"crash safety: {len(killed)} kills ({len(inside)} inside a commit, {len(torn)} of "
-          f"them visibly mid-transaction on disk; {len(killed) - len(inside)} elsewhere), "
-          f"{len(chosen)} resumed bit for bit (trials {[t.index for t in chosen]}, "
-          f"{len(staged_last)} from a LAST whose manifest was staged), {elapsed:.1f}s")
-    for trial in sorted(trials, key=lambda t: t.index):
-        print(f"  trial {trial.index:2d} {trial.kind:<7} after "
+    print(f"crash safety: {len(all_killed)} kills ({len(killed)} training: {len(inside)} "
+          f"inside a commit, {len(torn)} of them visibly mid-transaction on disk; "
+          f"{len(killed_resumes)} resuming), {len(finishing)} resumed bit for bit (trials "
+          f"{[t.index for t in finishing]}, {len(staged_last)} from a LAST whose manifest "
+          f"was staged), {elapsed:.1f}s")
+    for trial in sorted(trials + resume_trials, key=lambda t: t.index):
+        source = "" if trial.source is None else f"of trial {trial.source.index} "
+        print(f"  trial {trial.index:3d} {trial.kind:<13} {source}after "
               f"{' '.join(trial.target):<9}#{trial.occurrence} "
               f"+{trial.delay * 1000:5.1f}ms  killed={trial.killed!s:<5} "
               f"LAST={trial.last_epoch}  in_commit={trial.in_commit!s:<5} "

@@ -48,7 +48,11 @@ def test_a_point_is_a_checkpoint_its_generation_sidecar_and_a_manifest(tmp_path)
     ("flip sidecar byte", "corrupted"),
     ("delete sidecar", "torn"),
     ("truncate manifest", "torn"),
-    ("older sidecar", "mixed"),
+    # Another generation's bytes under this generation's name are only a digest mismatch:
+    # telling which point they came from would mean unpickling them (verification never does).
+    ("older sidecar", "corrupted"),
+    ("manifest names an older sidecar", "mixed"),
+    ("stale compatibility copy", "mixed"),
 ])
 def test_damaged_points_are_refused_and_nothing_is_modified(tmp_path, damage, kind):
     run, batches = trained(tmp_path)
@@ -61,6 +65,16 @@ def test_damaged_points_are_refused_and_nothing_is_modified(tmp_path, damage, ki
         # Rewrite LAST as generation 3, then put generation 2's state under 3's name.
         first.save(ckdir / "last.pt", training_state={"generation": "x"})
         (ckdir / "last.pt.opt.3.pt").write_bytes(older)
+    elif damage == "manifest names an older sidecar":
+        shutil.copy(ckdir / "last.pt.opt.2.pt", ckdir / "last.pt.opt.1.pt")
+        path = manifest_path(ckdir / "last.pt")
+        doc = json.loads(path.read_text())
+        doc["files"]["sidecar"]["name"] = "last.pt.opt.1.pt"
+        path.write_text(json.dumps(doc))
+    elif damage == "stale compatibility copy":
+        compat = ckdir / "last.pt.opt.pt"
+        compat.unlink()  # a hard link of the sidecar: writing through it would change both
+        torch.save({"generation": 1}, compat)
     elif damage.startswith("flip"):
         target = ckdir / ("last.pt" if "checkpoint" in damage else "last.pt.opt.2.pt")
         data = bytearray(target.read_bytes())

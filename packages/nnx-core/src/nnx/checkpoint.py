@@ -22,7 +22,14 @@ import torch
 from nnx.checkpoint_format import decode_checkpoint, is_safetensors
 from nnx.enums.checkpoints import Checkpoints
 from nnx.records import NNIterationDataPoint, first_finite
-from nnx.resume_point import ResumePoint, read_point, verify_point, write_point
+from nnx.resume_point import (
+    ResumePoint,
+    ResumePointError,
+    manifest_path,
+    read_point,
+    verify_point,
+    write_point,
+)
 
 __all__ = ["CHECKPOINT_FORMAT", "NNCheckpoint", "checkpoint_files", "sidecar_path"]
 
@@ -42,9 +49,39 @@ def checkpoint_files(directory: str | os.PathLike[str]) -> list[Path]:
 
 
 def _checkpoint_path(run: str, tag: str, root: str | os.PathLike[str]) -> Path:
+    """``<tag>.pt``; a tag spelled with ``.safetensors`` names that file, and a bare tag with
+    no ``.pt`` point (file or manifest) but a ``.safetensors`` one names the latter."""
     if not isinstance(run, str) or not run or "/" in run or "\\" in run or run in (".", ".."):
         raise ValueError(f"not a run id: {run!r}")
-    return Path(root) / run / "checkpoints" / f"{tag}.pt"
+    directory = Path(root) / run / "checkpoints"
+    if is_safetensors(tag):
+        return directory / tag
+    pickle_path = directory / f"{tag}.pt"
+    portable = directory / f"{tag}.safetensors"
+    if not _addressed(pickle_path) and _addressed(portable):
+        return portable
+    return pickle_path
+
+
+def _addressed(path: Path) -> bool:
+    return path.is_file() or manifest_path(path).is_file()
+
+
+def _load_training_state(side: Path, map_location: Any) -> dict[str, Any]:
+    """A sidecar through ``torch.load(weights_only=True)``: a training state is tensors,
+    numbers, strings and containers of those (spec §14.1), so anything else in it (a
+    planted pickle, even one whose digest a rewritten manifest vouches for) is refused
+    unexecuted."""
+    try:
+        state = torch.load(side, map_location=map_location, weights_only=True)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ResumePointError("corrupted", f"training state {side.name} cannot be read as "
+                               f"plain data and is not unpickled ({first})") from None
+    if not isinstance(state, dict):
+        raise ResumePointError("corrupted", f"training state {side.name} holds a "
+                               f"{type(state).__name__}, not a mapping")
+    return state
 
 
 def _tag(type: Checkpoints | str) -> str:
@@ -167,7 +204,7 @@ class NNCheckpoint:
         if not side.is_file():
             raise FileNotFoundError(f"checkpoint {self.path} names training state {side.name}, "
                                     "which is missing: the resume point is corrupt")
-        state: dict[str, Any] = torch.load(side, map_location=map_location, weights_only=False)
+        state = _load_training_state(side, map_location)
         if self.generation is not None and state.get("generation") != self.generation:
             raise ValueError(f"{side.name} is of generation {state.get('generation')}, the "
                              f"checkpoint of {self.generation}: the resume point is corrupt")
@@ -204,11 +241,15 @@ class NNCheckpoint:
     def verify(cls, run: str, type: Checkpoints | str = Checkpoints.LAST, *,
                root: str | os.PathLike[str] = "runs") -> ResumePoint | None:
         """Check a resume point (ResumePointError if torn, mixed or corrupted); None for a
-        checkpoint written before manifests."""
+        checkpoint written before manifests (its payload records no generation). Nothing
+        is unpickled. ``type`` may name a ``.safetensors`` snapshot (``"snap_e1"`` or
+        ``"snap_e1.safetensors"``)."""
         return verify_point(_checkpoint_path(run, _tag(type), root))
 
     @classmethod
     def resume_point(cls, run: str, type: Checkpoints | str = Checkpoints.LAST, *,
                      root: str | os.PathLike[str] = "runs") -> ResumePoint | None:
-        """The live manifest of a checkpoint, or None before manifests existed."""
+        """The live manifest of a checkpoint, or None before manifests existed (or while a
+        first publish is staged); ResumePointError (torn) when a checkpoint that records a
+        generation has lost its manifest."""
         return read_point(_checkpoint_path(run, _tag(type), root))

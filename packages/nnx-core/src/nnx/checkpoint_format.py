@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["decode_checkpoint", "encode_checkpoint", "is_safetensors"]
+__all__ = ["decode_checkpoint", "encode_checkpoint", "is_safetensors", "read_record"]
 
 
 def is_safetensors(path: str | os.PathLike[str]) -> bool:
@@ -62,3 +62,21 @@ def decode_checkpoint(path: Path, map_location: Any = "cpu") -> Any:
     payload = json.loads(meta["nnx"])
     payload["state_dict"] = state
     return payload
+
+
+def read_record(path: Path) -> Mapping[str, Any]:
+    """A checkpoint's payload without unpickling anything it could hide: a safetensors
+    file's header metadata alone (no tensor is read), a pickle checkpoint through
+    ``torch.load(weights_only=True, mmap=True)`` (tensors mapped, not read). Verification
+    uses it to compare the point's identity with what its manifest says."""
+    if is_safetensors(path):
+        from safetensors import safe_open
+
+        with safe_open(os.fspath(path), framework="pt", device="cpu") as handle:
+            meta = handle.metadata() or {}
+        record = json.loads(meta["nnx"]) if "nnx" in meta else None
+    else:
+        record = torch.load(os.fspath(path), map_location="cpu", weights_only=True, mmap=True)
+    if not isinstance(record, dict):
+        raise ValueError(f"{path.name} holds no NNx checkpoint payload")
+    return record

@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from importlib import metadata
+from pathlib import Path
 
 __all__ = ["main"]
 
@@ -65,7 +66,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     if not runs:
         print(f"no runs under {args.root}/")
         return 0
-    best = current_best(__import__("pathlib").Path(args.root))
+    best = current_best(Path(args.root))
     print(f"{'run id':<32}  {'net':<8}  {'epochs':>6}  {'val loss':>8}  {'val acc':>7}  best")
     for run in runs:
         rows = epoch_rows(run)
@@ -88,30 +89,41 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _points(directory: Path) -> dict[str, Path]:
+    """Each resume point of a checkpoints directory by the name verify reports: the tag of
+    a ``<tag>.pt``, the file name of a ``.safetensors`` snapshot."""
+    from nnx.checkpoint import checkpoint_files
+
+    def label(path: Path) -> str:
+        return path.name.removesuffix(".pt")
+
+    points = {label(path): path for path in checkpoint_files(directory)}
+    # A live manifest whose checkpoint is gone is a torn point: report it too.
+    for manifest in directory.glob("*.manifest.json"):
+        checkpoint = manifest.with_name(manifest.name.removesuffix(".manifest.json"))
+        if checkpoint.suffix in (".pt", ".safetensors") and ".opt." not in checkpoint.name:
+            points.setdefault(label(checkpoint), checkpoint)
+    return points
+
+
 def cmd_runs_verify(args: argparse.Namespace) -> int:
     """One line per resume point of the run; exit 1 when any fails (spec §14.3)."""
-    from pathlib import Path
-
-    from nnx.checkpoint import NNCheckpoint, checkpoint_files
-    from nnx.resume_point import ResumePointError
+    from nnx.resume_point import ResumePointError, repair_point, stray_files, verify_point
 
     run_dir = Path(args.root) / args.run_id
     bad_id = not args.run_id or any(c in args.run_id for c in "/\\") or args.run_id in (".", "..")
     if bad_id or not ((run_dir / "run.yaml").is_file() or (run_dir / "checkpoints").is_dir()):
         print(f"no run {args.run_id!r} under {args.root}", file=sys.stderr)
         return 1
-    directory = run_dir / "checkpoints"
-    tags = {path.name[:-len(".pt")] for path in checkpoint_files(directory)}
-    # A live manifest whose checkpoint is gone is a torn point: report it too.
-    tags |= {path.name[:-len(".pt.manifest.json")]
-             for path in directory.glob("*.pt.manifest.json")}
-    if not tags:
+    points = _points(run_dir / "checkpoints")
+    if not points:
         print(f"run {args.run_id} has no checkpoints")
         return 0
     failed = False
-    for tag in sorted(tags):
+    for tag, path in sorted(points.items()):
         try:
-            point = NNCheckpoint.verify(args.run_id, tag, root=args.root)
+            point = verify_point(path)
+            removed = repair_point(path) if args.repair else []
         except ResumePointError as exc:
             failed = True
             detail = str(exc).removeprefix(f"{exc.kind} resume point: ")
@@ -123,10 +135,17 @@ def cmd_runs_verify(args: argparse.Namespace) -> int:
             continue
         if point is None:
             print(f"ok  {tag}  legacy")
-            continue
-        epoch = point.position.get("completed_epoch", "?")
-        staged = "  (staged manifest)" if point.staged else ""
-        print(f"ok  {tag}  generation {point.generation}  epoch {epoch}{staged}")
+        else:
+            epoch = point.position.get("completed_epoch", "?")
+            staged = "  (staged manifest)" if point.staged else ""
+            print(f"ok  {tag}  generation {point.generation}  epoch {epoch}{staged}")
+        if removed:
+            print(f"repaired {tag}  removed {', '.join(removed)}")
+        elif strays := stray_files(path):
+            # Not a failure: the point is whole; these are what a kill before the
+            # clean-up left. The next save of the tag, or --repair, removes them.
+            print(f"warn {tag}  orphan files {', '.join(strays)} (the next save or "
+                  "--repair removes them)")
     return 1 if failed else 0
 
 
@@ -154,9 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--root", default="runs")
     show.set_defaults(func=cmd_runs_show)
     verify = runs_sub.add_parser("verify", help="check every resume point of a run (exit 1 "
-                                 "if any is torn, mixed or corrupted)")
+                                 "if any is torn, mixed or corrupted); never unpickles")
     verify.add_argument("run_id")
     verify.add_argument("--root", default="runs")
+    verify.add_argument("--repair", action="store_true",
+                        help="remove the orphan files of points that verify: sidecars no "
+                        "manifest names and stranded compatibility-copy temps")
     verify.set_defaults(func=cmd_runs_verify)
     return parser
 

@@ -2,21 +2,27 @@
 
 Saving tag ``T`` as generation ``g``:
 
-1. the training state goes to ``T.pt.opt.<g>.pt`` (and the compatibility
-   copy ``T.pt.opt.pt``), each flushed to stable storage and renamed in;
+1. the training state goes to ``T.pt.opt.<g>.pt``, flushed to stable
+   storage and renamed in;
 2. the manifest naming both files with their SHA-256 digests (computed from
    the bytes as they are written, never by reading back), the generation,
    the checkpoint id and the logical position is staged as
    ``T.pt.manifest.json.staged``;
-3. the checkpoint ``T.pt`` is published, then the manifest is made live and
-   the directory flushed. A Ctrl-C inside 2–3 is held until the point is
-   complete;
-4. the previous generation's sidecar is removed.
+3. the compatibility copy ``T.pt.opt.pt`` is pointed at the new sidecar, the
+   checkpoint ``T.pt`` is published, then the manifest is made live and the
+   directory flushed. A Ctrl-C inside 2–3 is held until the point is complete;
+4. every sidecar and compatibility temp no manifest names is removed.
 
 So a crash leaves either the previous complete point, or a staged manifest
 that matches every new file (verification accepts it), never new weights
-paired with stale optimizer state. Verification reads; it writes nothing but
-the checkpoint's lock file.
+paired with stale optimizer state. The compatibility copy changes only while a
+staged manifest exists, so it always equals the sidecar of the live point or of
+the staged one being published; the next save settles it.
+
+Verification reads; it writes nothing but the checkpoint's lock file, and it
+never unpickles: digests are compared on raw bytes, and the checkpoint's own
+record of its identity is read with ``torch.load(weights_only=True)`` (or a
+safetensors header).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,10 +42,10 @@ import torch
 
 from nnx._atomic import atomic_write_bytes, fsync_dir, interrupts_held, serialized
 from nnx._locking import file_lock
-from nnx.checkpoint_format import decode_checkpoint, encode_checkpoint
+from nnx.checkpoint_format import encode_checkpoint, read_record
 
-__all__ = ["MANIFEST_FORMAT", "ResumePoint", "ResumePointError", "read_point", "verify_point",
-           "write_point"]
+__all__ = ["MANIFEST_FORMAT", "ResumePoint", "ResumePointError", "read_point", "repair_point",
+           "stray_files", "verify_point", "write_point"]
 
 MANIFEST_FORMAT = "nnx.resume_point/1"
 
@@ -90,19 +97,59 @@ def _parse(path: Path, staged: bool) -> ResumePoint:
         raise ResumePointError("torn", f"{path.name} is unreadable ({exc})") from None
 
 
+def compat_path(checkpoint: Path) -> Path:
+    return checkpoint.with_name(checkpoint.name + ".opt.pt")
+
+
+def _record(checkpoint: Path) -> Mapping[str, Any]:
+    try:
+        return read_record(checkpoint)
+    except Exception as exc:  # any failure to read it safely: the file cannot be trusted
+        raise ResumePointError("corrupted", f"{checkpoint.name} is unreadable ({exc})") from None
+
+
+def _unmanifested(checkpoint: Path) -> None:
+    """No manifest at all: a checkpoint from before manifests (None), or one whose manifest
+    was lost (torn: deleting the manifest must not switch verification off)."""
+    record = _record(checkpoint)
+    if record.get("generation") is not None or record.get("checkpoint_id") is not None:
+        raise ResumePointError("torn", f"{checkpoint.name} records generation "
+                               f"{record.get('generation')} but its manifest "
+                               f"{manifest_path(checkpoint).name} is missing")
+
+
 def read_point(checkpoint: Path) -> ResumePoint | None:
     """The live manifest of ``checkpoint``; None for a checkpoint written before manifests."""
     live = manifest_path(checkpoint)
-    return _parse(live, staged=False) if live.is_file() else None
+    if live.is_file():
+        return _parse(live, staged=False)
+    if checkpoint.is_file() and not _staged_path(checkpoint).is_file():
+        _unmanifested(checkpoint)  # a staged one is a publish under way: no live one yet
+    return None
+
+
+def _manifest_or_none(path: Path, staged: bool) -> ResumePoint | None:
+    if not path.is_file():
+        return None
+    with contextlib.suppress(ResumePointError):
+        return _parse(path, staged)
+    return None
 
 
 def _digest(data: bytes) -> dict[str, Any]:
     return {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
 
 
-def _compat_copy(source: Path, dest: Path, data: bytes) -> None:
-    """``<tag>.pt.opt.pt``, the current bundle under its fixed name: a hard link when the
-    filesystem has them (no second copy of the bytes), else a second atomic write."""
+def _set_compat(checkpoint: Path, sidecar: str | None) -> None:
+    """Point ``<tag>.pt.opt.pt`` at ``sidecar``: a hard link when the filesystem has them
+    (no second copy of the bytes), else a second atomic write; removed when the point has
+    no sidecar, so it never holds a state that belongs to no point."""
+    dest = compat_path(checkpoint)
+    if sidecar is None:
+        with contextlib.suppress(FileNotFoundError):
+            dest.unlink()
+        return
+    source = checkpoint.with_name(sidecar)
     tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:8]}")
     try:
         os.link(source, tmp)
@@ -110,7 +157,7 @@ def _compat_copy(source: Path, dest: Path, data: bytes) -> None:
     except OSError:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-        atomic_write_bytes(dest, data, strict=True)
+        atomic_write_bytes(dest, source.read_bytes(), strict=True)
 
 
 def _settle_staged(checkpoint: Path) -> None:
@@ -118,19 +165,67 @@ def _settle_staged(checkpoint: Path) -> None:
     live when it matches every file (its checkpoint was published), and drops it when not
     (the live point is still the complete one). Otherwise this save would reuse the dead
     writer's generation, overwrite the sidecar its staged point names and then replace the
-    staged manifest: killed in between, it would leave no point that verifies. Only this
-    recovery path reads files back."""
+    staged manifest: killed in between, it would leave no point that verifies. The
+    compatibility copy is put back on the surviving point before the staged manifest goes,
+    so it is never left on the dropped one. Only this recovery path reads files back."""
     staged = _staged_path(checkpoint)
     if not staged.is_file():
         return
     try:
-        _check(checkpoint, _parse(staged, staged=True))
+        point = _parse(staged, staged=True)
+        _check(checkpoint, point)
     except ResumePointError:
+        live = _manifest_or_none(manifest_path(checkpoint), staged=False)
+        if live is not None or not checkpoint.is_file():
+            _set_compat(checkpoint, None if live is None else live.sidecar)
         with contextlib.suppress(FileNotFoundError):
             staged.unlink()
         return
+    _set_compat(checkpoint, point.sidecar)
     os.replace(staged, manifest_path(checkpoint))
     fsync_dir(checkpoint.parent, strict=True)
+
+
+def _side_pattern(checkpoint: Path) -> re.Pattern[str]:
+    """The generation sidecars and compatibility-link temps of one checkpoint."""
+    name = re.escape(checkpoint.name)
+    return re.compile(rf"^(?:{name}\.opt\.\d+\.pt|\.{name}\.opt\.pt\.[0-9a-f]{{8}})$")
+
+
+def _strays(checkpoint: Path, keep: set[str]) -> list[str]:
+    pattern = _side_pattern(checkpoint)
+    return sorted(p.name for p in checkpoint.parent.iterdir()
+                  if pattern.match(p.name) and p.name not in keep)
+
+
+def _remove(directory: Path, names: list[str]) -> None:
+    for name in names:
+        with contextlib.suppress(FileNotFoundError):
+            (directory / name).unlink()
+
+
+def stray_files(checkpoint: Path) -> list[str]:
+    """Sidecars no live or staged manifest names, and stranded compatibility-link temps
+    (what a kill between a publish and its clean-up leaves). Empty when no manifest
+    parses: without one nothing can be called stray."""
+    named = [_manifest_or_none(manifest_path(checkpoint), staged=False),
+             _manifest_or_none(_staged_path(checkpoint), staged=True)]
+    if all(point is None for point in named):
+        return []
+    return _strays(checkpoint, {p.sidecar for p in named if p is not None and p.sidecar})
+
+
+def repair_point(checkpoint: Path) -> list[str]:
+    """Remove :func:`stray_files` of a point that verifies; the names removed. A point
+    that does not verify raises ResumePointError and is left as it is (its files are the
+    evidence)."""
+    with file_lock(lock_path(checkpoint)):
+        _verified(checkpoint)
+        strays = stray_files(checkpoint)
+        _remove(checkpoint.parent, strays)
+        if strays:
+            fsync_dir(checkpoint.parent, strict=True)
+        return strays
 
 
 def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str, Any] | None,
@@ -151,7 +246,6 @@ def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str
             state = {**training_state, "generation": generation, "checkpoint_id": checkpoint_id}
             side_bytes = serialized(lambda f: torch.save(state, f))
             atomic_write_bytes(directory / side_name, side_bytes, strict=True)
-            _compat_copy(directory / side_name, directory / f"{dest.name}.opt.pt", side_bytes)
             files["sidecar"] = {"name": side_name, **_digest(side_bytes)}
             payload["sidecar"] = side_name
         checkpoint_bytes = encode_checkpoint(dest, payload)
@@ -159,15 +253,17 @@ def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str
         manifest = {"format": MANIFEST_FORMAT, "tag": payload["tag"], "generation": generation,
                     "checkpoint_id": checkpoint_id, "position": dict(position), "files": files}
         text = json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8")
+        side = files["sidecar"]["name"] if "sidecar" in files else None
         with interrupts_held():
             atomic_write_bytes(_staged_path(dest), text, strict=True)
+            # Moved only while the staged manifest exists: a kill from here to the
+            # manifest's rename leaves it on the staged point, before here on the live one.
+            _set_compat(dest, side)
             atomic_write_bytes(dest, checkpoint_bytes, strict=True)
             os.replace(_staged_path(dest), manifest_path(dest))
             fsync_dir(directory, strict=True)
-        if previous is not None and previous.sidecar and previous.sidecar != files.get(
-                "sidecar", {}).get("name"):
-            with contextlib.suppress(FileNotFoundError):
-                (directory / previous.sidecar).unlink()
+        # The previous generation's sidecar, and whatever an earlier killed save stranded.
+        _remove(directory, _strays(dest, {side} if side else set()))
         return ResumePoint(tag=payload["tag"], generation=generation,
                            checkpoint_id=checkpoint_id, position=dict(position), files=files)
 
@@ -180,7 +276,18 @@ def _file_digest(path: Path) -> str:
     return sha.hexdigest()
 
 
+def _matches(path: Path, entry: Mapping[str, Any]) -> bool:
+    """The file's bytes are the ones the manifest recorded (size first: it costs nothing)."""
+    size = entry.get("size")
+    if size is not None and path.stat().st_size != size:
+        return False
+    return _file_digest(path) == str(entry["sha256"])
+
+
 def _check(checkpoint: Path, point: ResumePoint) -> None:
+    """Everything here reads bytes or a weights_only record: a digest mismatch is
+    "corrupted" without opening the file, since whatever it now holds cannot be trusted
+    to say which point it belongs to."""
     directory = checkpoint.parent
     for role, entry in point.files.items():
         if not (directory / entry["name"]).is_file():
@@ -191,43 +298,69 @@ def _check(checkpoint: Path, point: ResumePoint) -> None:
     if side is not None and side != f"{checkpoint.name}.opt.{point.generation}.pt":
         raise ResumePointError("mixed", f"sidecar {side} is not of generation {point.generation}")
     for role, entry in point.files.items():
-        if _file_digest(directory / entry["name"]) != entry["sha256"]:
-            try:
-                found = (decode_checkpoint(directory / entry["name"]) if role == "checkpoint"
-                         else torch.load(directory / entry["name"], weights_only=False))
-                other = found.get("checkpoint_id") if isinstance(found, dict) else None
-            except Exception:
-                other = None
-            if other is not None and other != point.checkpoint_id:
-                kind = "torn" if role == "checkpoint" else "mixed"
-                raise ResumePointError(kind, f"{role} {entry['name']} belongs to another "
-                                       f"checkpoint ({other})")
+        if not _matches(directory / entry["name"], entry):
             raise ResumePointError("corrupted", f"{role} {entry['name']} does not match its "
                                    "SHA-256")
+    # The checkpoint's bytes are the manifest's; does the manifest describe them?
+    record = _record(checkpoint)
+    found = (record.get("generation"), record.get("checkpoint_id"))
+    if found != (point.generation, point.checkpoint_id):
+        raise ResumePointError("torn", f"the manifest names checkpoint {point.checkpoint_id} "
+                               f"(generation {point.generation}), {checkpoint.name} is "
+                               f"{found[1]} (generation {found[0]})")
+    if record.get("sidecar") != side:
+        raise ResumePointError("mixed", f"{checkpoint.name} names sidecar "
+                               f"{record.get('sidecar')}, the manifest {side}")
+
+
+def _check_compat(checkpoint: Path, point: ResumePoint) -> None:
+    """The compatibility copy equals the point's sidecar, or (while a publish is under way)
+    the staged point's; with no sidecar there is none."""
+    compat = compat_path(checkpoint)
+    if not compat.is_file():
+        return
+    candidates = [point, _manifest_or_none(_staged_path(checkpoint), staged=True)]
+    for candidate in candidates:
+        entry = None if candidate is None else candidate.files.get("sidecar")
+        if entry is None:
+            continue
+        side = checkpoint.with_name(str(entry["name"]))
+        with contextlib.suppress(OSError):
+            if os.path.samefile(compat, side) or _matches(compat, entry):
+                return
+    raise ResumePointError("mixed", f"the compatibility copy {compat.name} is not the "
+                           f"sidecar {point.sidecar} of generation {point.generation}")
+
+
+def _verified(checkpoint: Path) -> ResumePoint | None:
+    live, staged = manifest_path(checkpoint), _staged_path(checkpoint)
+    if not live.is_file() and not staged.is_file():
+        if not checkpoint.is_file():
+            raise ResumePointError("torn", f"{checkpoint.name} is missing")
+        _unmanifested(checkpoint)
+        return None
+    error: ResumePointError | None = None
+    for path, is_staged in ((live, False), (staged, True)):
+        if not path.is_file():
+            continue
+        try:
+            point = _parse(path, is_staged)
+            _check(checkpoint, point)
+        except ResumePointError as exc:
+            error = error or exc
+            continue
+        _check_compat(checkpoint, point)
+        return point
+    assert error is not None
+    raise error
 
 
 def verify_point(checkpoint: Path) -> ResumePoint | None:
-    """Check a resume point; None for a checkpoint written before manifests.
+    """Check a resume point; None for a checkpoint written before manifests (one whose
+    payload records no generation). Nothing is unpickled.
 
     A live manifest that fails falls back to a staged one that matches every
     file (a writer that died inside the publish window).
     """
-    live, staged = manifest_path(checkpoint), _staged_path(checkpoint)
     with file_lock(lock_path(checkpoint)):
-        if not live.is_file() and not staged.is_file():
-            if not checkpoint.is_file():
-                raise ResumePointError("torn", f"{checkpoint.name} is missing")
-            return None
-        error: ResumePointError | None = None
-        for path, is_staged in ((live, False), (staged, True)):
-            if not path.is_file():
-                continue
-            try:
-                point = _parse(path, is_staged)
-                _check(checkpoint, point)
-                return point
-            except ResumePointError as exc:
-                error = error or exc
-        assert error is not None
-        raise error
-
+        return _verified(checkpoint)
