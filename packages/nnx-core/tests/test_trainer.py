@@ -894,3 +894,41 @@ def test_lr_monitor_traces_the_primary_update_clock_unless_the_step_owns_timing(
         assert monitor.history == pytest.approx([0.1, 0.025])
     else:
         assert monitor.update_history == [] and monitor.history == [0.4, 0.4]
+
+
+# == §6.4: declared metrics and a named monitor through the builder ==========================
+def test_a_builder_declared_metric_and_monitor_decide_the_trainers_best(tmp_path):
+    from nnx import Checkpoints, MetricSpec, MonitorSpec
+
+    # The validation loss falls every epoch (the legacy rule would pick epoch 3); the
+    # declared accuracy peaks at epoch 1, and the monitor follows the accuracy.
+    losses, accuracies = [4.0, 3.0, 2.0, 1.0], [0.5, 0.6, 0.55, 0.58]
+
+    def scripted(ctx):
+        return NNEvaluationDataPoint(loss=losses[ctx.epoch_idx],
+                                     metrics={"acc": accuracies[ctx.epoch_idx]})
+
+    best_epochs: list[int] = []
+
+    class BestProbe(Callback):
+        def on_epoch_end(self, ctx):
+            best_epochs.append(NNCheckpoint.load(ctx.run.id, Checkpoints.BEST,
+                                                 root=ctx.run.root).epoch)
+
+    params = (NNTrainerParams.builder().n_epochs(4).train_loader(tiny_batches(2))
+              .val_loader(tiny_batches(1, seed=1)).optimizer("net", sgd())
+              .metrics([MetricSpec("accuracy", name="acc")])
+              .monitor(MonitorSpec(metric="acc", min_delta=0.01))
+              .build())
+    run = Trainer(tiny_model()).train(params, objective=supervised_objective(),
+                                      eval_step_fn=scripted, callbacks=[BestProbe()],
+                                      verbose=False, root=tmp_path)
+    records = run.epoch_records()
+    assert [r.selection["improved"] for r in records] == [True, True, False, False]
+    assert [r.selection["direction"] for r in records] == ["max"] * 4
+    assert best_epochs == [0, 1, 1, 1]  # BEST written exactly on the improving epochs
+    best = run.best_checkpoint()
+    assert best is not None and best.epoch == 1 and best.monitor_value == pytest.approx(0.6)
+    state = yaml.safe_load((run.path / "run.yaml").read_text())["trainer"]
+    assert state["metrics"] == [{"id": "accuracy", "version": 1, "name": "acc"}]
+    assert state["monitor"]["metric"] == "acc"
