@@ -293,6 +293,33 @@ def test_lr_monitor_history_per_epoch_and_update_history_on_the_update_clock(tmp
     assert update_clock.history == pytest.approx([0.1]) and update_clock.update_history == []
 
 
+def test_lr_monitor_history_keeps_the_journals_retention_unless_unbounded(tmp_path):
+    # §4.5: with a HistoryJournal, LRMonitor.history keeps the LRs of the last
+    # `retention` epochs; LRMonitor(bounded=False) keeps every epoch.
+    from nnx.history import HistoryJournal
+
+    halving = NNSchedulerParams.builder().step(step_size=1, factor=0.5).build()
+    every = [0.05, 0.025, 0.0125, 0.00625]
+    bounded, unbounded, plain = LRMonitor(), LRMonitor(bounded=False), LRMonitor()
+    make_model().train(params(4, scheduler=halving), callbacks=[bounded, unbounded],
+                       history=HistoryJournal(retention=2, chunk_size=1),
+                       root=tmp_path / "journal", verbose=False)
+    assert type(bounded.history) is list and bounded.history == pytest.approx(every[-2:])
+    assert unbounded.history == pytest.approx(every)
+    make_model().train(params(4, scheduler=halving), callbacks=[plain],
+                       root=tmp_path / "eager", verbose=False)
+    assert plain.history == pytest.approx(every)  # no journal: nothing is bounded
+    make_model().train(params(3, scheduler=halving), callbacks=[bounded],
+                       root=tmp_path / "again", verbose=False)
+    assert bounded.history == pytest.approx(every[:3])  # the bound is the run's, not sticky
+
+
+@pytest.mark.parametrize("bad", ["no", 0, None])
+def test_lr_monitor_refuses_a_non_bool_bounded(bad):
+    with pytest.raises(ValueError, match=r"LRMonitor.bounded must be a bool"):
+        LRMonitor(bounded=bad)
+
+
 # -- ModelCheckpoint ------------------------------------------------------------------------------
 
 
