@@ -419,3 +419,49 @@ def test_on_train_end_runs_when_training_raises_with_the_error_on_the_context(tm
                     train_step_fn=broken_step, callbacks=[Closer()], verbose=False,
                     root=tmp_path / "runs")
     assert len(seen) == 1 and isinstance(seen[0], RuntimeError)
+
+
+# -- epoch_idx beside epoch (§6.2's name on every step context and record) ----------------------
+
+
+def test_step_contexts_and_records_answer_epoch_idx_beside_epoch(tmp_path):
+    import dataclasses
+
+    from nnx import default_train_step
+    from nnx.objectives.supervised import SupervisedObjective
+
+    seen: list[tuple[str, int, int]] = []
+
+    def step(ctx):
+        seen.append(("train", ctx.epoch, ctx.epoch_idx))
+        with pytest.raises(AttributeError):
+            ctx.epoch_idx = 7  # read-only: ``epoch`` is the one field
+        return default_train_step(ctx)
+
+    def evaluate(ctx):
+        seen.append(("eval", ctx.epoch, ctx.epoch_idx))
+        return NNEvaluationDataPoint(loss=1.0)
+
+    run = make_model().train(params(2), train_step_fn=step, eval_step_fn=evaluate,
+                             root=tmp_path / "step", verbose=False)
+    assert [s for s in seen if s[0] == "eval"] == [("eval", 0, 0), ("eval", 1, 1)]
+    assert [s for s in seen if s[0] == "train"] == [("train", e, e) for e in (0, 1) for _ in
+                                                    range(B)]
+    assert [i.epoch_idx for i in run.idps] == [i.epoch for i in run.idps] == [0] * B + [1] * B
+    idp = run.idps[-1]
+    assert "epoch_idx" not in idp.state() and idp.state()["epoch"] == 1  # serialized once
+    assert "epoch_idx" not in {f.name for f in dataclasses.fields(idp)}
+    alias = type(idp).__dict__["epoch_idx"]
+    assert isinstance(alias, property) and alias.fset is None  # read-only
+
+    epochs: list[tuple[int, int]] = []
+
+    class Recording(SupervisedObjective):  # the built-in objective, noting its context
+        def __call__(self, ctx):
+            epochs.append((ctx.epoch, ctx.epoch_idx))
+            return super().__call__(ctx)
+
+    recording = Recording()
+    make_model().train(params(2, val=False), objective=recording, root=tmp_path / "obj",
+                       verbose=False)
+    assert epochs == [(e, e) for e in (0, 1) for _ in range(B)]
