@@ -44,6 +44,7 @@ from nnx import (
     Precision,
     Trainer,
     TrainerStepContext,
+    build_optimizer,
     register_optimizer_factory,
     supervised_objective,
 )
@@ -932,3 +933,50 @@ def test_a_builder_declared_metric_and_monitor_decide_the_trainers_best(tmp_path
     state = yaml.safe_load((run.path / "run.yaml").read_text())["trainer"]
     assert state["metrics"] == [{"id": "accuracy", "version": 1, "name": "acc"}]
     assert state["monitor"]["metric"] == "acc"
+
+
+# == §8.1: strict ownership refuses two optimizers owning one parameter =======================
+OVERLAP = ("optimizers 'a' and 'b' both own 4 parameter(s): layers.0.weight, layers.0.bias, "
+           "layers.1.weight, layers.1.bias; the Trainer's strict ownership gives each parameter "
+           "one optimizer, or both would update the same weights (an optimizer without "
+           "param_groups owns every trainable parameter): give each optimizer param_groups "
+           "matching disjoint parameters")
+
+
+def test_strict_ownership_names_the_parameters_two_optimizers_share():
+    from nnx.objectives.ownership import check_strict_ownership
+
+    net = tiny_model().net
+    plain = NNOptimParams.builder().sgd(max_lr=0.1).build()  # no param_groups: owns all
+
+    def built(*configs: tuple[str, NNOptimParams]) -> dict[str, torch.optim.Optimizer]:
+        return {name: build_optimizer(net, config, strict_param_groups=True)
+                for name, config in configs}
+
+    with pytest.raises(ValueError, match=full(OVERLAP)):
+        check_strict_ownership(net, built(("a", plain), ("b", plain)))
+    with pytest.raises(ValueError, match=r"^optimizers 'a' and 'b' both own 2 parameter\(s\): "
+                                         r"layers\.1\.weight, layers\.1\.bias; "):
+        check_strict_ownership(net, built(("a", _group("layers.*")), ("b", _group("layers.1.*"))))
+    with pytest.raises(ValueError, match=r"^optimizers 'a' and 'b' both own 2 parameter\(s\): "
+                                         r"layers\.0\.weight, layers\.0\.bias; "):
+        check_strict_ownership(net, built(("a", _group("layers.0.*")), ("b", plain)))
+    check_strict_ownership(net, built(*TWO))  # disjoint groups: nothing to refuse
+    check_strict_ownership(net, built(("only", plain)))  # one optimizer owns everything
+
+
+@pytest.mark.xfail(strict=True, reason="needs Trainer._build (trainer.py, owned by another "
+                   "change) to call check_strict_ownership for every run, not only objective "
+                   "runs; see the issue-13-d report")
+@pytest.mark.parametrize("owner", ["step", "objective"])
+def test_two_optimizers_without_param_groups_are_refused_before_any_run_dir(tmp_path, owner):
+    plain = NNOptimParams.builder().sgd(max_lr=0.1).build()
+    model = tiny_model()
+    before, before_rng = weights(model), rng()
+    kwargs: dict[str, Any] = ({"trainer_step_fn": _noop_step} if owner == "step" else
+                              {"objective": supervised_objective()})
+    with pytest.raises(ValueError, match=full(OVERLAP)):
+        Trainer(model).train(_plan(("a", plain), ("b", plain)), verbose=False,
+                             root=tmp_path / "runs", **kwargs)
+    assert not (tmp_path / "runs").exists()
+    assert same_weights(weights(model), before) and rng() == before_rng
