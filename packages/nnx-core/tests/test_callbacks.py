@@ -14,6 +14,7 @@ from nnx import (
     Callback,
     CallbackContext,
     Checkpoints,
+    Devices,
     EarlyStopping,
     LRMonitor,
     ModelCheckpoint,
@@ -21,6 +22,7 @@ from nnx import (
     NNEvaluationDataPoint,
     NNIterationDataPoint,
     NNModel,
+    NNModelParams,
     NNOptimParams,
     NNParams,
     NNRun,
@@ -346,6 +348,50 @@ def test_model_checkpoint_files_are_weights_only(tmp_path):
         ModelCheckpoint(every_n_epochs=0)
     with pytest.raises(ValueError):
         ModelCheckpoint(prefix="../x")
+
+
+def _runtime_model() -> NNModel:
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
+    return NNModel(module=module, params=NNModelParams(device=Devices.CPU))
+
+
+def test_a_safetensors_model_checkpoint_refuses_a_runtime_module_in_its_check():
+    # §3.2: a portable save of a runtime module fails before any file or directory exists.
+    from nnx import MissingModelFactoryError
+
+    portable = ModelCheckpoint(format="safetensors")
+    with pytest.raises(MissingModelFactoryError, match=(
+            r"^ModelCheckpoint\(format='safetensors'\): a safetensors checkpoint is a portable "
+            r"save, but this model wraps a runtime module \(torch\.nn\.modules\.container\."
+            r"Sequential, reconstructible=False\)")):
+        portable.check_model(_runtime_model())
+    portable.check_model(make_model())  # a built-in net can be rebuilt
+    ModelCheckpoint().check_model(_runtime_model())  # a pickle file is not a portable save
+    Callback().check_model(_runtime_model())  # the base hook refuses nothing
+
+
+@pytest.mark.xfail(strict=True, reason="needs FitLoop._setup (fit_loop.py, owned by another "
+                   "change) to call each callback's check_model(model) beside check_run; see "
+                   "the issue-13-d report")
+@pytest.mark.parametrize("loop", ["model", "trainer"])
+def test_a_runtime_modules_safetensors_model_checkpoint_is_refused_before_any_run_dir(
+        tmp_path, loop):
+    from nnx import MissingModelFactoryError, NNTrainerParams, Trainer, supervised_objective
+
+    model = _runtime_model()
+    before = {k: v.clone() for k, v in model.net.state_dict().items()}
+    callbacks = [ModelCheckpoint(format="safetensors")]
+    with pytest.raises(MissingModelFactoryError, match="portable save"):
+        if loop == "model":
+            model.train(params(1), callbacks=callbacks, root=tmp_path / "runs", verbose=False)
+        else:
+            trainer_params = (NNTrainerParams.builder().n_epochs(1).train_loader(loader())
+                              .optimizer("net", NNOptimParams()).build())
+            Trainer(model).train(trainer_params, objective=supervised_objective(),
+                                 callbacks=callbacks, root=tmp_path / "runs", verbose=False)
+    assert not (tmp_path / "runs").exists()
+    assert all(torch.equal(v, before[k]) for k, v in model.net.state_dict().items())
 
 
 def test_model_checkpoint_tags_do_not_collide_with_the_run_files(tmp_path):
