@@ -980,3 +980,17 @@ def test_two_optimizers_without_param_groups_are_refused_before_any_run_dir(tmp_
                              root=tmp_path / "runs", **kwargs)
     assert not (tmp_path / "runs").exists()
     assert same_weights(weights(model), before) and rng() == before_rng
+
+
+@pytest.mark.xfail(strict=True, reason="needs TrainerStepContext.epoch_idx (trainer.py, owned "
+                   "by another change); see the issue-13-d report")
+def test_a_trainer_step_context_answers_epoch_idx_beside_epoch(tmp_path):
+    seen: list[tuple[int, int]] = []
+
+    def step(ctx: TrainerStepContext) -> NNEvaluationDataPoint:
+        seen.append((ctx.epoch, ctx.epoch_idx))
+        return NNEvaluationDataPoint(loss=1.0, error=1.0)
+
+    Trainer(tiny_model()).train(_plan(*TWO, n_epochs=2), trainer_step_fn=step, verbose=False,
+                                root=tmp_path)
+    assert seen == [(0, 0), (0, 0), (1, 1), (1, 1)]
