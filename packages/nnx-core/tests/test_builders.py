@@ -274,11 +274,11 @@ def test_trainer_builder_declares_metrics_and_a_monitor_like_the_params():
     assert NNTrainerParamsBuilder.from_params(built).build() == built
     assert base.build().state() == NNTrainerParams(optims={"G": NNOptimParams()}).state()
     # The same refusals as the params class, at build():
-    with pytest.raises(ValueError, match="NNTrainerParams.metrics\\[0\\] must be a MetricSpec"):
+    with pytest.raises(ValueError, match=r"NNTrainerParams\.metrics\[0\] must be a MetricSpec"):
         base.copy().metrics(["acc"]).build()  # type: ignore[list-item]
     with pytest.raises(ValueError, match="'acc'"):
         base.copy().monitor(monitor).build()  # monitors an undeclared metric
-    with pytest.raises(ValueError, match="NNTrainerParams.monitor must be a MonitorSpec"):
+    with pytest.raises(ValueError, match=r"NNTrainerParams\.monitor must be a MonitorSpec"):
         base.copy().monitor("acc").build()  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="twice"):
         base.copy().metrics([MetricSpec("nll"), MetricSpec("nll")]).build()
