@@ -255,3 +255,30 @@ def test_trainer_extra_metrics_are_copied():
     with pytest.raises(TypeError):
         p.extra_metrics["x"] = len  # type: ignore[index]
     assert "extra_metrics" not in p.state()
+
+
+def test_trainer_builder_declares_metrics_and_a_monitor_like_the_params():
+    # §6.4: NNTrainerParams.builder().metrics(...).monitor(...).
+    from nnx import MetricSpec, MonitorSpec
+
+    declared = [MetricSpec("accuracy", name="acc")]
+    monitor = MonitorSpec(metric="acc", min_delta=0.01)
+    base = NNTrainerParams.builder().optimizer("G", NNOptimParams())
+    built = base.copy().monitor(monitor).metrics(declared).build()  # either order
+    direct = NNTrainerParams(optims={"G": NNOptimParams()}, metrics=declared, monitor=monitor)
+    assert built == direct and built.state() == direct.state()
+    assert built.state()["metrics"] == [{"id": "accuracy", "version": 1, "name": "acc"}]
+    declared.append(MetricSpec("nll"))  # the builder snapshotted the list
+    branch = base.copy().metrics(declared[:1]).monitor(monitor)
+    assert branch.copy().build() == built
+    assert NNTrainerParamsBuilder.from_params(built).build() == built
+    assert base.build().state() == NNTrainerParams(optims={"G": NNOptimParams()}).state()
+    # The same refusals as the params class, at build():
+    with pytest.raises(ValueError, match=r"NNTrainerParams\.metrics\[0\] must be a MetricSpec"):
+        base.copy().metrics(["acc"]).build()  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="'acc'"):
+        base.copy().monitor(monitor).build()  # monitors an undeclared metric
+    with pytest.raises(ValueError, match=r"NNTrainerParams\.monitor must be a MonitorSpec"):
+        base.copy().monitor("acc").build()  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="twice"):
+        base.copy().metrics([MetricSpec("nll"), MetricSpec("nll")]).build()

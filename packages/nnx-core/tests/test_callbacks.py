@@ -14,6 +14,7 @@ from nnx import (
     Callback,
     CallbackContext,
     Checkpoints,
+    Devices,
     EarlyStopping,
     LRMonitor,
     ModelCheckpoint,
@@ -21,6 +22,7 @@ from nnx import (
     NNEvaluationDataPoint,
     NNIterationDataPoint,
     NNModel,
+    NNModelParams,
     NNOptimParams,
     NNParams,
     NNRun,
@@ -293,6 +295,33 @@ def test_lr_monitor_history_per_epoch_and_update_history_on_the_update_clock(tmp
     assert update_clock.history == pytest.approx([0.1]) and update_clock.update_history == []
 
 
+def test_lr_monitor_history_keeps_the_journals_retention_unless_unbounded(tmp_path):
+    # §4.5: with a HistoryJournal, LRMonitor.history keeps the LRs of the last
+    # `retention` epochs; LRMonitor(bounded=False) keeps every epoch.
+    from nnx.history import HistoryJournal
+
+    halving = NNSchedulerParams.builder().step(step_size=1, factor=0.5).build()
+    every = [0.05, 0.025, 0.0125, 0.00625]
+    bounded, unbounded, plain = LRMonitor(), LRMonitor(bounded=False), LRMonitor()
+    make_model().train(params(4, scheduler=halving), callbacks=[bounded, unbounded],
+                       history=HistoryJournal(retention=2, chunk_size=1),
+                       root=tmp_path / "journal", verbose=False)
+    assert type(bounded.history) is list and bounded.history == pytest.approx(every[-2:])
+    assert unbounded.history == pytest.approx(every)
+    make_model().train(params(4, scheduler=halving), callbacks=[plain],
+                       root=tmp_path / "eager", verbose=False)
+    assert plain.history == pytest.approx(every)  # no journal: nothing is bounded
+    make_model().train(params(3, scheduler=halving), callbacks=[bounded],
+                       root=tmp_path / "again", verbose=False)
+    assert bounded.history == pytest.approx(every[:3])  # the bound is the run's, not sticky
+
+
+@pytest.mark.parametrize("bad", ["no", 0, None])
+def test_lr_monitor_refuses_a_non_bool_bounded(bad):
+    with pytest.raises(ValueError, match=r"LRMonitor.bounded must be a bool"):
+        LRMonitor(bounded=bad)
+
+
 # -- ModelCheckpoint ------------------------------------------------------------------------------
 
 
@@ -319,6 +348,50 @@ def test_model_checkpoint_files_are_weights_only(tmp_path):
         ModelCheckpoint(every_n_epochs=0)
     with pytest.raises(ValueError):
         ModelCheckpoint(prefix="../x")
+
+
+def _runtime_model() -> NNModel:
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
+    return NNModel(module=module, params=NNModelParams(device=Devices.CPU))
+
+
+def test_a_safetensors_model_checkpoint_refuses_a_runtime_module_in_its_check():
+    # §3.2: a portable save of a runtime module fails before any file or directory exists.
+    from nnx import MissingModelFactoryError
+
+    portable = ModelCheckpoint(format="safetensors")
+    with pytest.raises(MissingModelFactoryError, match=(
+            r"^ModelCheckpoint\(format='safetensors'\): a safetensors checkpoint is a portable "
+            r"save, but this model wraps a runtime module \(torch\.nn\.modules\.container\."
+            r"Sequential, reconstructible=False\)")):
+        portable.check_model(_runtime_model())
+    portable.check_model(make_model())  # a built-in net can be rebuilt
+    ModelCheckpoint().check_model(_runtime_model())  # a pickle file is not a portable save
+    Callback().check_model(_runtime_model())  # the base hook refuses nothing
+
+
+@pytest.mark.xfail(strict=True, reason="needs FitLoop._setup (fit_loop.py, owned by another "
+                   "change) to call each callback's check_model(model) beside check_run; see "
+                   "the issue-13-d report")
+@pytest.mark.parametrize("loop", ["model", "trainer"])
+def test_a_runtime_modules_safetensors_model_checkpoint_is_refused_before_any_run_dir(
+        tmp_path, loop):
+    from nnx import MissingModelFactoryError, NNTrainerParams, Trainer, supervised_objective
+
+    model = _runtime_model()
+    before = {k: v.clone() for k, v in model.net.state_dict().items()}
+    callbacks = [ModelCheckpoint(format="safetensors")]
+    with pytest.raises(MissingModelFactoryError, match="portable save"):
+        if loop == "model":
+            model.train(params(1), callbacks=callbacks, root=tmp_path / "runs", verbose=False)
+        else:
+            trainer_params = (NNTrainerParams.builder().n_epochs(1).train_loader(loader())
+                              .optimizer("net", NNOptimParams()).build())
+            Trainer(model).train(trainer_params, objective=supervised_objective(),
+                                 callbacks=callbacks, root=tmp_path / "runs", verbose=False)
+    assert not (tmp_path / "runs").exists()
+    assert all(torch.equal(v, before[k]) for k, v in model.net.state_dict().items())
 
 
 def test_model_checkpoint_tags_do_not_collide_with_the_run_files(tmp_path):
@@ -392,3 +465,49 @@ def test_on_train_end_runs_when_training_raises_with_the_error_on_the_context(tm
                     train_step_fn=broken_step, callbacks=[Closer()], verbose=False,
                     root=tmp_path / "runs")
     assert len(seen) == 1 and isinstance(seen[0], RuntimeError)
+
+
+# -- epoch_idx beside epoch (§6.2's name on every step context and record) ----------------------
+
+
+def test_step_contexts_and_records_answer_epoch_idx_beside_epoch(tmp_path):
+    import dataclasses
+
+    from nnx import default_train_step
+    from nnx.objectives.supervised import SupervisedObjective
+
+    seen: list[tuple[str, int, int]] = []
+
+    def step(ctx):
+        seen.append(("train", ctx.epoch, ctx.epoch_idx))
+        with pytest.raises(AttributeError):
+            ctx.epoch_idx = 7  # read-only: ``epoch`` is the one field
+        return default_train_step(ctx)
+
+    def evaluate(ctx):
+        seen.append(("eval", ctx.epoch, ctx.epoch_idx))
+        return NNEvaluationDataPoint(loss=1.0)
+
+    run = make_model().train(params(2), train_step_fn=step, eval_step_fn=evaluate,
+                             root=tmp_path / "step", verbose=False)
+    assert [s for s in seen if s[0] == "eval"] == [("eval", 0, 0), ("eval", 1, 1)]
+    assert [s for s in seen if s[0] == "train"] == [("train", e, e) for e in (0, 1) for _ in
+                                                    range(B)]
+    assert [i.epoch_idx for i in run.idps] == [i.epoch for i in run.idps] == [0] * B + [1] * B
+    idp = run.idps[-1]
+    assert "epoch_idx" not in idp.state() and idp.state()["epoch"] == 1  # serialized once
+    assert "epoch_idx" not in {f.name for f in dataclasses.fields(idp)}
+    alias = type(idp).__dict__["epoch_idx"]
+    assert isinstance(alias, property) and alias.fset is None  # read-only
+
+    epochs: list[tuple[int, int]] = []
+
+    class Recording(SupervisedObjective):  # the built-in objective, noting its context
+        def __call__(self, ctx):
+            epochs.append((ctx.epoch, ctx.epoch_idx))
+            return super().__call__(ctx)
+
+    recording = Recording()
+    make_model().train(params(2, val=False), objective=recording, root=tmp_path / "obj",
+                       verbose=False)
+    assert epochs == [(e, e) for e in (0, 1) for _ in range(B)]

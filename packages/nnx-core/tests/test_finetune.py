@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch import nn
 
+from nnx import NNModel, NNModelParams
 from nnx.finetune import (
     LoadResult,
     export_state_dict,
@@ -226,6 +227,27 @@ def test_export_state_dict_round_trips_plain_state_dict(tmp_path):
     load_pretrained(other, target)
     assert_same(other, snapshot(model))
     assert sorted(os.listdir(tmp_path)) == ["weights.pt"]  # no temp file left behind
+
+
+def test_export_state_dict_writes_safetensors_by_extension(tmp_path):
+    # A .safetensors name gets a safetensors file the safetensors reader opens, as
+    # checkpoints choose their format by suffix; the tensors equal the net's.
+    from safetensors import safe_open
+
+    model = NNModel(module=Stack(), params=NNModelParams())  # BatchNorm buffers included
+    target = tmp_path / "w.safetensors"
+    assert model.export_state_dict(target) == target.resolve()
+    expected = model.net.state_dict()
+    with safe_open(str(target), framework="pt", device="cpu") as handle:
+        names = list(handle.keys())
+        read = {name: handle.get_tensor(name) for name in names}
+    assert sorted(names) == sorted(expected)  # no wrapper keys
+    for name, tensor in expected.items():
+        assert torch.equal(read[name], tensor), name
+    other = Stack(seed=5)
+    load_pretrained(other, target)  # and NNx reads it back the same way
+    assert_same(other, snapshot(model.net))
+    assert sorted(os.listdir(tmp_path)) == ["w.safetensors"]  # no temp file left behind
 
 
 def test_load_result_is_frozen():

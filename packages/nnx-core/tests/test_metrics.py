@@ -59,6 +59,17 @@ def test_spec_defaults_label_and_minimal_state() -> None:
     assert named.state() == {"id": "accuracy", "version": 1, "name": "acc"}
 
 
+def test_spec_takes_the_spec_signature_positionally_with_the_same_state() -> None:
+    # §6.4: MetricSpec(id, version=1, config={}, name=None), positional or keyword.
+    positional = MetricSpec("f1", 1, {"average": "macro"}, "macro_f1")
+    keyword = MetricSpec("f1", version=1, config={"average": "macro"}, name="macro_f1")
+    assert positional == keyword
+    assert positional.state() == keyword.state() == {
+        "id": "f1", "version": 1, "config": {"average": "macro"}, "name": "macro_f1"}
+    assert md5_hex(positional.state()) == md5_hex(keyword.state())
+    assert MetricSpec("nll", 2).state() == {"id": "nll", "version": 2}
+
+
 def test_spec_round_trips_and_config_is_read_only_plain_data() -> None:
     spec = MetricSpec("acme.topk", version=2,
                       config={"k": np.int64(3), "weights": [1, 2.5], "inner": {"a": [True]}})

@@ -105,3 +105,91 @@ def test_core_exports_resolve_and_are_listed():
     for name in nnx.__all__:
         assert getattr(nnx, name) is not None, name
     assert "NNOptimParams" in dir(nnx)
+
+
+def test_unregister_forgets_explicit_and_entry_point_names_until_registered_again():
+    reg = EntryPointRegistry("console_scripts")
+    reg.register("acme-tool", len)
+    reg.unregister("acme-tool")
+    assert reg.get("acme-tool") is None and "acme-tool" not in reg.names()
+    reg.unregister("nnx")  # an entry point: hidden for this process
+    assert reg.get("nnx") is None and "nnx" not in reg.names()
+    with pytest.raises(KeyError, match="console_scripts: 'nnx' is not registered"):
+        reg.unregister("nnx")
+    reg.register("nnx", len)  # registering again wins, as ever
+    assert reg.get("nnx") is len
+
+    versioned = VersionedRegistry("nnx.test_only_group")
+    versioned.register("acme.lion", 1, "v1")
+    versioned.register("acme.lion", 3, "v3")
+    versioned.register("acme.adam", 2, "a2")
+    assert versioned.registered() == [("acme.adam", 2), ("acme.lion", 1), ("acme.lion", 3)]
+    versioned.unregister("acme.lion", 1, what="optimizer factory")
+    assert versioned.registered() == [("acme.adam", 2), ("acme.lion", 3)]
+    with pytest.raises(KeyError, match=r"optimizer factory acme\.lion@v1 is not registered in "
+                                       r"this process \(registered versions of 'acme\.lion': "
+                                       r"v3\)"):
+        versioned.unregister("acme.lion", 1, what="optimizer factory")
+    with pytest.raises(ValueError, match="registered id"):
+        versioned.unregister("a@b", 1, what="metric")
+
+
+def _lion(groups, config):  # never called: only registered and forgotten
+    raise AssertionError
+
+
+@pytest.mark.parametrize("kind", ["metric", "model factory", "optimizer factory", "transform"])
+def test_each_process_registry_lists_and_unregisters_what_register_added(kind):
+    from nnx.metrics import MetricRegistration, MetricSpec, MissingMetricError, resolve_metric
+    from nnx.models import ModelSpec, resolve_model_factory
+    from nnx.optimizers import MissingOptimizerFactoryError, resolve_optimizer_factory
+    from nnx.params.optim_factory import OptimizerFactorySpec
+    from nnx.transforms import TransformRecipe, resolve_transform
+
+    pairs = {  # register, registered_*, unregister_*, resolve, its refusal
+        "metric": (lambda: nnx.register_metric("test.unreg", 2, dict, input="labels",
+                                               mode="max"),
+                   nnx.registered_metrics, nnx.unregister_metric,
+                   lambda: resolve_metric(MetricSpec("test.unreg", 2)), MissingMetricError),
+        "model factory": (lambda: nnx.register_model_factory("test.unreg", 2, dict),
+                          nnx.registered_model_factories, nnx.unregister_model_factory,
+                          lambda: resolve_model_factory(ModelSpec("test.unreg", 2)),
+                          nnx.MissingModelFactoryError),
+        "optimizer factory": (lambda: nnx.register_optimizer_factory("test.unreg", 2, _lion),
+                              nnx.registered_optimizer_factories,
+                              nnx.unregister_optimizer_factory,
+                              lambda: resolve_optimizer_factory(
+                                  OptimizerFactorySpec(id="test.unreg", version=2)),
+                              MissingOptimizerFactoryError),
+        "transform": (lambda: nnx.register_transform("test.unreg", 2, _lion),
+                      nnx.registered_transforms, nnx.unregister_transform,
+                      lambda: resolve_transform(TransformRecipe("test.unreg", 2, {})),
+                      nnx.TransformCompatibilityError),
+    }
+    register, registered, unregister, resolve, refusal = pairs[kind]
+    assert ("test.unreg", 2) not in registered()
+    register()
+    assert ("test.unreg", 2) in registered()
+    assert registered() == sorted(registered())
+    found = resolve()
+    assert isinstance(found, MetricRegistration) if kind == "metric" else callable(found)
+    unregister("test.unreg", 2)
+    assert ("test.unreg", 2) not in registered()
+    with pytest.raises(refusal, match=r"test\.unreg@v2 is not registered"):
+        resolve()
+    with pytest.raises(KeyError, match=rf"{kind} test\.unreg@v2 is not registered"):
+        unregister("test.unreg", 2)
+
+
+def test_builtins_are_listed_and_a_removed_builtin_metric_comes_back():
+    from nnx.metrics import register_builtin_metrics
+
+    assert {("accuracy", 1), ("f1", 1), ("nll", 1), ("brier", 1), ("mae", 1),
+            ("mse", 1)} <= set(nnx.registered_metrics())
+    assert ("nnx.low_rank", 1) in nnx.registered_transforms()
+    try:
+        nnx.unregister_metric("brier", 1)
+        assert ("brier", 1) not in nnx.registered_metrics()
+    finally:
+        register_builtin_metrics()
+    assert ("brier", 1) in nnx.registered_metrics()

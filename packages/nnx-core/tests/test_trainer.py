@@ -44,6 +44,7 @@ from nnx import (
     Precision,
     Trainer,
     TrainerStepContext,
+    build_optimizer,
     register_optimizer_factory,
     supervised_objective,
 )
@@ -894,3 +895,102 @@ def test_lr_monitor_traces_the_primary_update_clock_unless_the_step_owns_timing(
         assert monitor.history == pytest.approx([0.1, 0.025])
     else:
         assert monitor.update_history == [] and monitor.history == [0.4, 0.4]
+
+
+# == §6.4: declared metrics and a named monitor through the builder ==========================
+def test_a_builder_declared_metric_and_monitor_decide_the_trainers_best(tmp_path):
+    from nnx import Checkpoints, MetricSpec, MonitorSpec
+
+    # The validation loss falls every epoch (the legacy rule would pick epoch 3); the
+    # declared accuracy peaks at epoch 1, and the monitor follows the accuracy.
+    losses, accuracies = [4.0, 3.0, 2.0, 1.0], [0.5, 0.6, 0.55, 0.58]
+
+    def scripted(ctx):
+        return NNEvaluationDataPoint(loss=losses[ctx.epoch_idx],
+                                     metrics={"acc": accuracies[ctx.epoch_idx]})
+
+    best_epochs: list[int] = []
+
+    class BestProbe(Callback):
+        def on_epoch_end(self, ctx):
+            best_epochs.append(NNCheckpoint.load(ctx.run.id, Checkpoints.BEST,
+                                                 root=ctx.run.root).epoch)
+
+    params = (NNTrainerParams.builder().n_epochs(4).train_loader(tiny_batches(2))
+              .val_loader(tiny_batches(1, seed=1)).optimizer("net", sgd())
+              .metrics([MetricSpec("accuracy", name="acc")])
+              .monitor(MonitorSpec(metric="acc", min_delta=0.01))
+              .build())
+    run = Trainer(tiny_model()).train(params, objective=supervised_objective(),
+                                      eval_step_fn=scripted, callbacks=[BestProbe()],
+                                      verbose=False, root=tmp_path)
+    records = run.epoch_records()
+    assert [r.selection["improved"] for r in records] == [True, True, False, False]
+    assert [r.selection["direction"] for r in records] == ["max"] * 4
+    assert best_epochs == [0, 1, 1, 1]  # BEST written exactly on the improving epochs
+    best = run.best_checkpoint()
+    assert best is not None and best.epoch == 1 and best.monitor_value == pytest.approx(0.6)
+    state = yaml.safe_load((run.path / "run.yaml").read_text())["trainer"]
+    assert state["metrics"] == [{"id": "accuracy", "version": 1, "name": "acc"}]
+    assert state["monitor"]["metric"] == "acc"
+
+
+# == §8.1: strict ownership refuses two optimizers owning one parameter =======================
+OVERLAP = ("optimizers 'a' and 'b' both own 4 parameter(s): layers.0.weight, layers.0.bias, "
+           "layers.1.weight, layers.1.bias; the Trainer's strict ownership gives each parameter "
+           "one optimizer, or both would update the same weights (an optimizer without "
+           "param_groups owns every trainable parameter): give each optimizer param_groups "
+           "matching disjoint parameters")
+
+
+def test_strict_ownership_names_the_parameters_two_optimizers_share():
+    from nnx.objectives.ownership import check_strict_ownership
+
+    net = tiny_model().net
+    plain = NNOptimParams.builder().sgd(max_lr=0.1).build()  # no param_groups: owns all
+
+    def built(*configs: tuple[str, NNOptimParams]) -> dict[str, torch.optim.Optimizer]:
+        return {name: build_optimizer(net, config, strict_param_groups=True)
+                for name, config in configs}
+
+    with pytest.raises(ValueError, match=full(OVERLAP)):
+        check_strict_ownership(net, built(("a", plain), ("b", plain)))
+    with pytest.raises(ValueError, match=r"^optimizers 'a' and 'b' both own 2 parameter\(s\): "
+                                         r"layers\.1\.weight, layers\.1\.bias; "):
+        check_strict_ownership(net, built(("a", _group("layers.*")), ("b", _group("layers.1.*"))))
+    with pytest.raises(ValueError, match=r"^optimizers 'a' and 'b' both own 2 parameter\(s\): "
+                                         r"layers\.0\.weight, layers\.0\.bias; "):
+        check_strict_ownership(net, built(("a", _group("layers.0.*")), ("b", plain)))
+    check_strict_ownership(net, built(*TWO))  # disjoint groups: nothing to refuse
+    check_strict_ownership(net, built(("only", plain)))  # one optimizer owns everything
+
+
+@pytest.mark.xfail(strict=True, reason="needs Trainer._build (trainer.py, owned by another "
+                   "change) to call check_strict_ownership for every run, not only objective "
+                   "runs; see the issue-13-d report")
+@pytest.mark.parametrize("owner", ["step", "objective"])
+def test_two_optimizers_without_param_groups_are_refused_before_any_run_dir(tmp_path, owner):
+    plain = NNOptimParams.builder().sgd(max_lr=0.1).build()
+    model = tiny_model()
+    before, before_rng = weights(model), rng()
+    kwargs: dict[str, Any] = ({"trainer_step_fn": _noop_step} if owner == "step" else
+                              {"objective": supervised_objective()})
+    with pytest.raises(ValueError, match=full(OVERLAP)):
+        Trainer(model).train(_plan(("a", plain), ("b", plain)), verbose=False,
+                             root=tmp_path / "runs", **kwargs)
+    assert not (tmp_path / "runs").exists()
+    assert same_weights(weights(model), before) and rng() == before_rng
+
+
+@pytest.mark.xfail(strict=True, reason="needs TrainerStepContext.epoch_idx (trainer.py, owned "
+                   "by another change); see the issue-13-d report")
+def test_a_trainer_step_context_answers_epoch_idx_beside_epoch(tmp_path):
+    seen: list[tuple[int, int]] = []
+
+    def step(ctx: TrainerStepContext) -> NNEvaluationDataPoint:
+        seen.append((ctx.epoch, ctx.epoch_idx))
+        return NNEvaluationDataPoint(loss=1.0, error=1.0)
+
+    Trainer(tiny_model()).train(_plan(*TWO, n_epochs=2), trainer_step_fn=step, verbose=False,
+                                root=tmp_path)
+    assert seen == [(0, 0), (0, 0), (1, 1), (1, 1)]

@@ -405,6 +405,33 @@ def test_predict_proba_of_a_categorical_task_sums_to_one():
     assert result.class_indices.tolist() == model.predict(x).classes.tolist()
 
 
+def test_predict_proba_over_a_shuffling_loader_warns_and_a_sequential_one_does_not():
+    # §3.1: an ordinary loader's sample ids are iteration positions; a shuffling loader warns.
+    from torch.utils.data import BatchSampler, DataLoader, RandomSampler, TensorDataset
+
+    model = make_model(task=TaskSpec.categorical(3))
+    x, y = data(10)
+    dataset = TensorDataset(x, y)
+    shuffled = DataLoader(dataset, batch_size=4, shuffle=True,
+                          generator=torch.Generator().manual_seed(0))
+    assert isinstance(shuffled.sampler, RandomSampler)
+    with pytest.warns(RuntimeWarning, match=r"predict_proba: the DataLoader shuffles "
+                                            r"\(RandomSampler\), so sample_ids are iteration"):
+        result = model.predict_proba(shuffled)
+    assert result.sample_ids.tolist() == list(range(10))  # positions, as the warning says
+    batched = DataLoader(dataset, batch_sampler=BatchSampler(
+        RandomSampler(dataset), batch_size=4, drop_last=False))
+    with pytest.warns(RuntimeWarning, match=r"shuffles \(RandomSampler\)"):
+        model.predict_proba(batched)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning at all for these
+        ordered = model.predict_proba(DataLoader(dataset, batch_size=4))
+        model.predict_proba(x)
+        model.predict_proba(chunks(x, y, [4, 6]))
+    assert ordered.sample_ids.tolist() == list(range(10))
+    torch.testing.assert_close(ordered.logits, model.predict(x).logits)
+
+
 def test_from_checkpoint_best_reproduces_evaluate_at_that_epoch(tmp_path):
     x, y = data(24, seed=4)
     train, val = chunks(x[:16], y[:16], [8, 8]), chunks(x[16:], y[16:], [8])

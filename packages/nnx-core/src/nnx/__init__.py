@@ -46,15 +46,21 @@ _CORE_EXPORTS: dict[str, str] = {
     "build_optimizer": "nnx.optimizers",
     "build_param_groups": "nnx.optimizers",
     "register_optimizer_factory": "nnx.optimizer_factories",
+    "registered_optimizer_factories": "nnx.optimizer_factories",
+    "unregister_optimizer_factory": "nnx.optimizer_factories",
     # models beyond the Nets enum (§3.2)
     "ModelSpec": "nnx.models",
     "RuntimeModule": "nnx.models",
     "register_model_factory": "nnx.models",
+    "registered_model_factories": "nnx.models",
+    "unregister_model_factory": "nnx.models",
     "MissingModelFactoryError": "nnx.models",
     # topology-transform recipes (§4.2)
     "TransformRecipe": "nnx.transforms",
     "TransformCompatibilityError": "nnx.transforms",
     "register_transform": "nnx.transforms",
+    "registered_transforms": "nnx.transforms",
+    "unregister_transform": "nnx.transforms",
     "BatchAdapter": "nnx.batch_adapters",
     "PositionalInputs": "nnx.batch_adapters",
     "KeywordInputs": "nnx.batch_adapters",
@@ -102,6 +108,8 @@ _CORE_EXPORTS: dict[str, str] = {
     "TaskValidationError": "nnx.tasks.adapters",
     "MetricSpec": "nnx.metrics.spec",
     "register_metric": "nnx.metrics.registry",
+    "registered_metrics": "nnx.metrics.registry",
+    "unregister_metric": "nnx.metrics.registry",
     "MonitorSpec": "nnx.monitors",
     "MonitorRecord": "nnx.monitors",
     "MonitorUnavailableError": "nnx.monitors",
@@ -178,12 +186,16 @@ if TYPE_CHECKING:
     from nnx.identity import run_id as run_id
     from nnx.lr_schedules import LinearWarmupDecayLR as LinearWarmupDecayLR
     from nnx.metrics.registry import register_metric as register_metric
+    from nnx.metrics.registry import registered_metrics as registered_metrics
+    from nnx.metrics.registry import unregister_metric as unregister_metric
     from nnx.metrics.spec import MetricSpec as MetricSpec
     from nnx.model import NNModel as NNModel
     from nnx.models import MissingModelFactoryError as MissingModelFactoryError
     from nnx.models import ModelSpec as ModelSpec
     from nnx.models import RuntimeModule as RuntimeModule
     from nnx.models import register_model_factory as register_model_factory
+    from nnx.models import registered_model_factories as registered_model_factories
+    from nnx.models import unregister_model_factory as unregister_model_factory
     from nnx.monitors import MonitorRecord as MonitorRecord
     from nnx.monitors import MonitorSpec as MonitorSpec
     from nnx.monitors import MonitorUnavailableError as MonitorUnavailableError
@@ -200,6 +212,12 @@ if TYPE_CHECKING:
     from nnx.objectives import kd_objective as kd_objective
     from nnx.objectives import supervised_objective as supervised_objective
     from nnx.optimizer_factories import register_optimizer_factory as register_optimizer_factory
+    from nnx.optimizer_factories import (
+        registered_optimizer_factories as registered_optimizer_factories,
+    )
+    from nnx.optimizer_factories import (
+        unregister_optimizer_factory as unregister_optimizer_factory,
+    )
     from nnx.optimizers import build_optimizer as build_optimizer
     from nnx.optimizers import build_param_groups as build_param_groups
     from nnx.params.conv import NNConvParams as NNConvParams
@@ -242,3 +260,5 @@ if TYPE_CHECKING:
     from nnx.transforms import TransformCompatibilityError as TransformCompatibilityError
     from nnx.transforms import TransformRecipe as TransformRecipe
     from nnx.transforms import register_transform as register_transform
+    from nnx.transforms import registered_transforms as registered_transforms
+    from nnx.transforms import unregister_transform as unregister_transform

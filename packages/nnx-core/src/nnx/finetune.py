@@ -19,7 +19,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from nnx._atomic import atomic_write
+from nnx._atomic import atomic_write, atomic_write_bytes
+from nnx.checkpoint_format import encode_checkpoint, is_safetensors
 
 __all__ = ["LoadResult", "export_state_dict", "freeze", "frozen", "load_pretrained", "unfreeze"]
 
@@ -110,15 +111,16 @@ def load_pretrained(
     key_map: Mapping[str, str] | None = None,
     map_location: str | torch.device = "cpu",
 ) -> LoadResult:
-    """Copy weights from a state dict, a ``.pt`` file or another module into ``module``.
+    """Copy weights from a state dict, a ``.pt`` / ``.safetensors`` file or another module.
 
     ``key_map`` rewrites source key prefixes before matching (the longest
     matching prefix wins), e.g. ``{"backbone.": "layers."}``. A tensor whose
     shape differs from the module's is never loaded. ``strict=True`` raises
     ``ValueError`` listing every missing, unexpected and mismatched key before
     any tensor is copied; ``strict=False`` loads what matches and reports the
-    rest. Files are read with ``torch.load(weights_only=True)``; dtypes are
-    cast to the module's on copy. ``requires_grad`` flags are left as they are.
+    rest. Files are read with ``torch.load(weights_only=True)``, or the safetensors
+    reader for a ``.safetensors`` path; dtypes are cast to the module's on copy.
+    ``requires_grad`` flags are left as they are.
     """
     incoming = _source_state(source, map_location)
     renamed = _apply_key_map(incoming, key_map)  # module key -> source key
@@ -174,6 +176,10 @@ def _source_state(
     obj: Any
     if isinstance(source, nn.Module):
         obj = source.state_dict()
+    elif isinstance(source, (str, os.PathLike)) and is_safetensors(source):
+        from safetensors.torch import load_file
+
+        obj = load_file(os.fspath(source), device=str(map_location))
     elif isinstance(source, (str, os.PathLike)):
         # weights_only: a downloaded checkpoint must not be able to run code.
         obj = torch.load(os.fspath(source), map_location=map_location, weights_only=True)
@@ -215,12 +221,19 @@ def _apply_key_map(
 
 
 def export_state_dict(module: nn.Module, path: PathLike) -> Path:
-    """Save ``module.state_dict()`` alone (plain ``torch.save``, no wrapper), atomically.
+    """Save ``module.state_dict()`` alone (no NNCheckpoint wrapper), atomically.
 
-    The file is written next to ``path`` and renamed over it, so a reader
-    never sees half a file. Returns the resolved destination.
+    The format follows the extension, as checkpoints do: a ``.safetensors``
+    path gets a safetensors file (any safetensors reader opens it), every
+    other path a plain ``torch.save`` pickle. The file is written next to
+    ``path`` and renamed over it, so a reader never sees half a file.
+    Returns the resolved destination.
     """
     state = module.state_dict()
+    if is_safetensors(path):
+        # The checkpoint encoder's safetensors branch: the weights as tensors.
+        data = encode_checkpoint(Path(path), {"state_dict": state})
+        return atomic_write_bytes(path, data)
     return atomic_write(path, lambda handle: torch.save(state, handle))
 
 

@@ -27,6 +27,7 @@ from nnx.prediction import (
     PredictResult,
     ProbabilitySpec,
     prediction_from_logits,
+    warn_if_shuffled,
 )
 from nnx.records import NNEvaluationDataPoint
 from nnx.run import DEFAULT_ROOT, NNRun
@@ -184,6 +185,7 @@ class NNModel:
                                  "declares no task")
             spec = ProbabilitySpec.for_task(self.params.task)
         logits = self._logits(data)
+        warn_if_shuffled(data)  # the ids below are iteration positions for a loader
         ids = np.arange(len(logits))
         return prediction_from_logits(logits, spec, sample_ids=ids)  # spec None: regression
 

@@ -25,7 +25,9 @@ __all__ = [
     "call_optimizer_factory",
     "optimizer_factory_state",
     "register_optimizer_factory",
+    "registered_optimizer_factories",
     "resolve_optimizer_factory",
+    "unregister_optimizer_factory",
 ]
 
 #: ``factory(param_groups, config) -> torch.optim.Optimizer``.
@@ -51,6 +53,17 @@ def register_optimizer_factory(id: str, version: int, factory: OptimizerFactory)
     if not callable(factory):
         raise TypeError(f"register_optimizer_factory needs a callable factory; got {factory!r}")
     _registry().register(id, version, factory)
+
+
+def registered_optimizer_factories() -> list[tuple[str, int]]:
+    """Every optimizer factory ``(id, version)`` registered in this process, sorted."""
+    return _registry().registered()
+
+
+def unregister_optimizer_factory(id: str, version: int) -> None:
+    """Forget optimizer factory ``(id, version)`` for this process; KeyError naming it
+    if unknown. Training a spec that names it then raises MissingOptimizerFactoryError."""
+    _registry().unregister(id, version, what="optimizer factory")
 
 
 def resolve_optimizer_factory(spec: OptimizerFactorySpec) -> OptimizerFactory:

@@ -21,7 +21,9 @@ from nnx.optimizer_factories import (
     MissingOptimizerFactoryError,
     call_optimizer_factory,
     register_optimizer_factory,
+    registered_optimizer_factories,
     resolve_optimizer_factory,
+    unregister_optimizer_factory,
 )
 from nnx.params.optim import NNOptimParams
 from nnx.params.optim_factory import NNOptimFactoryParams, OptimConfig
@@ -32,7 +34,9 @@ __all__ = [
     "build_optimizer",
     "build_param_groups",
     "register_optimizer_factory",
+    "registered_optimizer_factories",
     "resolve_optimizer_factory",
+    "unregister_optimizer_factory",
 ]
 
 #: The name of the group that collects unmatched parameters in non-strict mode.

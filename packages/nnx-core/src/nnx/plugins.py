@@ -11,7 +11,8 @@ the namespace and announce what they provide through entry-point groups:
 ``nnx.transforms``          topology-transform recipes, named ``id@vN``
 
 Groups are read lazily on the first miss and cached; loading one entry never
-imports another. Explicit ``register`` calls win over entry points.
+imports another. Explicit ``register`` calls win over entry points, and
+``unregister`` removes a name from this process whichever way it came.
 """
 
 from __future__ import annotations
@@ -58,12 +59,25 @@ class EntryPointRegistry:
         self._explicit: dict[str, Any] = {}
         self._loaded: dict[str, Any] = {}
         self._points: dict[str, list[metadata.EntryPoint]] | None = None
+        # Entry-point names unregistered in this process: hidden until registered again.
+        self._hidden: set[str] = set()
 
     def register(self, name: str, obj: Any) -> None:
         """Register ``obj`` under ``name`` for this process; wins over entry points."""
         if not isinstance(name, str) or not name:
             raise ValueError(f"{self.group}: a registry name must be a non-empty string")
         self._explicit[name] = obj
+        self._hidden.discard(name)
+
+    def unregister(self, name: str) -> None:
+        """Forget ``name`` for this process, registered explicitly or by an entry point
+        (which stays hidden until ``name`` is registered again); KeyError if unknown."""
+        if name not in self.names():
+            raise KeyError(f"{self.group}: {name!r} is not registered")
+        self._explicit.pop(name, None)
+        self._loaded.pop(name, None)
+        if name in self._entry_points():
+            self._hidden.add(name)
 
     def _entry_points(self) -> dict[str, list[metadata.EntryPoint]]:
         if self._points is None:
@@ -77,6 +91,8 @@ class EntryPointRegistry:
         """The object registered as ``name``, loading its entry point on first use."""
         if name in self._explicit:
             return self._explicit[name]
+        if name in self._hidden:
+            return None
         if name in self._loaded:
             return self._loaded[name]
         points = self._entry_points().get(name)
@@ -93,7 +109,7 @@ class EntryPointRegistry:
         return obj
 
     def names(self) -> set[str]:
-        return set(self._explicit) | set(self._entry_points())
+        return set(self._explicit) | (set(self._entry_points()) - self._hidden)
 
     def __iter__(self) -> Iterator[str]:
         return iter(sorted(self.names()))
@@ -133,6 +149,20 @@ class VersionedRegistry:
     def get(self, id: str, version: int) -> Any | None:
         return self._names.get(self.key(id, version))
 
+    def unregister(self, id: str, version: int, *, what: str) -> None:
+        """Forget ``(id, version)``; KeyError naming it (and the registered versions of
+        ``id``) when nothing is registered there. ``what``: "metric", "model factory"."""
+        key = self.key(id, version)
+        if key not in self._names.names():
+            raise KeyError(f"{what} {key} is not registered in this process "
+                           f"({self._known(id)})")
+        self._names.unregister(key)
+
+    def registered(self) -> list[tuple[str, int]]:
+        """Every ``(id, version)`` registered in this process, sorted; loads nothing."""
+        found = (_VERSIONED.match(name) for name in self._names.names())
+        return sorted((m["id"], int(m["version"])) for m in found if m)
+
     def require(self, id: str, version: int, *, what: str, register: str,
                 error: type[Exception], accepts: Callable[[Any], bool] = callable,
                 expected: str = "a callable") -> Any:
@@ -144,15 +174,17 @@ class VersionedRegistry:
         """
         found = self.get(id, version)
         if found is None:
-            versions = self.versions(id)
-            known = (f"registered versions of {id!r}: {', '.join(f'v{v}' for v in versions)}"
-                     if versions else f"no version of {id!r} is registered")
-            raise error(f"{what} {id}@v{version} is not registered in this process ({known}); "
-                        f"register it with {register}")
+            raise error(f"{what} {id}@v{version} is not registered in this process "
+                        f"({self._known(id)}); register it with {register}")
         if not accepts(found):
             raise error(f"{what} {id}@v{version} resolved to {type(found).__name__}, not "
                         f"{expected}; an {self.group} entry point must name {expected}")
         return found
+
+    def _known(self, id: str) -> str:
+        versions = self.versions(id)
+        return (f"registered versions of {id!r}: {', '.join(f'v{v}' for v in versions)}"
+                if versions else f"no version of {id!r} is registered")
 
     def versions(self, id: str) -> list[int]:
         """Every version registered for ``id``, for error messages."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,8 @@ __all__ = [
     "PredictionResult",
     "ProbabilitySpec",
     "prediction_from_logits",
+    "shuffling_sampler",
+    "warn_if_shuffled",
 ]
 
 _KINDS = ("categorical", "bernoulli")
@@ -274,3 +277,46 @@ def _map_labels(indices: torch.Tensor, labels: tuple[str, ...] | tuple[int, ...]
         return names
     table = torch.tensor(labels, dtype=torch.int64, device=indices.device)
     return table[indices]
+
+
+def shuffling_sampler(data: Any) -> Any | None:
+    """The sampler that reorders ``data``'s rows on every pass, or None.
+
+    Only a ``torch.utils.data.DataLoader`` is inspected: its sampler, or the
+    sampler inside its batch sampler, is shuffling when it is a RandomSampler,
+    SubsetRandomSampler, WeightedRandomSampler or a sampler with ``shuffle=True``
+    (DistributedSampler). Other iterables of batches say nothing about order.
+    """
+    from torch.utils.data import (
+        DataLoader,
+        RandomSampler,
+        SubsetRandomSampler,
+        WeightedRandomSampler,
+    )
+
+    if not isinstance(data, DataLoader):
+        return None
+    batch_sampler = getattr(data, "batch_sampler", None)
+    for sampler in (data.sampler, getattr(batch_sampler, "sampler", None)):
+        if isinstance(sampler, (RandomSampler, SubsetRandomSampler, WeightedRandomSampler)):
+            return sampler
+        if getattr(sampler, "shuffle", False) is True:
+            return sampler
+    return None
+
+
+def warn_if_shuffled(data: Any, *, caller: str = "predict_proba", stacklevel: int = 3) -> None:
+    """Warn that a shuffling loader's sample ids are iteration positions (§3.1, §21).
+
+    An ordinary loader's rows are identified by their position in this pass;
+    with a shuffling sampler that position names a different dataset row on
+    every pass, so the ids cannot be joined back to the data.
+    """
+    sampler = shuffling_sampler(data)
+    if sampler is None:
+        return
+    warnings.warn(
+        f"{caller}: the DataLoader shuffles ({type(sampler).__name__}), so sample_ids are "
+        "iteration positions in this pass, not dataset indices, and name different rows on "
+        "every pass; predict with a non-shuffling loader (shuffle=False) to identify rows",
+        RuntimeWarning, stacklevel=stacklevel)

@@ -235,6 +235,12 @@ class NNIterationDataPoint:
     update_count: int | None = None
     selection: Mapping[str, Any] | None = None
 
+    @property
+    def epoch_idx(self) -> int:
+        """``epoch`` under the name EvalStepContext uses (§6.2); read-only, never
+        serialized (``state()`` writes ``epoch`` once)."""
+        return self.epoch
+
     def state(self) -> dict[str, Any]:
         out: dict[str, Any] = {"epoch": self.epoch, "iter_idx": self.iter_idx,
                                "batch_idx": self.batch_idx}

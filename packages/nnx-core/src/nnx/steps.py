@@ -72,6 +72,11 @@ class TrainStepContext:
     def device(self) -> torch.device:
         return self.model.device
 
+    @property
+    def epoch_idx(self) -> int:
+        """``epoch`` under the name EvalStepContext uses (§6.2); read-only."""
+        return self.epoch
+
     def report_update(self, name: str | None = None) -> None:
         """Tell NNx an optimizer update was committed (steps update-clock schedules)."""
         if name is not None:
@@ -89,6 +94,11 @@ class EvalStepContext:
     extra_metrics: Any
     epoch_idx: int
     metrics: tuple[Any, ...] = ()
+
+    @property
+    def epoch(self) -> int:
+        """``epoch_idx`` under the name the training contexts use; read-only."""
+        return self.epoch_idx
 
 
 def _scale_grads(optimizer: torch.optim.Optimizer, factor: float) -> None:

@@ -68,6 +68,10 @@ class Callback:
     def check_run(self, params: Any) -> None:
         """Called with the training params before any run is reserved; raise to refuse."""
 
+    def check_model(self, model: Any) -> None:
+        """Called with the model being trained, beside :meth:`check_run` and before any
+        run is reserved; raise to refuse a model the callback could never serve."""
+
     def on_train_begin(self, ctx: CallbackContext) -> None:
         """Before the first epoch; reset per-run state here."""
 

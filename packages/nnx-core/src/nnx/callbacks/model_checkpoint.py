@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from nnx._validation import check_count
 from nnx.callbacks.base import Callback, CallbackContext
 from nnx.checkpoint import NNCheckpoint
@@ -29,6 +31,19 @@ class ModelCheckpoint(Callback):
             raise ValueError(f"ModelCheckpoint.prefix must be a plain name; got {prefix!r}")
         self.prefix = prefix
         self.saved: list[str] = []
+
+    def check_model(self, model: Any) -> None:
+        """A safetensors file is a portable save (§3.2): refuse a runtime module, which no
+        factory can rebuild, before the run directory or LAST exists."""
+        from nnx.models import MissingModelFactoryError, RuntimeModule
+
+        net = getattr(getattr(model, "params", None), "net", None)
+        if self.suffix == ".safetensors" and isinstance(net, RuntimeModule):
+            raise MissingModelFactoryError(
+                f"ModelCheckpoint(format='safetensors'): a safetensors checkpoint is a portable "
+                f"save, but this model wraps a runtime module ({net.module}, "
+                f"reconstructible=False) that no factory can rebuild; register a model factory "
+                f"and use a ModelSpec, or use ModelCheckpoint(format='pickle')")
 
     def on_epoch_end(self, ctx: CallbackContext) -> None:
         # Imported here: nnx.training imports the callbacks package at load time.

@@ -17,7 +17,9 @@ from nnx.metrics.registry import (
     check_metric_inputs,
     metric_modes,
     register_metric,
+    registered_metrics,
     resolve_metric,
+    unregister_metric,
 )
 from nnx.metrics.spec import MetricSpec
 
@@ -35,7 +37,9 @@ __all__ = [
     "metric_modes",
     "register_builtin_metrics",
     "register_metric",
+    "registered_metrics",
     "resolve_metric",
+    "unregister_metric",
 ]
 
 register_builtin_metrics()

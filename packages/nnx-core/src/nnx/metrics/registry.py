@@ -27,7 +27,9 @@ __all__ = [
     "check_metric_inputs",
     "metric_modes",
     "register_metric",
+    "registered_metrics",
     "resolve_metric",
+    "unregister_metric",
 ]
 
 #: What a metric receives as its prediction.
@@ -132,6 +134,19 @@ def register_metric(
     )
     _registry().register(id, version, registration)
     return registration
+
+
+def registered_metrics() -> list[tuple[str, int]]:
+    """Every metric ``(id, version)`` registered in this process (built-ins included)."""
+    return _registry().registered()
+
+
+def unregister_metric(id: str, version: int) -> None:
+    """Forget metric ``(id, version)`` for this process; KeyError naming it if unknown.
+
+    ``register_builtin_metrics()`` puts a removed built-in back.
+    """
+    _registry().unregister(id, version, what="metric")
 
 
 def resolve_metric(spec: MetricSpec) -> MetricRegistration:

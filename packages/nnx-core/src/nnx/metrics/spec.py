@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from nnx._hashing import canonical_bytes
@@ -13,22 +13,20 @@ from nnx.params._base import Params, always, empty_mapping, set_field
 __all__ = ["MetricSpec"]
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class MetricSpec(Params):
-    """A declared metric: ``MetricSpec("nll")`` or ``MetricSpec("f1", config={...})``.
+    """A declared metric: ``MetricSpec("nll")``, ``MetricSpec("f1", 1, {...})``.
 
     ``id`` and ``version`` name a metric registered with
     :func:`nnx.metrics.register_metric`; ``config`` is read-only JSON-like data
     handed to its factory (lists arrive as tuples, NumPy scalars as plain
     numbers); ``name`` is the key the value is reported under (the id by
     default). A spec never holds code, so it round-trips through ``state()``
-    without the registration. Every field but ``id`` is keyword-only.
+    without the registration. The fields are positional-or-keyword in the
+    spec's order, ``MetricSpec(id, version=1, config={}, name=None)`` (§6.4).
     """
 
     id: str = always()
-    _: KW_ONLY
     version: int = always(1)
     config: Mapping[str, Any] = field(default_factory=empty_mapping)
     name: str | None = None

@@ -17,7 +17,9 @@ from nnx.models.registry import (
     ModelFactory,
     build_from_spec,
     register_model_factory,
+    registered_model_factories,
     resolve_model_factory,
+    unregister_model_factory,
 )
 from nnx.models.topology import check_weights_fit, runtime_descriptor, topology_fingerprint
 
@@ -32,7 +34,9 @@ __all__ = [
     "describe",
     "descriptor_from_state",
     "register_model_factory",
+    "registered_model_factories",
     "resolve_model_factory",
     "runtime_descriptor",
     "topology_fingerprint",
+    "unregister_model_factory",
 ]

@@ -25,7 +25,9 @@ __all__ = [
     "ModelFactory",
     "build_from_spec",
     "register_model_factory",
+    "registered_model_factories",
     "resolve_model_factory",
+    "unregister_model_factory",
 ]
 
 #: ``factory(config) -> torch.nn.Module``; ``config`` is the spec's read-only config.
@@ -50,6 +52,17 @@ def register_model_factory(id: str, version: int, factory: ModelFactory) -> None
     if not callable(factory):
         raise TypeError(f"register_model_factory needs a callable factory; got {factory!r}")
     _registry().register(id, version, factory)
+
+
+def registered_model_factories() -> list[tuple[str, int]]:
+    """Every model factory ``(id, version)`` registered in this process, sorted."""
+    return _registry().registered()
+
+
+def unregister_model_factory(id: str, version: int) -> None:
+    """Forget model factory ``(id, version)`` for this process; KeyError naming it if
+    unknown. A ModelSpec naming it then raises MissingModelFactoryError."""
+    _registry().unregister(id, version, what="model factory")
 
 
 def resolve_model_factory(spec: ModelSpec) -> ModelFactory:

@@ -124,6 +124,11 @@ class ObjectiveContext:
     def device(self) -> torch.device:
         return self.model.device
 
+    @property
+    def epoch_idx(self) -> int:
+        """``epoch`` under the name EvalStepContext uses (§6.2); read-only."""
+        return self.epoch
+
     def split(self) -> tuple[Any, Any]:
         """The batch split by the model's adapter: (inputs, target)."""
         return self.model.split_batch(self.batch)

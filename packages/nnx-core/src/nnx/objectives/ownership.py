@@ -11,15 +11,17 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import torch
+from torch import nn
 
 from nnx.objectives._core import Objective
 
-__all__ = ["check_disjoint_optimizers", "check_update_owner", "imperative_step",
-           "is_imperative_step"]
+__all__ = ["check_disjoint_optimizers", "check_strict_ownership", "check_update_owner",
+           "imperative_step", "is_imperative_step"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _MARK = "__nnx_imperative_step__"
+_SHOWN = 5  # how many shared parameter names a refusal lists before eliding the rest
 
 
 def imperative_step(fn: F) -> F:
@@ -90,3 +92,36 @@ def check_disjoint_optimizers(optimizers: Mapping[str | None, torch.optim.Optimi
                     raise ValueError(f"optimizers {first!r} and {name!r} share a parameter: an "
                                      "objective run steps every optimizer per update, so it "
                                      "would update twice; give each parameter one owner")
+
+
+def check_strict_ownership(net: nn.Module,
+                           optimizers: Mapping[str, torch.optim.Optimizer]) -> None:
+    """The Trainer's strict ownership (§8.1): each parameter has at most one optimizer.
+
+    Two optimizers holding one parameter would both update it, whoever owns the
+    update (a step function's two ``step()`` calls, or the engine stepping every
+    optimizer per commit). An optimizer without ``param_groups`` owns every
+    trainable parameter, so beside any other optimizer it always overlaps.
+    Refuses the first overlapping pair (in build order) with a ValueError naming
+    both optimizers and the parameters they share.
+    """
+    names = {id(p): name for name, p in net.named_parameters()}
+    owner: dict[int, str] = {}
+    shared: dict[tuple[str, str], list[str]] = {}
+    for name, optimizer in optimizers.items():
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                first = owner.setdefault(id(p), name)
+                if first != name:
+                    label = names.get(id(p), f"<{type(p).__name__} {tuple(p.shape)}>")
+                    shared.setdefault((first, name), []).append(label)
+    if not shared:
+        return
+    (first, second), params = next(iter(shared.items()))
+    listed = ", ".join(params[:_SHOWN])
+    more = f", ... ({len(params) - _SHOWN} more)" if len(params) > _SHOWN else ""
+    raise ValueError(
+        f"optimizers {first!r} and {second!r} both own {len(params)} parameter(s): "
+        f"{listed}{more}; the Trainer's strict ownership gives each parameter one optimizer, "
+        "or both would update the same weights (an optimizer without param_groups owns every "
+        "trainable parameter): give each optimizer param_groups matching disjoint parameters")

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import copy as _copy
 import dataclasses
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from nnx.params._base import require_exact
 from nnx.params.optim_factory import OptimConfig
 from nnx.params.scheduler import NNSchedulerParams
 from nnx.params.trainer import NNTrainerParams
+
+if TYPE_CHECKING:
+    from nnx.metrics.spec import MetricSpec
+    from nnx.monitors import MonitorSpec
 
 __all__ = ["NNTrainerParamsBuilder"]
 
@@ -89,6 +93,20 @@ class NNTrainerParamsBuilder:
         """Replace the ``callable(y_true, y_pred)`` metrics (the mapping is copied)."""
         self._extra_metrics = dict(metrics)
         return self
+
+    def metrics(self, specs: Iterable[MetricSpec]) -> NNTrainerParamsBuilder:
+        """Replace the declared validation metrics (§6.4); ``build()`` checks them as
+        ``NNTrainerParams(metrics=...)`` does. The sequence is copied."""
+        # A list or tuple is snapshotted; anything else reaches build() as given,
+        # so the refusal is exactly NNTrainerParams' (naming the field).
+        return self._set("metrics", tuple(specs) if isinstance(specs, (list, tuple)) else specs)
+
+    def monitor(self, spec: MonitorSpec | None) -> NNTrainerParamsBuilder:
+        """The named monitor BEST and plateau scheduling follow (§6.4), or None.
+
+        Checked at ``build()`` against the metrics declared by then, so the two
+        setters may come in either order."""
+        return self._set("monitor", spec)
 
     def copy(self) -> NNTrainerParamsBuilder:
         """An independent branch; loaders and params values are shared by identity."""

@@ -21,7 +21,9 @@ from nnx.transforms.registry import (
     TransformCompatibilityError,
     TransformOp,
     register_transform,
+    registered_transforms,
     resolve_transform,
+    unregister_transform,
 )
 
 __all__ = [
@@ -34,6 +36,8 @@ __all__ = [
     "materialize_low_rank",
     "refuse_runtime",
     "register_transform",
+    "registered_transforms",
     "replay_transforms",
     "resolve_transform",
+    "unregister_transform",
 ]

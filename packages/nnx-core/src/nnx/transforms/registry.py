@@ -29,7 +29,9 @@ __all__ = [
     "TransformCompatibilityError",
     "TransformOp",
     "register_transform",
+    "registered_transforms",
     "resolve_transform",
+    "unregister_transform",
 ]
 
 
@@ -60,6 +62,18 @@ def register_transform(op: str, version: int, materialize: TransformOp) -> None:
     if not callable(materialize):
         raise TypeError(f"register_transform needs a callable materialize; got {materialize!r}")
     _registry().register(op, version, materialize)
+
+
+def registered_transforms() -> list[tuple[str, int]]:
+    """Every transform ``(op, version)`` registered in this process (``nnx.low_rank``
+    included), sorted."""
+    return _registry().registered()
+
+
+def unregister_transform(op: str, version: int) -> None:
+    """Forget transform ``(op, version)`` for this process; KeyError naming it if unknown.
+    A recipe naming it then raises TransformCompatibilityError."""
+    _registry().unregister(op, version, what="transform")
 
 
 def resolve_transform(recipe: TransformRecipe) -> TransformOp:
