@@ -119,7 +119,7 @@ def test_runs_show_of_a_damaged_run_is_one_line_and_exit_1(runs, damage, capsys,
 def test_a_torn_best_checkpoint_is_damage_too(runs, capsys, monkeypatch):
     root, _, broken = runs
     (root / broken.id / "checkpoints" / "best.pt").write_bytes(b"PK\x03\x04 torn")
-    with pytest.raises(RunDamagedError, match="checkpoints/best.pt"):
+    with pytest.raises(RunDamagedError, match=r"checkpoints/best\.pt"):
         NNRun.load(broken.id, root=root).best_checkpoint()
     monkeypatch.chdir(root.parent)
     assert main(["runs", "show", broken.id]) == 1
