@@ -75,3 +75,54 @@ def test_new_files_follow_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "f").stat().st_mode) == 0o644
+
+
+def test_a_full_disk_names_the_destination_keeps_the_errno_and_the_previous_file(
+        tmp_path, monkeypatch):
+    import errno
+
+    import nnx._atomic as atomic
+
+    target = tmp_path / "run.yaml"
+    atomic_write_text(target, "old\n")
+    real_write = os.write
+
+    def full(fd, data):  # the disk fills up while the temp is being written
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic.os, "write", full)
+    with pytest.raises(OSError) as caught:
+        atomic.append_at(tmp_path / "journal.bin", 0, b"abc")
+    assert caught.value.errno == errno.ENOSPC
+    assert caught.value.filename == str(tmp_path / "journal.bin")
+    monkeypatch.setattr(atomic.os, "write", real_write)
+
+    def filling(handle):
+        handle.write(b"half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError, match=r"No space left on device while writing") as caught:
+        atomic_write(target, filling)
+    assert caught.value.errno == errno.ENOSPC and type(caught.value) is OSError
+    assert caught.value.filename == str(target.resolve())
+    assert str(target.resolve()) in str(caught.value)
+    assert target.read_text() == "old\n" and leftovers(tmp_path) == []
+
+
+def test_a_missing_directory_names_the_destination_not_the_temp(tmp_path):
+    target = tmp_path / "gone" / "metadata.yaml"
+    with pytest.raises(FileNotFoundError) as caught:
+        atomic_write_text(target, "x")
+    assert caught.value.filename == str(target) and ".metadata.yaml." not in str(caught.value)
+
+
+def test_an_error_about_another_file_is_passed_through_unchanged(tmp_path):
+    source = tmp_path / "missing-source"
+
+    def copy(handle):
+        handle.write(source.read_bytes())
+
+    with pytest.raises(FileNotFoundError) as caught:
+        atomic_write(tmp_path / "copy", copy)
+    assert caught.value.filename == str(source)
+    assert leftovers(tmp_path) == []

@@ -242,3 +242,41 @@ def test_an_update_clock_one_cycle_with_accumulation_also_continues_bit_for_bit(
         assert torch.equal(value, second.net.state_dict()[key]), key
     assert records(rest) == [r for r in records(straight) if r[0] >= 2]
     assert rest.idps[-1].update_count == updates  # the one horizon, exactly used up
+
+
+def _tree(path):
+    return {p.relative_to(path).as_posix(): p.read_bytes()
+            for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_a_resume_source_outside_the_runs_root_is_refused_at_construction(tmp_path):
+    """``resume_from_run_id`` is a run id like any other (§14.3 lineage): a path that
+    leaves the runs root is refused when the params are built, before anything is read
+    or written, so it can never be resumed from nor recorded as parent_run_id."""
+    from nnx import NNTrainerParams
+
+    root = tmp_path / "runs"
+    source = model().train(plan(n_epochs=1), verbose=False, root=tmp_path / "other")
+    (tmp_path / "other" / source.id).rename(tmp_path / "elsewhere")  # a run dir outside root
+    outside = _tree(tmp_path / "elsewhere")
+    for bad in ("../elsewhere", "..", ".", "a/b", "a\\b", f"{source.id}/../../elsewhere"):
+        with pytest.raises(ValueError, match=r"NNTrainParams\.resume_from_run_id is not a "
+                                             r"run id"):
+            plan(resume_from_run_id=bad)
+        with pytest.raises(ValueError, match=r"NNTrainerParams\.resume_from_run_id is not"):
+            NNTrainerParams(optims={"main": NNOptimParams()}, resume_from_run_id=bad)
+        with pytest.raises(ValueError, match=r"resume_from run_id is not a run id"):
+            NNTrainerParams.builder().resume_from(bad)
+        with pytest.raises(ValueError, match=r"NNTrainParams\.parent_run_id is not a run id"):
+            NNTrainParams(parent_run_id=bad)
+    with pytest.raises(ValueError, match=r"resume_from_checkpoint is not a checkpoint tag"):
+        plan(resume_from_run_id="x", resume_from_checkpoint="../../../elsewhere/last")
+    assert not root.exists()
+    assert _tree(tmp_path / "elsewhere") == outside
+
+
+def test_a_resume_source_inside_the_root_still_resumes(tmp_path):
+    source = model().train(plan(n_epochs=1), verbose=False, root=tmp_path)
+    child = model().train(plan(n_epochs=1, resume_from_run_id=source.id), verbose=False,
+                          root=tmp_path)
+    assert child.train_params.parent_run_id == source.id

@@ -423,3 +423,40 @@ def test_the_incremental_promotion_agrees_with_a_full_election(tmp_path):
     runs = [p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink()
             and not p.name.startswith(".")]
     assert promote_best(root, runs[0], math.inf) == elect_best(root) == current_best(root)
+
+
+def test_an_election_interleaved_with_an_overwrite_never_advertises_the_old_run(
+        tmp_path, monkeypatch):
+    """Lock-respecting interleaving of the library's own calls (§4.1): while run A is
+    overwritten, another run D commits its first BEST (promote_best under .best.lock) in
+    the window where the overwrite holds no lock, and A's old score is replayed through
+    promote_best too. Neither may point runs/best at A's old artifacts, which are being
+    deleted: the pointer never dangles nor names a run without a committed BEST."""
+    from nnx._locking import file_lock
+
+    root, elsewhere = tmp_path / "runs", tmp_path / "elsewhere"
+    a = _run(root, "a", [0.1])
+    d = _run(elsewhere, "d", [0.5])  # committed elsewhere, lands in root mid-overwrite
+    assert pointer(root) == a.id
+    real_rmtree, seen = shutil.rmtree, []
+
+    def interleaved_rmtree(path, *args, **kwargs):
+        path = Path(path)
+        if path.parent == root and not seen:  # the overwrite deleting A's old artifacts
+            os.rename(elsewhere / d.id, root / d.id)
+            with file_lock(root / ".best.lock"):
+                seen.append(promote_best(root, d.id, 0.5))  # D's own BEST commit
+            with file_lock(root / ".best.lock"):
+                seen.append(promote_best(root, a.id, 0.1))  # A's old score cannot return
+            real_rmtree(path, *args, **kwargs)
+            seen.append(pointer(root))  # no dangling pointer, no emptied run
+            return None
+        return real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "rmtree", interleaved_rmtree)
+    _run(root, "a", [0.9], train={"overwrite_existing": True})
+    monkeypatch.undo()
+    assert seen == [d.id, d.id, d.id]
+    assert pointer(root) == d.id  # A's replacement (0.9) does not beat D (0.5)
+    assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == sorted(
+        ["best", a.id, d.id])  # the renamed-aside artifacts are gone

@@ -227,3 +227,35 @@ def test_cross_field_rules():
         NNSchedulerParams(clock="optimizer_update")
     with pytest.raises(ValueError, match=r"clock must be one of 'epoch', 'optimizer_update'"):
         NNSchedulerParams(kind=Schedulers.STEP, step_size=2, clock="batch")
+
+
+def loop_params(cls, **kw):
+    if cls is NNTrainerParams:
+        kw.setdefault("optims", {"main": NNOptimParams()})
+    return cls(**kw)
+
+
+@pytest.mark.parametrize("cls", [NNTrainParams, NNTrainerParams])
+@pytest.mark.parametrize("seed", [2**32, -1, True, 1.0, "1", math.nan])
+def test_a_seed_set_seed_would_refuse_is_refused_at_construction(cls, seed):
+    with pytest.raises(ValueError, match=rf"{cls.__name__}\.seed must be an integer in "
+                                         r"\[0, 4294967295\]"):
+        loop_params(cls, seed=seed)
+
+
+@pytest.mark.parametrize("cls", [NNTrainParams, NNTrainerParams])
+def test_numpy_seeds_are_normalized_and_the_top_of_the_range_is_accepted(cls):
+    top = loop_params(cls, seed=np.uint32(2**32 - 1))
+    assert type(top.seed) is int and top.seed == 2**32 - 1
+    assert loop_params(cls, seed=np.int64(7)).state() == loop_params(cls, seed=7).state()
+    assert loop_params(cls, seed=None).seed is None
+
+
+def test_a_32_bit_overflowing_seed_never_reserves_a_run(tmp_path):
+    from _nnx_core_tiny import tiny_batches, tiny_model
+
+    root = tmp_path / "runs"
+    with pytest.raises(ValueError, match=r"NNTrainParams\.seed"):
+        tiny_model().train(NNTrainParams(n_epochs=1, train_loader=tiny_batches(),
+                                         seed=2**32), root=root, verbose=False)
+    assert not root.exists()

@@ -76,6 +76,8 @@ _CORE_EXPORTS: dict[str, str] = {
     # training, runs and checkpoints
     "NNModel": "nnx.model",
     "NNRun": "nnx.run",
+    "DamagedRun": "nnx.run",
+    "RunDamagedError": "nnx.run",
     "NNCheckpoint": "nnx.checkpoint",
     "NNEvaluationDataPoint": "nnx.records",
     "NNIterationDataPoint": "nnx.records",
@@ -244,7 +246,9 @@ if TYPE_CHECKING:
     from nnx.records import NNIterationDataPoint as NNIterationDataPoint
     from nnx.resume import ResumeStatus as ResumeStatus
     from nnx.resume_point import ResumePointError as ResumePointError
+    from nnx.run import DamagedRun as DamagedRun
     from nnx.run import NNRun as NNRun
+    from nnx.run import RunDamagedError as RunDamagedError
     from nnx.schedule import ScheduleExhaustedError as ScheduleExhaustedError
     from nnx.seeding import dataloader_worker_init_fn as dataloader_worker_init_fn
     from nnx.seeding import set_seed as set_seed

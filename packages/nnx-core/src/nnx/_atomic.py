@@ -8,6 +8,11 @@ failure while opening, writing, flushing, closing or renaming releases the
 descriptor, unlinks the temp and re-raises the original error (a cleanup error
 never masks it). An fsync error is tolerated; after a successful rename the
 temp name is never touched again.
+
+An ``OSError`` (a full disk, a read-only or vanished directory) is re-raised as
+an ``OSError`` with the same errno and subclass whose ``filename`` and message
+name the destination, not the anonymous temp; the original stays chained as
+``__cause__``. An error that already names another file passes through as it is.
 """
 
 from __future__ import annotations
@@ -44,6 +49,19 @@ PathLike = str | os.PathLike[str]
 
 # A filesystem that cannot flush does not fail a save; a real I/O error does.
 _UNSUPPORTED = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF}
+
+
+def _naming(exc: OSError, dest: Path) -> OSError:
+    """``exc`` again, naming the file being written: same errno, same subclass where
+    it can be rebuilt (``OSError(errno, ...)`` maps the errno to it otherwise)."""
+    detail = f"{exc.strerror or exc} while writing"
+    cls = type(exc)
+    try:
+        named = cls(exc.errno, detail, os.fspath(dest)) if exc.errno is not None else cls(
+            f"{detail} {dest}")
+    except Exception:  # a subclass with another constructor: the errno still decides
+        named = OSError(exc.errno, detail, os.fspath(dest))
+    return named
 
 
 def _fsync(fd: int, *, strict: bool = False) -> None:
@@ -96,7 +114,11 @@ def append_at(path: PathLike, offset: int, data: bytes, *, sync: bool = True) ->
     invisible until this call cuts it off. The file is created if missing; a
     file shorter than ``offset`` raises ValueError and is left as it is.
     """
-    fd = os.open(os.fspath(path), os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        fd = os.open(os.fspath(path), os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0),
+                     0o666)
+    except OSError as exc:
+        raise _naming(exc, Path(path)) from exc
     try:
         size = os.fstat(fd).st_size
         if size < offset:
@@ -109,6 +131,10 @@ def append_at(path: PathLike, offset: int, data: bytes, *, sync: bool = True) ->
             view = view[os.write(fd, view):]
         if sync:
             _fsync(fd)
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise _naming(exc, Path(path)) from exc
     finally:
         os.close(fd)
     return offset + len(data)
@@ -124,7 +150,11 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], Any], *, sync: boo
     dest = Path(os.path.realpath(os.fspath(path)))
     tmp = dest.parent / f".{dest.name}.{secrets.token_hex(4)}"
     # O_EXCL: never reuse a name; mode 0o666 so the umask decides, as for open().
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                     0o666)
+    except OSError as exc:
+        raise _naming(exc, dest) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             fd = -1  # the file object owns the descriptor now
@@ -133,12 +163,15 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], Any], *, sync: boo
             if sync:
                 _fsync(handle.fileno(), strict=strict)
         os.replace(tmp, dest)
-    except BaseException:
+    except BaseException as exc:
         if fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename in (None, os.fspath(tmp)):
+            # The temp is gone already: name the file the caller asked for instead.
+            raise _naming(exc, dest) from exc
         raise
     return dest
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "MAX_SEED",
     "NON_NEGATIVE",
     "OPEN_UNIT",
     "POSITIVE",
@@ -36,6 +37,8 @@ __all__ = [
     "check_optional_real",
     "check_optional_str",
     "check_real",
+    "check_run_id",
+    "check_seed",
     "check_spec_config",
     "check_spec_id",
 ]
@@ -127,6 +130,27 @@ def check_count(field: str, value: Any, *, minimum: int = 1, maximum: int | None
     if plain < minimum or (maximum is not None and plain > maximum):
         raise ValueError(f"{field} must be an integer {span}; got {plain}")
     return plain
+
+
+#: The largest seed every stream accepts (NumPy's legacy seeding is 32-bit): a
+#: larger one would fail half-way through seeding, after the others were set.
+MAX_SEED = 2**32 - 1
+
+
+def check_seed(field: str, value: Any) -> int:
+    """A seed: a non-boolean integer in [0, 2**32 - 1], normalized to a plain ``int``."""
+    return check_count(field, value, minimum=0, maximum=MAX_SEED)
+
+
+def check_run_id(field: str, value: Any, *, what: str = "run id") -> str:
+    """A run id (or a checkpoint tag, ``what="checkpoint tag"``) names one entry directly
+    under its directory: a non-empty string without a path separator or NUL, and not
+    ``.`` or ``..``, so joining it to the runs root can never reach outside."""
+    if not isinstance(value, str) or not value or value in (".", "..") or any(
+            sep in value for sep in ("/", "\\", "\0")):
+        raise ValueError(f"{field} is not a {what}: {value!r} (a {what} is one plain name, "
+                         "without '/' or '\\', and not '.' or '..')")
+    return value
 
 
 def check_optional_count(

@@ -8,6 +8,12 @@ incumbent, then the lexicographically smallest id. The pointer is a relative
 symlink ``runs/best -> <id>``; where symlinks are unavailable,
 ``runs/best/POINTER.txt`` holds the run's path. When no candidate remains the
 pointer is removed: a missing pointer means "no winner yet".
+
+Overwriting a run hands the pointer on and makes the old run ineligible in one
+``.best.lock`` critical section (:func:`retire_run`): the old directory is
+renamed aside to a dot-named trash directory, which is never a candidate, and
+deleted only after the lock is released. So no election that interleaves with
+the overwrite, from any process, can advertise the emptied run.
 """
 
 from __future__ import annotations
@@ -21,10 +27,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from nnx._atomic import atomic_write_text
+from nnx._locking import file_lock
 from nnx.checkpoint import NNCheckpoint
 from nnx.run import NNRun
 
-__all__ = ["BEST_NAME", "current_best", "elect_best", "promote_best", "run_score"]
+__all__ = ["BEST_NAME", "current_best", "discard_retired", "elect_best", "promote_best",
+           "retire_run", "run_score"]
 
 BEST_NAME = "best"
 _POINTER = "POINTER.txt"
@@ -88,6 +96,10 @@ def _point(root: Path, run_id: str | None) -> None:
             tmp.unlink()
 
 
+def _has_best(run_dir: Path) -> bool:
+    return (run_dir / "run.yaml").is_file() and (run_dir / "checkpoints" / "best.pt").is_file()
+
+
 def promote_best(root: str | os.PathLike[str], run_id: str, score: float) -> str | None:
     """After ``run_id``'s BEST improved to ``score``: the same winner as a full
     :func:`elect_best`, reading only the incumbent. Only this run's score changed,
@@ -95,6 +107,10 @@ def promote_best(root: str | os.PathLike[str], run_id: str, score: float) -> str
     keep the incumbent). A missing or no longer valid incumbent takes the full path.
     """
     root = Path(root)
+    if not _has_best(root / run_id):
+        # The caller's BEST is not (or no longer) on disk, e.g. its run was renamed
+        # aside by an overwrite: it cannot claim the slot, so elect from what is there.
+        return elect_best(root)
     incumbent = current_best(root)
     if incumbent == run_id and (root / BEST_NAME).exists():
         return run_id
@@ -137,3 +153,29 @@ def elect_best(root: str | os.PathLike[str], *, exclude: str | None = None,
     if winner != incumbent or not (root / BEST_NAME).exists():
         _point(root, winner)
     return winner
+
+
+def retire_run(root: str | os.PathLike[str], run_id: str) -> Path:
+    """Take ``runs/<run_id>`` out of the election before an overwrite deletes it.
+
+    Under ``.best.lock`` (the caller holds the lease and the admission lock, in
+    that order): if the run owns runs/best, the best surviving committed run is
+    elected first, so the pointer never names a missing directory; then the
+    run directory is renamed to ``.<run_id>.overwritten.<nonce>``. A rename is
+    atomic and dot names are never candidates, so once the lock is released no
+    election (another run's promotion included) can pick the old artifacts.
+    Returns the renamed directory; :func:`discard_retired` deletes it.
+    """
+    root = Path(root)
+    with file_lock(root / ".best.lock"):
+        if current_best(root) == run_id:
+            elect_best(root, exclude=run_id)
+        retired = root / f".{run_id}.overwritten.{uuid.uuid4().hex[:8]}"
+        os.rename(root / run_id, retired)
+    return retired
+
+
+def discard_retired(retired: Path) -> None:
+    """Delete a directory :func:`retire_run` renamed aside (outside every lock: it may
+    be large). A leftover is harmless, a dot name is never listed nor elected."""
+    shutil.rmtree(retired, ignore_errors=True)

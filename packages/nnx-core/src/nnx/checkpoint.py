@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from nnx._validation import check_run_id
 from nnx.checkpoint_format import decode_checkpoint, is_safetensors
 from nnx.enums.checkpoints import Checkpoints
 from nnx.records import NNIterationDataPoint, first_finite
@@ -51,8 +52,7 @@ def checkpoint_files(directory: str | os.PathLike[str]) -> list[Path]:
 def _checkpoint_path(run: str, tag: str, root: str | os.PathLike[str]) -> Path:
     """``<tag>.pt``; a tag spelled with ``.safetensors`` names that file, and a bare tag with
     no ``.pt`` point (file or manifest) but a ``.safetensors`` one names the latter."""
-    if not isinstance(run, str) or not run or "/" in run or "\\" in run or run in (".", ".."):
-        raise ValueError(f"not a run id: {run!r}")
+    check_run_id("run", run)
     directory = Path(root) / run / "checkpoints"
     if is_safetensors(tag):
         return directory / tag

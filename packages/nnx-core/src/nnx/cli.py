@@ -57,35 +57,54 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     overwrite=args.overwrite, verbose=False if args.quiet else None)
 
 
+def _damaged_row(run_id: str, path: Path, reason: str) -> str:
+    from nnx.run import display_path
+
+    return f"{run_id:<32}  damaged  {display_path(path)}: {reason}"
+
+
 def cmd_runs_list(args: argparse.Namespace) -> int:
+    """Every run under the root; a damaged run is a row naming its file and the problem,
+    and the exit status is 1 when there is one (every readable run is still listed)."""
     from nnx.best import current_best
-    from nnx.run import NNRun
+    from nnx.run import NNRun, RunDamagedError
     from nnx.run_render import epoch_rows
 
-    runs = NNRun.all(root=args.root)
-    if not runs:
+    runs, damaged = NNRun.scan(args.root)
+    if not runs and not damaged:
         print(f"no runs under {args.root}/")
         return 0
     best = current_best(Path(args.root))
-    print(f"{'run id':<32}  {'net':<8}  {'epochs':>6}  {'val loss':>8}  {'val acc':>7}  best")
+    lines = {d.run_id: _damaged_row(d.run_id, d.path, d.reason) for d in damaged}
+    broken = set(lines)
     for run in runs:
-        rows = epoch_rows(run)
+        try:
+            rows = epoch_rows(run)
+        except RunDamagedError as exc:  # its history chunks only fail once read
+            lines[run.id] = _damaged_row(run.id, exc.path, exc.reason)
+            broken.add(run.id)
+            continue
         last = rows[-1] if rows else ("-",) * 6
         mark = "*" if run.id == best else ""
-        print(f"{run.id:<32}  {run.model_params.net.name:<8}  {len(rows):>6}  {last[2]:>8}  "
-              f"{last[4]:>7}  {mark}")
-    return 0
+        lines[run.id] = (f"{run.id:<32}  {run.model_params.net.name:<8}  {len(rows):>6}  "
+                         f"{last[2]:>8}  {last[4]:>7}  {mark}")
+    print(f"{'run id':<32}  {'net':<8}  {'epochs':>6}  {'val loss':>8}  {'val acc':>7}  best")
+    for run_id in sorted(lines):
+        print(lines[run_id])
+    return 1 if broken else 0
 
 
 def cmd_runs_show(args: argparse.Namespace) -> int:
+    """One run; a missing, damaged or malformed id is one line on stderr and exit 1."""
     from nnx.run import NNRun
 
     try:
         run = NNRun.load(args.run_id, root=args.root)
-    except FileNotFoundError as exc:
+        text = str(run)  # rendering reads BEST and the history: damage surfaces here too
+    except (FileNotFoundError, ValueError) as exc:  # RunDamagedError is a ValueError
         print(exc, file=sys.stderr)
         return 1
-    print(run)
+    print(text)
     return 0
 
 
@@ -108,10 +127,15 @@ def _points(directory: Path) -> dict[str, Path]:
 
 def cmd_runs_verify(args: argparse.Namespace) -> int:
     """One line per resume point of the run; exit 1 when any fails (spec §14.3)."""
+    from nnx._validation import check_run_id
     from nnx.resume_point import ResumePointError, repair_point, stray_files, verify_point
 
     run_dir = Path(args.root) / args.run_id
-    bad_id = not args.run_id or any(c in args.run_id for c in "/\\") or args.run_id in (".", "..")
+    try:
+        check_run_id("run id", args.run_id)
+        bad_id = False
+    except ValueError:
+        bad_id = True
     if bad_id or not ((run_dir / "run.yaml").is_file() or (run_dir / "checkpoints").is_dir()):
         print(f"no run {args.run_id!r} under {args.root}", file=sys.stderr)
         return 1
@@ -165,10 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
     runs = sub.add_parser("runs", help="read what training wrote under runs/")
     runs_sub = runs.add_subparsers(dest="runs_command", required=True)
-    listing = runs_sub.add_parser("list", help="every run, its last epoch and the best")
+    listing = runs_sub.add_parser("list", help="every run, its last epoch and the best; a "
+                                  "damaged run is listed with the file and the problem "
+                                  "(exit 1 if any is damaged)")
     listing.add_argument("--root", default="runs")
     listing.set_defaults(func=cmd_runs_list)
-    show = runs_sub.add_parser("show", help="one run's configuration and epochs")
+    show = runs_sub.add_parser("show", help="one run's configuration and epochs (exit 1 "
+                               "with one line naming the file if it is damaged)")
     show.add_argument("run_id")
     show.add_argument("--root", default="runs")
     show.set_defaults(func=cmd_runs_show)

@@ -26,7 +26,7 @@ import torch
 
 from nnx._atomic import atomic_write_text
 from nnx._locking import LockBusyError, file_lock
-from nnx.best import current_best, elect_best, promote_best
+from nnx.best import discard_retired, promote_best, retire_run
 from nnx.callbacks.base import CallbackContext
 from nnx.checkpoint import NNCheckpoint
 from nnx.components import ComponentSpec, collect_states, discover_components
@@ -300,6 +300,7 @@ class FitLoop(ABC):
         except LockBusyError:
             raise RunLeaseError(f"run {self.run.id} is being trained by another process; "
                                 "wait for it, or train another configuration") from None
+        retired = None
         with file_lock(root / ".admission.lock"):
             if path.exists():
                 if not self.params.overwrite_existing:
@@ -307,13 +308,13 @@ class FitLoop(ABC):
                         f"run {self.run.id} already exists at {display_path(path)}; pass a "
                         "salt=... for a separate record of the same configuration, or "
                         "overwrite_existing=True to replace it")
-                # Overwrite: hand runs/best on first, then remove the artifacts.
-                with file_lock(root / ".best.lock"):
-                    if current_best(root) == self.run.id:
-                        elect_best(root, exclude=self.run.id)
-                shutil.rmtree(path)
+                # Overwrite: hand runs/best on and rename the old run aside in one
+                # .best.lock section, so no election can advertise it (§4.1).
+                retired = retire_run(root, self.run.id)
             path.mkdir()
             (path / "checkpoints").mkdir()
+        if retired is not None:
+            discard_retired(retired)  # outside the locks: the old artifacts may be large
         try:
             atomic_write_text(path / ".history-committed-by-last", "")
             self.run.save_config()

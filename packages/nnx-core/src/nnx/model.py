@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,40 @@ from nnx.transforms import (
 __all__ = ["NNModel"]
 
 _CHUNK = 4096  # rows per forward when predicting on one large tensor
+# torch's wordings of "the input's dtype is not the weights'" (Linear, conv, and others).
+_DTYPE_CLASH = re.compile(r"same dtype|expected scalar type|type \(.*\) should be the same")
+
+
+_CAST = {torch.float32: "float()", torch.float64: "double()", torch.float16: "half()",
+         torch.bfloat16: "bfloat16()"}
+
+
+def _dtype_hint(exc: RuntimeError, inputs: Sequence[Any], kwargs: Mapping[str, Any],
+                net: nn.Module) -> str | None:
+    """torch's dtype clash restated with what to change; None when it is something else.
+
+    Runs only once the forward has failed, so a healthy batch pays nothing for it."""
+    if not _DTYPE_CLASH.search(str(exc)):
+        return None
+    weight = next((p.dtype for p in net.parameters() if p.is_floating_point()), None)
+    if weight is None:
+        return None
+    named = [(f"input {i}", x) for i, x in enumerate(inputs)] + list(kwargs.items())
+    clashing = [(name, x.dtype) for name, x in named
+                if isinstance(x, torch.Tensor) and x.dtype != weight and x.dtype != torch.bool]
+    if not clashing:
+        return None
+    def short(dtype: torch.dtype) -> str:
+        return str(dtype).removeprefix("torch.")
+
+    found = ", ".join(f"{name} is {short(dtype)}" for name, dtype in clashing)
+    method = _CAST.get(weight, f"to({weight})")
+    what = "training batch's" if net.training else "batch's"
+    hint = (f"the {what} inputs do not match the net: {found}, but the net's parameters are "
+            f"{short(weight)}; convert the inputs with x.{method}")
+    if clashing[0][1].is_floating_point:
+        hint += f" (or the net with net.to({clashing[0][1]}))"
+    return hint
 
 
 class NNModel:
@@ -113,7 +148,14 @@ class NNModel:
         """``net(*inputs, **inputs.kwargs)``, its output tensor read by the batch adapter."""
         kwargs = inputs.kwargs if isinstance(inputs, ModelInputs) else {}
         net = self.net if self._train_forward is None else self._train_forward
-        return self.batch_adapter.output(net(*inputs, **kwargs))
+        try:
+            raw = net(*inputs, **kwargs)
+        except RuntimeError as exc:
+            hint = _dtype_hint(exc, inputs, kwargs, self.net)
+            if hint is None:
+                raise
+            raise RuntimeError(hint) from exc
+        return self.batch_adapter.output(raw)
 
     def inference_precision(self) -> ResolvedPrecision:
         """Inference runs in an explicit policy only; the legacy flag never governs it."""

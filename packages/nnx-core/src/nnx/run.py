@@ -5,12 +5,20 @@
 per-iteration history, rewritten each epoch. Every file goes through the
 atomic writer. LAST is the commit marker: loading a run drops history newer
 than LAST's epoch (what a killed process may have left behind).
+
+A run whose files cannot be read back (a garbage run.yaml, a torn idps.csv or
+LAST, a history LAST commits but that is gone) raises :class:`RunDamagedError`
+naming the file and the cause. :meth:`NNRun.scan` lists such runs beside the
+healthy ones instead of stopping at the first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +27,7 @@ import yaml
 
 from nnx._atomic import atomic_write_text
 from nnx._locking import file_lock
+from nnx._validation import check_run_id
 from nnx.checkpoint import NNCheckpoint
 from nnx.enums.nets import Nets
 from nnx.environment import environment_snapshot
@@ -30,7 +39,7 @@ from nnx.params.train import NNTrainParams
 from nnx.records import NNIterationDataPoint
 from nnx.run_render import render_html, render_text
 
-__all__ = ["DEFAULT_ROOT", "NNRun", "display_path"]
+__all__ = ["DEFAULT_ROOT", "DamagedRun", "NNRun", "RunDamagedError", "display_path"]
 
 #: Where runs live, relative to the working directory.
 DEFAULT_ROOT = "runs"
@@ -43,6 +52,46 @@ def display_path(path: Path) -> str:
     except ValueError:  # another drive on Windows
         shown = str(path)
     return shown.replace(os.sep, "/")
+
+
+class RunDamagedError(ValueError):
+    """A run's file exists but cannot be read back; names the run, the file and why."""
+
+    def __init__(self, run_id: str, path: Path, reason: str) -> None:
+        super().__init__(f"run {run_id} is damaged: {display_path(path)}: {reason}")
+        self.run_id, self.path, self.reason = run_id, path, reason
+
+
+@dataclass(frozen=True, slots=True)
+class DamagedRun:
+    """One entry of :meth:`NNRun.scan`'s damaged list: which run, which file, why."""
+
+    run_id: str
+    path: Path
+    reason: str
+
+
+def _cause(exc: BaseException) -> str:
+    """An underlying error on one line (torch's and YAML's run to several)."""
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    text = text if len(text) <= 200 else text[:197] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _reading(run_id: str, path: Path) -> Iterator[None]:
+    """Any failure reading ``path`` is damage of that file. A missing add-on is not:
+    its install hint (an ImportError) passes through."""
+    try:
+        yield
+    except (RunDamagedError, ImportError):
+        raise
+    except Exception as exc:
+        # An empty file is the plainest diagnosis; torch's own message for one (about
+        # mmap and zip serialization) would send the user the wrong way.
+        empty = path.is_file() and path.stat().st_size == 0
+        raise RunDamagedError(run_id, path, "empty file (0 bytes)" if empty else _cause(exc)
+                              ) from exc
 
 
 class NNRun:
@@ -129,18 +178,61 @@ class NNRun:
     # -- reading ----------------------------------------------------------------------
     @classmethod
     def load(cls, run_id: str, *, root: str | os.PathLike[str] = DEFAULT_ROOT) -> NNRun:
-        """Read a run back from disk; needs nothing registered and builds no model."""
+        """Read a run back from disk; needs nothing registered and builds no model.
+
+        Raises FileNotFoundError without a run.yaml, and :class:`RunDamagedError`
+        (a ValueError) naming the file when one of the run's files cannot be read.
+        """
+        check_run_id("run_id", run_id)
         path = Path(root) / run_id
         if not (path / "run.yaml").is_file():
             raise FileNotFoundError(f"no run {run_id!r} under {root} (no run.yaml)")
+        with _reading(run_id, path / "run.yaml"):
+            run = cls._from_config(path, root)
+        meta = path / "metadata.yaml"
+        if meta.is_file():
+            with _reading(run_id, meta):
+                run.metadata = yaml.safe_load(meta.read_text(encoding="utf-8")) or {}
+                if run.metadata.get("resume") is not None:
+                    from nnx.resume import ResumeStatus
+
+                    run.resume_status = ResumeStatus.from_state(run.metadata["resume"])
+        last_epoch = run.committed_epoch()
+        # Under the history protocol LAST commits the history: before the first LAST, a
+        # killed process's history (epoch 0 written, LAST not yet) is all uncommitted.
+        uncommitted = last_epoch is None and (path / ".history-committed-by-last").is_file()
+        if run.has_journal:
+            from nnx.history import read_manifest, read_tail
+
+            with _reading(run_id, path / "history"):
+                manifest = read_manifest(path)
+                retention = 1000 if manifest is None else manifest.retention
+                run.idps = [] if uncommitted else read_tail(path, retention, last_epoch)
+            return run
+        history = path / "idps.csv"
+        if last_epoch is not None and not history.is_file():
+            # History is written before LAST: committed epochs without it are lost records,
+            # never an empty history to report silently.
+            raise RunDamagedError(run_id, history, f"missing, but LAST commits epoch "
+                                                   f"{last_epoch}")
+        if history.is_file() and not uncommitted:
+            with _reading(run_id, history):
+                run.idps = read_idps_csv(history.read_text(encoding="utf-8"))
+        if last_epoch is not None:
+            run.idps = [idp for idp in run.idps if idp.epoch <= last_epoch]
+        return run
+
+    @classmethod
+    def _from_config(cls, path: Path, root: str | os.PathLike[str]) -> NNRun:
+        """The run run.yaml describes, checked to hash to its directory's name."""
         doc = yaml.safe_load((path / "run.yaml").read_text(encoding="utf-8"))
         if not isinstance(doc, Mapping) or "model" not in doc or (
                 "train" not in doc and "trainer" not in doc):
-            raise ValueError(f"{path / 'run.yaml'} is not an NNx run configuration")
+            raise ValueError("not an NNx run configuration")
         model = NNModelParams.from_state(doc["model"])
         if doc.get("net") is not None and not isinstance(model.net, Nets):
-            raise ValueError(f"{path / 'run.yaml'} records net params for a {model.net.kind} "
-                             "model, which has none")
+            raise ValueError(f"it records net params for a {model.net.kind} model, which has "
+                             "none")
         net = None if doc.get("net") is None else NNParams.resolve_from_state(doc["net"], model.net)
         trainer = None
         if doc.get("trainer") is not None:
@@ -154,31 +246,7 @@ class NNRun:
                   transforms=doc.get("transforms", ()), root=root)
         run_dir_name = path.resolve().name
         if run.id != run_dir_name:
-            raise ValueError(f"{path / 'run.yaml'} hashes to {run.id}, not to its directory "
-                             f"name {run_dir_name}")
-        meta = path / "metadata.yaml"
-        if meta.is_file():
-            run.metadata = yaml.safe_load(meta.read_text(encoding="utf-8")) or {}
-            if run.metadata.get("resume") is not None:
-                from nnx.resume import ResumeStatus
-
-                run.resume_status = ResumeStatus.from_state(run.metadata["resume"])
-        last_epoch = run.committed_epoch()
-        # Under the history protocol LAST commits the history: before the first LAST, a
-        # killed process's history (epoch 0 written, LAST not yet) is all uncommitted.
-        uncommitted = last_epoch is None and (path / ".history-committed-by-last").is_file()
-        if run.has_journal:
-            from nnx.history import read_manifest, read_tail
-
-            manifest = read_manifest(path)
-            retention = 1000 if manifest is None else manifest.retention
-            run.idps = [] if uncommitted else read_tail(path, retention, last_epoch)
-            return run
-        history = path / "idps.csv"
-        if history.is_file() and not uncommitted:
-            run.idps = read_idps_csv(history.read_text(encoding="utf-8"))
-        if last_epoch is not None:
-            run.idps = [idp for idp in run.idps if idp.epoch <= last_epoch]
+            raise ValueError(f"it hashes to {run.id}, not to its directory name {run_dir_name}")
         return run
 
     @property
@@ -193,22 +261,41 @@ class NNRun:
         last = self.checkpoints_dir / "last.pt"
         if not last.is_file():
             return None
-        payload = torch.load(last, map_location="cpu", weights_only=True, mmap=True)
-        epoch: int = payload["epoch"]
+        with _reading(self.id, last):
+            payload = torch.load(last, map_location="cpu", weights_only=True, mmap=True)
+            epoch: int = payload["epoch"]
         return epoch
 
     @classmethod
-    def all(cls, *, root: str | os.PathLike[str] = DEFAULT_ROOT) -> list[NNRun]:
-        """Every readable run under ``root``, sorted by id."""
+    def scan(cls, root: str | os.PathLike[str] = DEFAULT_ROOT
+             ) -> tuple[list[NNRun], list[DamagedRun]]:
+        """Every run under ``root`` (a directory with a run.yaml), sorted by id: the
+        runs that load, and the damaged ones with the file and the reason."""
         base = Path(root)
         if not base.is_dir():
-            return []
-        runs = []
+            return [], []
+        runs, damaged = [], []
         for entry in sorted(base.iterdir()):
             if entry.name.startswith(".") or entry.is_symlink() or not entry.is_dir():
                 continue
             if (entry / "run.yaml").is_file():
-                runs.append(cls.load(entry.name, root=root))
+                try:
+                    runs.append(cls.load(entry.name, root=root))
+                except RunDamagedError as exc:
+                    damaged.append(DamagedRun(exc.run_id, exc.path, exc.reason))
+        return runs, damaged
+
+    @classmethod
+    def all(cls, *, root: str | os.PathLike[str] = DEFAULT_ROOT) -> list[NNRun]:
+        """Every readable run under ``root``, sorted by id. Damaged runs are skipped
+        with one RuntimeWarning naming them; :meth:`scan` returns them too."""
+        runs, damaged = cls.scan(root)
+        if damaged:
+            names = "; ".join(f"{d.run_id} ({display_path(d.path)}: {d.reason})"
+                              for d in damaged)
+            warnings.warn(f"NNRun.all skipped {len(damaged)} damaged run(s) under "
+                          f"{os.fspath(root)}: {names}; NNRun.scan lists them",
+                          RuntimeWarning, stacklevel=2)
         return runs
 
     # -- views ------------------------------------------------------------------------
@@ -220,7 +307,8 @@ class NNRun:
             committed = self.committed_epoch()
             if committed is None and (self.path / ".history-committed-by-last").is_file():
                 return []  # before the first LAST nothing is committed
-            rows = read_epochs(self.path, last_epoch=committed)
+            with _reading(self.id, self.path / "history"):
+                rows = read_epochs(self.path, last_epoch=committed)
             return [NNIterationDataPoint.from_state(row["summary"]) for row in rows]
         last: dict[int, NNIterationDataPoint] = {}
         for idp in self.idps:
@@ -229,7 +317,11 @@ class NNRun:
 
     def best_checkpoint(self) -> NNCheckpoint | None:
         best = self.checkpoints_dir / "best.pt"
-        return NNCheckpoint.from_file(best) if best.is_file() else None
+        if not best.is_file():
+            return None
+        with _reading(self.id, best):
+            checkpoint = NNCheckpoint.from_file(best)
+        return checkpoint
 
     def __str__(self) -> str:
         return render_text(self)

@@ -19,11 +19,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from nnx._validation import check_count
+from nnx._validation import check_count, check_seed
 
 __all__ = ["capture_rng_state", "dataloader_worker_init_fn", "restore_rng_state", "set_seed"]
 
-_MAX_SEED = 2**32 - 1  # NumPy's legacy seed range; larger seeds would fail half-way
 _STATE_VERSION = 1
 _STATE_KEYS = frozenset({"version", "python", "numpy", "torch", "cuda"})
 
@@ -40,7 +39,7 @@ def set_seed(seed: int, *, strict: bool = False) -> None:
     exported for child processes (this interpreter's hashing is fixed at
     start-up and cannot change).
     """
-    value = check_count("seed", seed, minimum=0, maximum=_MAX_SEED)
+    value = check_seed("seed", seed)
     if not isinstance(strict, bool):
         raise ValueError(f"strict must be a bool; got {strict!r}")
     random.seed(value)

@@ -18,13 +18,12 @@ from types import MappingProxyType
 from typing import Any, ClassVar, TypeAlias
 
 from nnx._hashing import canonical_bytes, plain
-from nnx._validation import check_count, check_spec_config, check_spec_id
+from nnx._validation import check_count, check_seed, check_spec_config, check_spec_id
 
 __all__ = ["ModelDescriptor", "ModelSpec", "RuntimeModule", "describe", "descriptor_from_state"]
 
 _NO_CODE = ("register the callable with register_model_factory(id, version, factory) and name "
             "it here by id and version")
-_MAX_SEED = 2**32 - 1  # NumPy's seed range: larger seeds could not seed every stream
 _FINGERPRINT = re.compile(r"^[0-9a-f]{64}$")
 _FACTORY = re.compile(r"^(?P<id>[^@\s]+)@v(?P<version>[1-9][0-9]*)$")
 
@@ -60,8 +59,7 @@ class ModelSpec:
         check_spec_id("ModelSpec", self.id, hint=_NO_CODE)
         _set(self, "version", check_count("ModelSpec.version", self.version))
         _set(self, "config", check_spec_config("ModelSpec", self.config, hint=_NO_CODE))
-        _set(self, "seed", check_count("ModelSpec.seed", self.seed, minimum=0,
-                                            maximum=_MAX_SEED))
+        _set(self, "seed", check_seed("ModelSpec.seed", self.seed))
 
     @property
     def label(self) -> str:

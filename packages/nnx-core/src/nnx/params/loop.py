@@ -7,7 +7,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from nnx._validation import check_choice, check_count, check_optional_str
+from nnx._validation import (
+    check_choice,
+    check_count,
+    check_optional_str,
+    check_run_id,
+    check_seed,
+)
 from nnx.params._base import Params, always, empty_mapping, frozen_mapping, runtime, set_field
 
 if TYPE_CHECKING:
@@ -70,7 +76,7 @@ class LoopParams(Params):
         n = f"{type(self).__name__}."
         set_field(self, "n_epochs", check_count(n + "n_epochs", self.n_epochs))
         if self.seed is not None:
-            set_field(self, "seed", check_count(n + "seed", self.seed, minimum=0))
+            set_field(self, "seed", check_seed(n + "seed", self.seed))
         check_optional_str(n + "data_id", self.data_id)
         for flag in ("save_phase_checkpoints", "overwrite_existing"):
             if not isinstance(getattr(self, flag), bool):
@@ -108,7 +114,10 @@ class LoopParams(Params):
         check_choice(n + "resume_mode", self.resume_mode, RESUME_MODES)
         for field in ("parent_run_id", "parent_checkpoint", "resume_from_run_id",
                       "resume_from_checkpoint"):
-            check_optional_str(n + field, getattr(self, field))
+            value = check_optional_str(n + field, getattr(self, field))
+            if value is not None:  # a resume source is a directory under the runs root
+                check_run_id(n + field, value,
+                             what="run id" if field.endswith("run_id") else "checkpoint tag")
         if self.resume_from_run_id is None:
             if self.resume_from_checkpoint is not None:
                 raise ValueError(

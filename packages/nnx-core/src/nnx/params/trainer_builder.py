@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from nnx._validation import check_run_id
 from nnx.params._base import require_exact
 from nnx.params.optim_factory import OptimConfig
 from nnx.params.scheduler import NNSchedulerParams
@@ -73,7 +74,10 @@ class NNTrainerParamsBuilder:
     def resume_from(
         self, run_id: str, checkpoint: str = "last", mode: str = "auto"
     ) -> NNTrainerParamsBuilder:
-        """Warm-resume from ``run_id``'s ``checkpoint`` (§8.4)."""
+        """Warm-resume from ``run_id``'s ``checkpoint`` (§8.4); both must be plain names."""
+        check_run_id("NNTrainerParamsBuilder.resume_from run_id", run_id)
+        check_run_id("NNTrainerParamsBuilder.resume_from checkpoint", checkpoint,
+                     what="checkpoint tag")
         self._values.update(
             resume_from_run_id=run_id, resume_from_checkpoint=checkpoint, resume_mode=mode
         )
