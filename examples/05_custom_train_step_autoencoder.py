@@ -89,7 +89,7 @@ def main() -> None:
                            optim=NNOptimParams.builder().adam(max_lr=1e-2).build(), seed=0)
     with tempfile.TemporaryDirectory() as root:
         run = model.train(params, train_step_fn=vae_step, verbose=False, root=root)
-        recon = {}
+        recon: dict[int, list[float]] = {}
         for idp in run.idps:
             assert idp.train_edp is not None
             recon.setdefault(idp.epoch, []).append(idp.train_edp.extra["recon"])

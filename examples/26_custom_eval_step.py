@@ -32,8 +32,10 @@ from nnx import (
     NNTrainParams,
 )
 
+Batches = list[tuple[torch.Tensor, torch.Tensor]]
 
-def regression_data() -> tuple[list[tuple[torch.Tensor, ...]], list[tuple[torch.Tensor, ...]]]:
+
+def regression_data() -> tuple[Batches, Batches]:
     """y = sin(x0) + 0.5·x1 - x2² / 4 + noise; 192 training rows, 64 validation rows."""
     g = torch.Generator().manual_seed(0)
     x = torch.randn(256, 3, generator=g)
@@ -87,7 +89,7 @@ def main() -> None:
         print(f"BEST is epoch {best.epoch}, the lowest validation MSE ({scores[best.epoch]:.4f})")
         assert scores[best.epoch] == min(s for s in scores.values() if s is not None)
         last = records[-1].val_edp
-        assert last is not None and last.extra["r2"] > 0.8, last.extra
+        assert last is not None and last.extra["r2"] > 0.8, last
 
 
 if __name__ == "__main__":

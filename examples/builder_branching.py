@@ -82,8 +82,9 @@ def main() -> None:
             run = Trainer(model).train(params, objective=supervised_objective(), verbose=False,
                                        root=root)
             ids[name] = run.id
-            loss = run.idps[-1].train_edp.loss
-            print(f"{name:>9}: run {run.id}  last train loss {loss:.3f}")
+            last = run.idps[-1].train_edp
+            assert last is not None and last.loss is not None
+            print(f"{name:>9}: run {run.id}  last train loss {last.loss:.3f}")
     assert len(set(ids.values())) == 3, ids
 
 

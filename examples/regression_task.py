@@ -39,8 +39,10 @@ from nnx import (
     TrainStepContext,
 )
 
+Batches = list[tuple[torch.Tensor, torch.Tensor]]
 
-def data() -> tuple[list[tuple[torch.Tensor, ...]], list[tuple[torch.Tensor, ...]]]:
+
+def data() -> tuple[Batches, Batches]:
     """Two targets per row, [x0 + x1, x0 · x2]; every 5th row's second target is unlabelled."""
     g = torch.Generator().manual_seed(0)
     x = torch.randn(240, 3, generator=g)

@@ -82,7 +82,9 @@ def fmt(lrs: list[float]) -> str:
 
 
 def close(a: list[float], b: list[float]) -> bool:
-    return len(a) == len(b) and all(math.isclose(x, y, abs_tol=1e-12) for x, y in zip(a, b))
+    if len(a) != len(b):
+        return False
+    return all(math.isclose(x, y, abs_tol=1e-12) for x, y in zip(a, b, strict=True))
 
 
 def main() -> None:
