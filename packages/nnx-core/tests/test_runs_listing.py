@@ -42,8 +42,8 @@ def listing(capsys) -> dict[str, str]:
 class Raise(Callback):
     """Fails the fit at the end of ``epoch``, after that epoch's LAST committed."""
 
-    def __init__(self, epoch, error=RuntimeError("boom")):
-        self.epoch, self.error = epoch, error
+    def __init__(self, epoch, error=None):
+        self.epoch, self.error = epoch, error or RuntimeError("boom")
 
     def on_epoch_end(self, ctx):
         if ctx.epoch == self.epoch:
@@ -64,7 +64,8 @@ def test_a_row_shows_created_epochs_status_best_and_what_it_scores_salt_and_data
 
 def test_best_names_the_first_finite_signal_and_a_named_monitor(capsys):
     no_val = train(params(val=False))  # no validation: the training error scores
-    regression = tiny_model(loss=Losses.MEAN_SQUARED_ERROR, out=1).train(  # no error at all: the loss
+    # A regression loss records no error at all: the training loss scores.
+    regression = tiny_model(loss=Losses.MEAN_SQUARED_ERROR, out=1).train(
         NNTrainParams(n_epochs=2, scheduler=None, optim=sgd(),
                       train_loader=[(x, x[:, :1]) for x, _ in tiny_batches()]), verbose=False)
     monitored = train(params(monitor=MonitorSpec(metric="loss", split="val")))

@@ -68,7 +68,7 @@ class RunSummary:
 
 
 def _yaml(path: Path) -> Any:
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - safe
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
 
 
 def _record(run_id: str, path: Path) -> Mapping[str, Any]:
