@@ -127,10 +127,10 @@ def test_a_regression_loss_on_class_labels_is_refused_on_the_first_batch(in_tmp)
     assert not [w for w in caught if "broadcasting" in str(w.message)]  # torch never ran
     assert same(weights(model), before)  # refused before any update
     assert not list((in_tmp / "runs").rglob("*.pt"))  # nothing committed
-    # Float targets of the output's shape train as before.
-    targets = torch.randn(8, 3)
-    model.train(NNTrainParams(n_epochs=1, train_loader=[(x[:8], targets)], scheduler=None,
-                              optim=sgd()), verbose=False, salt="floats")
+    # Float targets, and integer ones of the output's shape (counts), train as before.
+    for salt, targets in (("floats", torch.randn(8, 3)), ("counts", torch.randint(0, 5, (8, 3)))):
+        model.train(NNTrainParams(n_epochs=1, train_loader=[(x[:8], targets)], scheduler=None,
+                                  optim=sgd()), verbose=False, salt=salt)
 
 
 def test_from_checkpoint_of_a_run_id_or_a_missing_tag_names_the_run_and_what_it_has(in_tmp):

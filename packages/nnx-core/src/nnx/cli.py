@@ -67,11 +67,13 @@ def _damaged_row(run_id: str, path: Path, reason: str) -> str:
     return f"{run_id:<32}  damaged  {display_path(path)}: {reason}"
 
 
-_LIST_HEADER = (f"{'run id':<32}  {'net':<8}  {'epochs':>6}  {'status':<11}  "
-                f"{'best (what it scores)':<28}  {'created':<16}  {'salt / data':<12}  best")
+def _tags(row: RunSummary) -> str:
+    tags = [f"salt={row.salt}"] if row.salt else []
+    tags += [f"data={row.data_id}"] if row.data_id else []
+    return " ".join(tags) or "-"
 
 
-def _list_row(row: RunSummary, mark: str) -> str:
+def _list_row(row: RunSummary, mark: str, tags_width: int) -> str:
     from nnx.run_render import format_score
 
     created = "-" if row.created is None else row.created.strftime("%Y-%m-%d %H:%M")
@@ -82,10 +84,8 @@ def _list_row(row: RunSummary, mark: str) -> str:
     else:
         best = f"{row.best_what} {format_score(row.best_what, row.best_value)} @ epoch " \
                f"{row.best_epoch}"
-    tags = [f"salt={row.salt}"] if row.salt else []
-    tags += [f"data={row.data_id}"] if row.data_id else []
     return (f"{row.run_id:<32}  {row.net:<8}  {row.epochs:>6}  {row.status:<11}  "
-            f"{best:<28}  {created:<16}  {' '.join(tags) or '-':<12}  {mark}").rstrip()
+            f"{best:<28}  {created:<16}  {_tags(row):<{tags_width}}  {mark}").rstrip()
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
@@ -99,10 +99,12 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         print(f"no runs under {args.root}/")
         return 0
     best = current_best(Path(args.root))
+    width = max([len("salt / data"), *(len(_tags(row)) for row in rows)])
     lines = {d.run_id: _damaged_row(d.run_id, d.path, d.reason) for d in damaged}
     for row in rows:
-        lines[row.run_id] = _list_row(row, "*" if row.run_id == best else "")
-    print(_LIST_HEADER)
+        lines[row.run_id] = _list_row(row, "*" if row.run_id == best else "", width)
+    print(f"{'run id':<32}  {'net':<8}  {'epochs':>6}  {'status':<11}  "
+          f"{'best (what it scores)':<28}  {'created':<16}  {'salt / data':<{width}}  best")
     for run_id in sorted(lines):
         print(lines[run_id])
     return 1 if damaged else 0

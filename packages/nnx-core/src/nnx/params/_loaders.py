@@ -36,7 +36,7 @@ def check_loader(field: str, value: Any, *, training: bool) -> None:
     if training:
         try:
             size = len(value)
-        except TypeError:  # an iterable without a length: its batches are not known yet
+        except (TypeError, NotImplementedError):  # no length: its batches are not known
             return
         if size == 0:
             raise ValueError(
