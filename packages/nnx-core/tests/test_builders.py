@@ -211,7 +211,8 @@ def test_gan_recipe_builds():
 def test_scheduler_without_optimizer_fails_at_build_naming_the_typo():
     g, _, plateau = gan()
     b = NNTrainerParams.builder().optimizer("G", g).scheduler("D", plateau)
-    with pytest.raises(ValueError, match=r"schedulers 'D' name no optimizer \(optimizers: 'G'\)"):
+    with pytest.raises(ValueError, match=r"scheduler 'D' names no optimizer; the optimizer is "
+                                         r"'G'\. Key each scheduler by its optimizer's name"):
         b.build()
 
 
@@ -228,7 +229,7 @@ def test_trainer_builder_snapshots_and_branches():
     before = plain.state()
     trainer.optimizer("head", d).optimizer("extra", d).n_epochs(9)  # reuse the builder
     assert plain.state() == before and list(plain.optims) == ["head"]
-    with pytest.raises(ValueError, match="name no optimizer"):
+    with pytest.raises(ValueError, match="scheduler 'typo' names no optimizer"):
         trainer.copy().scheduler("typo", plateau).build()  # per-branch validation
 
 

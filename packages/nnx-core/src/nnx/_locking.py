@@ -18,7 +18,7 @@ try:
 except ImportError:  # Windows: locks degrade to no-ops (documented in docs/durability.md)
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LockBusyError", "file_lock"]
+__all__ = ["LockBusyError", "file_lock", "lock_is_held"]
 
 
 class LockBusyError(RuntimeError):
@@ -41,3 +41,22 @@ def file_lock(path: str | os.PathLike[str], *, blocking: bool = True) -> Iterato
         yield lock_path
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def lock_is_held(path: str | os.PathLike[str]) -> bool:
+    """Whether a process holds ``path``'s lock now, probed without waiting and without
+    creating anything: a missing lock file is free. The probe takes a shared lock, so
+    probers never block one another; a holder of the exclusive lock makes it fail."""
+    if fcntl is None:
+        return False  # no locks to probe where they degrade to no-ops
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # missing (never locked) or unreadable: nothing to report
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # also releases the probe's own shared lock at once
+    return False

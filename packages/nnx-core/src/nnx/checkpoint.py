@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,35 @@ def _load_training_state(side: Path, map_location: Any) -> dict[str, Any]:
         raise ResumePointError("corrupted", f"training state {side.name} holds a "
                                f"{type(state).__name__}, not a mapping")
     return state
+
+
+def _tags_of(directory: Path) -> str:
+    tags = sorted({path.name.removesuffix(".pt") for path in checkpoint_files(directory)})
+    return f"it has {', '.join(tags)}" if tags else "it has no checkpoint yet"
+
+
+def missing_checkpoint(path: Path) -> FileNotFoundError:
+    """Why ``path`` names no checkpoint, in a run's terms where it is one of a run's:
+    which run, under which root, which tag and what the run has instead."""
+    shown = path.as_posix()
+    if path.parent.name == "checkpoints":
+        run_dir = path.parent.parent
+        root, run = run_dir.parent.as_posix(), run_dir.name
+        if not run_dir.is_dir():
+            return FileNotFoundError(f"no run {run!r} under {root}/ (looked for {shown})")
+        tag = path.name.removesuffix(".pt")
+        return FileNotFoundError(f"run {run} under {root}/ has no {tag!r} checkpoint "
+                                 f"({shown}); {_tags_of(path.parent)}")
+    if len(path.parts) == 1 and (Path("runs") / path.name).is_dir():
+        run = path.name  # a run id where a checkpoint file was expected
+        return FileNotFoundError(
+            f"{run!r} is a run id, not a checkpoint file; name one of its checkpoints, e.g. "
+            f"runs/{run}/checkpoints/best.pt or NNCheckpoint.load({run!r}, 'best') "
+            f"({_tags_of(Path('runs') / run / 'checkpoints')})")
+    if len(path.parts) == 1 and re.fullmatch(r"[0-9a-f]{32}", path.name):
+        return FileNotFoundError(f"no run {path.name!r} under runs/, and no checkpoint file "
+                                 f"of that name")
+    return FileNotFoundError(f"no checkpoint file {shown}")
 
 
 def _tag(type: Checkpoints | str) -> str:
@@ -167,7 +197,11 @@ class NNCheckpoint:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], map_location: Any = "cpu") -> NNCheckpoint:
-        """Read a checkpoint; tensors land on ``map_location`` (CPU by default)."""
+        """Read a checkpoint; tensors land on ``map_location`` (CPU by default). A missing
+        file raises FileNotFoundError naming the run, its root, the tag and the tags the
+        run has."""
+        if not Path(path).is_file():
+            raise missing_checkpoint(Path(path))
         payload = decode_checkpoint(Path(path), map_location)
         if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
             raise ValueError(f"{path} is not an NNx checkpoint ({CHECKPOINT_FORMAT})")
@@ -193,7 +227,7 @@ class NNCheckpoint:
         tag = _tag(type)
         path = _checkpoint_path(run, tag, root)
         if not path.is_file():
-            raise FileNotFoundError(f"run {run} has no {tag} checkpoint ({path})")
+            raise missing_checkpoint(path)
         return cls.from_file(path, map_location=map_location)
 
     def training_state(self, map_location: Any = "cpu") -> dict[str, Any] | None:

@@ -7,6 +7,10 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nnx.run_listing import RunSummary
 
 __all__ = ["main"]
 
@@ -63,43 +67,75 @@ def _damaged_row(run_id: str, path: Path, reason: str) -> str:
     return f"{run_id:<32}  damaged  {display_path(path)}: {reason}"
 
 
+def _tags(row: RunSummary) -> str:
+    tags = [f"salt={row.salt}"] if row.salt else []
+    tags += [f"data={row.data_id}"] if row.data_id else []
+    return " ".join(tags) or "-"
+
+
+def _list_row(row: RunSummary, mark: str, tags_width: int) -> str:
+    from nnx.run_render import format_score
+
+    created = "-" if row.created is None else row.created.strftime("%Y-%m-%d %H:%M")
+    if row.best_epoch is None:
+        best = "-"
+    elif row.best_what is None or row.best_value is None:
+        best = f"epoch {row.best_epoch}, no finite score"
+    else:
+        best = f"{row.best_what} {format_score(row.best_what, row.best_value)} @ epoch " \
+               f"{row.best_epoch}"
+    return (f"{row.run_id:<32}  {row.net:<8}  {row.epochs:>6}  {row.status:<11}  "
+            f"{best:<28}  {created:<16}  {_tags(row):<{tags_width}}  {mark}").rstrip()
+
+
 def cmd_runs_list(args: argparse.Namespace) -> int:
     """Every run under the root; a damaged run is a row naming its file and the problem,
     and the exit status is 1 when there is one (every readable run is still listed)."""
     from nnx.best import current_best
-    from nnx.run import NNRun, RunDamagedError
-    from nnx.run_render import epoch_rows
+    from nnx.run_listing import summarize_runs
 
-    runs, damaged = NNRun.scan(args.root)
-    if not runs and not damaged:
+    rows, damaged = summarize_runs(args.root)
+    if not rows and not damaged:
         print(f"no runs under {args.root}/")
         return 0
     best = current_best(Path(args.root))
+    width = max([len("salt / data"), *(len(_tags(row)) for row in rows)])
     lines = {d.run_id: _damaged_row(d.run_id, d.path, d.reason) for d in damaged}
-    broken = set(lines)
-    for run in runs:
-        try:
-            rows = epoch_rows(run)
-        except RunDamagedError as exc:  # its history chunks only fail once read
-            lines[run.id] = _damaged_row(run.id, exc.path, exc.reason)
-            broken.add(run.id)
-            continue
-        last = rows[-1] if rows else ("-",) * 6
-        mark = "*" if run.id == best else ""
-        lines[run.id] = (f"{run.id:<32}  {run.model_params.net.name:<8}  {len(rows):>6}  "
-                         f"{last[2]:>8}  {last[4]:>7}  {mark}")
-    print(f"{'run id':<32}  {'net':<8}  {'epochs':>6}  {'val loss':>8}  {'val acc':>7}  best")
+    for row in rows:
+        lines[row.run_id] = _list_row(row, "*" if row.run_id == best else "", width)
+    print(f"{'run id':<32}  {'net':<8}  {'epochs':>6}  {'status':<11}  "
+          f"{'best (what it scores)':<28}  {'created':<16}  {'salt / data':<{width}}  best")
     for run_id in sorted(lines):
         print(lines[run_id])
-    return 1 if broken else 0
+    return 1 if damaged else 0
+
+
+def _resolve(args: argparse.Namespace) -> str | None:
+    """The run ``args.run_id`` names: itself, or the one run it is a prefix of. An
+    ambiguous prefix prints its candidates on stderr and gives None; an id nothing
+    matches passes through, so the command reports "no run" as before."""
+    from nnx.run_listing import matching_run_ids
+
+    matches = matching_run_ids(args.root, args.run_id)
+    if len(matches) <= 1:
+        return matches[0] if matches else args.run_id
+    shown = ", ".join(matches[:10]) + (f" and {len(matches) - 10} more"
+                                       if len(matches) > 10 else "")
+    print(f"run id prefix {args.run_id!r} is ambiguous under {args.root}: "
+          f"{len(matches)} runs match ({shown}); give more of the id", file=sys.stderr)
+    return None
 
 
 def cmd_runs_show(args: argparse.Namespace) -> int:
-    """One run; a missing, damaged or malformed id is one line on stderr and exit 1."""
+    """One run (by its id or a unique prefix); a missing, damaged or malformed id, or an
+    ambiguous prefix, is reported on stderr with exit 1."""
     from nnx.run import NNRun
 
+    run_id = _resolve(args)
+    if run_id is None:
+        return 1
     try:
-        run = NNRun.load(args.run_id, root=args.root)
+        run = NNRun.load(run_id, root=args.root)
         text = str(run)  # rendering reads BEST and the history: damage surfaces here too
     except (FileNotFoundError, ValueError) as exc:  # RunDamagedError is a ValueError
         print(exc, file=sys.stderr)
@@ -130,9 +166,12 @@ def cmd_runs_verify(args: argparse.Namespace) -> int:
     from nnx._validation import check_run_id
     from nnx.resume_point import ResumePointError, repair_point, stray_files, verify_point
 
-    run_dir = Path(args.root) / args.run_id
+    run_id = _resolve(args)
+    if run_id is None:
+        return 1
+    run_dir = Path(args.root) / run_id
     try:
-        check_run_id("run id", args.run_id)
+        check_run_id("run id", run_id)
         bad_id = False
     except ValueError:
         bad_id = True
@@ -141,7 +180,7 @@ def cmd_runs_verify(args: argparse.Namespace) -> int:
         return 1
     points = _points(run_dir / "checkpoints")
     if not points:
-        print(f"run {args.run_id} has no checkpoints")
+        print(f"run {run_id} has no checkpoints")
         return 0
     failed = False
     for tag, path in sorted(points.items()):
@@ -189,19 +228,21 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
     runs = sub.add_parser("runs", help="read what training wrote under runs/")
     runs_sub = runs.add_subparsers(dest="runs_command", required=True)
-    listing = runs_sub.add_parser("list", help="every run, its last epoch and the best; a "
-                                  "damaged run is listed with the file and the problem "
+    listing = runs_sub.add_parser("list", help="every run: created, net, epochs done, status "
+                                  "(running / committed / interrupted), its BEST score and "
+                                  "what it scores, salt and data id, and the runs/best mark; "
+                                  "a damaged run is listed with the file and the problem "
                                   "(exit 1 if any is damaged)")
     listing.add_argument("--root", default="runs")
     listing.set_defaults(func=cmd_runs_list)
     show = runs_sub.add_parser("show", help="one run's configuration and epochs (exit 1 "
                                "with one line naming the file if it is damaged)")
-    show.add_argument("run_id")
+    show.add_argument("run_id", help="a run id, or a prefix of exactly one")
     show.add_argument("--root", default="runs")
     show.set_defaults(func=cmd_runs_show)
     verify = runs_sub.add_parser("verify", help="check every resume point of a run (exit 1 "
                                  "if any is torn, mixed or corrupted); never unpickles")
-    verify.add_argument("run_id")
+    verify.add_argument("run_id", help="a run id, or a prefix of exactly one")
     verify.add_argument("--root", default="runs")
     verify.add_argument("--repair", action="store_true",
                         help="remove the orphan files of points that verify: sidecars no "

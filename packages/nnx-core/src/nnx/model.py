@@ -19,6 +19,7 @@ from nnx.enums.precision import Precision
 from nnx.models.construct import build_net, check_checkpoint_module
 from nnx.models.topology import check_weights_fit
 from nnx.modes import preserved_state
+from nnx.params._loaders import check_loader, refuse_dataset
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
 from nnx.params.train import NNTrainParams
@@ -204,7 +205,20 @@ class NNModel:
             for batch in data:
                 yield self.split_batch(batch)
 
+    def _refuse_unbatched(self, data: Any) -> None:
+        """A 1-D input as long as a row is one sample without its batch axis; the net
+        would read it as that many rows of one feature and report a width mismatch."""
+        refuse_dataset("predict", data, "test_loader")
+        width = getattr(self.net_params, "input_dim", None)
+        if (isinstance(data, (torch.Tensor, np.ndarray)) and data.ndim == 1
+                and isinstance(width, int) and width > 1 and data.shape[0] == width):
+            raise ValueError(
+                f"predict got one unbatched sample of {width} features (shape ({width},)); "
+                f"the net takes a batch of rows (N, {width}): pass x.unsqueeze(0) (x[None] "
+                "for an array) to predict one sample")
+
     def _logits(self, data: Any) -> torch.Tensor:
+        self._refuse_unbatched(data)  # before any mode or state is touched
         outputs = []
         with (preserved_state(self.net, mode="eval"), torch.no_grad(),
               self.inference_precision().autocast()):
@@ -235,6 +249,7 @@ class NNModel:
                  extra_metrics: Mapping[str, Callable[..., Any]] | None = None
                  ) -> NNEvaluationDataPoint:
         """The whole loader's record: loss and metrics over every valid sample."""
+        check_loader("evaluate", loader, training=False)
         adapter = self.task_adapter
         acc = adapter.accumulator(metrics=tuple(metrics))
         truths: list[np.ndarray] = []

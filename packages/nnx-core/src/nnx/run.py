@@ -226,6 +226,11 @@ class NNRun:
     def _from_config(cls, path: Path, root: str | os.PathLike[str]) -> NNRun:
         """The run run.yaml describes, checked to hash to its directory's name."""
         doc = yaml.safe_load((path / "run.yaml").read_text(encoding="utf-8"))
+        return cls._from_document(doc, path, root)
+
+    @classmethod
+    def _from_document(cls, doc: Any, path: Path, root: str | os.PathLike[str]) -> NNRun:
+        """The run a parsed run.yaml document describes, checked to hash to ``path``'s name."""
         if not isinstance(doc, Mapping) or "model" not in doc or (
                 "train" not in doc and "trainer" not in doc):
             raise ValueError("not an NNx run configuration")

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 from nnx.enums.nets import Nets
 from nnx.models.descriptors import describe
 from nnx.params.optim_factory import NNOptimFactoryParams
-from nnx.records import NNIterationDataPoint
+from nnx.records import NNIterationDataPoint, first_finite
 
 if TYPE_CHECKING:
     from nnx.run import NNRun
 
-__all__ = ["epoch_rows", "render_html", "render_text"]
+__all__ = ["epoch_rows", "format_score", "render_html", "render_text", "score_label"]
 
 _COLUMNS = ("epoch", "train loss", "val loss", "val error", "val acc", "lr")
 
@@ -29,6 +29,31 @@ def _fmt(value: float | None, pct: bool = False) -> str:
     if math.isnan(value):
         return "nan"
     return f"{value:.1%}" if pct else f"{value:.4g}"
+
+
+# What a checkpoint's score is, by the name first_finite reports it under.
+_SIGNALS = {"val_edp.error": "val error", "val_edp.loss": "val loss",
+            "train_edp.error": "train error", "train_edp.loss": "train loss"}
+
+
+def score_label(idp: NNIterationDataPoint | None, *, named_monitor: bool = False,
+                monitor_value: float | None = None) -> tuple[str, float] | None:
+    """(what, value) of a checkpoint's score, as NNCheckpoint.score picks it: the named
+    monitor ("val nll") when one selected BEST, else the first finite of val error ->
+    val loss -> train error -> train loss; None when there is no finite signal."""
+    if named_monitor:
+        if monitor_value is None or not math.isfinite(monitor_value):
+            return None
+        selection = {} if idp is None or idp.selection is None else idp.selection
+        metric, split = selection.get("metric"), selection.get("split")
+        return (f"{split} {metric}" if metric and split else "monitor"), monitor_value
+    found = None if idp is None else first_finite(idp)
+    return None if found is None else (_SIGNALS.get(found[0], found[0]), found[1])
+
+
+def format_score(what: str, value: float) -> str:
+    """An error (a fraction) to three places; a loss or a monitor to four digits."""
+    return f"{value:.3f}" if what.endswith("error") else f"{value:.4g}"
 
 
 def epoch_rows(run: NNRun) -> list[tuple[str, ...]]:
@@ -64,7 +89,10 @@ def _describe(run: NNRun) -> list[tuple[str, str]]:
         lines.append(("salt", run.salt))
     best = run.best_checkpoint()
     if best is not None:
-        lines.append(("best", f"epoch {best.epoch} (score {_fmt(best.score)})"))
+        found = score_label(best.idp, named_monitor=best.named_monitor,
+                            monitor_value=best.monitor_value)
+        scored = "no finite score" if found is None else f"{found[0]} {format_score(*found)}"
+        lines.append(("best", f"epoch {best.epoch} ({scored})"))
     return lines
 
 

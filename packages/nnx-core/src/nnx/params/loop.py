@@ -15,6 +15,7 @@ from nnx._validation import (
     check_seed,
 )
 from nnx.params._base import Params, always, empty_mapping, frozen_mapping, runtime, set_field
+from nnx.params._loaders import check_loader
 
 if TYPE_CHECKING:
     # Imported lazily at run time: nnx.metrics.spec and nnx.monitors build on
@@ -78,6 +79,8 @@ class LoopParams(Params):
         if self.seed is not None:
             set_field(self, "seed", check_seed(n + "seed", self.seed))
         check_optional_str(n + "data_id", self.data_id)
+        check_loader(n + "train_loader", self.train_loader, training=True)
+        check_loader(n + "val_loader", self.val_loader, training=False)
         for flag in ("save_phase_checkpoints", "overwrite_existing"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{n}{flag} must be a bool; got {getattr(self, flag)!r}")

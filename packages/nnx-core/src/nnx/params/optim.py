@@ -48,11 +48,17 @@ class NNParamGroupSpec(Params):
                 f"NNParamGroupSpec.name_pattern must be a non-empty glob string; "
                 f"got {self.name_pattern!r}"
             )
-        hint = "freeze a group with nnx.finetune.freeze, not a zero rate"
-        set_field(self, "lr", check_optional_real(
-            "NNParamGroupSpec.lr", self.lr, POSITIVE, none_means="the optimizer's max_lr"))
-        set_field(self, "lr_multiplier", check_optional_real(
-            "NNParamGroupSpec.lr_multiplier", self.lr_multiplier, POSITIVE, none_means=hint))
+        # Zero is outside the domain: a group that should not train is frozen instead.
+        freeze = ("; to keep a group from training, freeze it with nnx.finetune.freeze "
+                  "(model.freeze(pattern)) rather than give it a zero rate")
+        for name, unset in (("lr", "the optimizer's max_lr"),
+                            ("lr_multiplier", "the optimizer's max_lr, unscaled")):
+            try:
+                value = check_optional_real(f"NNParamGroupSpec.{name}", getattr(self, name),
+                                            POSITIVE, none_means=unset)
+            except ValueError as exc:
+                raise ValueError(f"{exc}{freeze}") from None
+            set_field(self, name, value)
         set_field(self, "weight_decay", check_optional_real(
             "NNParamGroupSpec.weight_decay", self.weight_decay, NON_NEGATIVE,
             none_means="the optimizer's weight_decay"))

@@ -72,10 +72,14 @@ class NNTrainerParams(LoopParams):
             raise ValueError(f"{n}optims must name at least one optimizer")
         orphans = [name for name in self.schedulers if name not in self.optims]
         if orphans:
+            one = len(orphans) == 1
+            known = ", ".join(map(repr, self.optims))
             raise ValueError(
-                f"{n}schedulers {', '.join(map(repr, orphans))} name no optimizer "
-                f"(optimizers: {', '.join(map(repr, self.optims))}); register it with "
-                f".optimizer(name, ...) or fix the scheduler's name"
+                f"{n}schedulers: {'scheduler' if one else 'schedulers'} "
+                f"{', '.join(map(repr, orphans))} {'names' if one else 'name'} no optimizer; "
+                f"the {'optimizer is' if len(self.optims) == 1 else 'optimizers are'} {known}. "
+                f"Key each scheduler by its optimizer's name, or add the optimizer with "
+                f".optimizer(name, ...)"
             )
         if not isinstance(self.auto_step_schedulers, bool):
             raise ValueError(f"{n}auto_step_schedulers must be a bool")

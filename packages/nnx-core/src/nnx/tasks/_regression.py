@@ -155,6 +155,19 @@ class LossOnlyAdapter(TaskAdapter):
     def validate(self, output: Tensor, target: Tensor) -> None:
         if not isinstance(output, Tensor) or not isinstance(target, Tensor):
             raise TaskValidationError("output and target must be tensors")
+        if family(self.loss_fn) in REGRESSION_LOSSES and target.shape != output.shape and not (
+                target.is_floating_point() or target.is_complex()):
+            # Class labels fed to a regression loss: torch would broadcast them against
+            # the output (a warning), then fail on the shape or silently compare every
+            # row with every label. Integer targets of the output's shape promote fine.
+            name = type(self.loss_fn).__name__
+            raise TaskValidationError(
+                f"{name} (a regression loss; the model declares no task) got {target.dtype} "
+                f"labels of shape {tuple(target.shape)} for an output of shape "
+                f"{tuple(output.shape)}: for regression pass float targets of the output's "
+                f"shape {tuple(output.shape)} (and declare TaskSpec.regression("
+                f"{output.shape[-1] if output.ndim > 1 else 1})); for class labels train "
+                f"with Losses.CROSS_ENTROPY")
 
     def loss_parts(self, output: Tensor, target: Tensor,
                    loss_fn: nn.Module) -> tuple[Tensor, Tensor]:
