@@ -78,7 +78,11 @@ def test_hooks_fire_in_order_with_the_context_filled_in(tmp_path):
             assert ctx.idp is ctx.idps[-1] and ctx.idp.epoch == ctx.epoch
             assert ctx.idp.batch_idx == B - 1 and ctx.idp.val_edp is not None
             assert all(i.val_edp is None for i in ctx.idps[-B:-1])  # only the last carries it
-            assert last_epoch(ctx.run) == ctx.epoch  # the epoch was committed first
+            # on_epoch_end runs before the epoch commits (§4.2): LAST is still the previous
+            # epoch's; a deferred action runs once the epoch is committed.
+            assert ctx.epoch == 0 or last_epoch(ctx.run) == ctx.epoch - 1
+            assert ctx.epoch > 0 or not (ctx.run.checkpoints_dir / "last.pt").exists()
+            ctx.defer(lambda c: events.append(("committed", c.epoch, last_epoch(c.run))))
             events.append(("epoch_end", ctx.epoch, len(ctx.idps)))
 
         def on_train_end(self, ctx):
@@ -91,8 +95,8 @@ def test_hooks_fire_in_order_with_the_context_filled_in(tmp_path):
     run = model.train(params(2), callbacks=[Recorder()], root=tmp_path / "runs", verbose=False)
     assert events == [
         ("train_begin", run.id),
-        ("epoch_begin", 0, 0), ("epoch_end", 0, B),
-        ("epoch_begin", 1, B), ("epoch_end", 1, 2 * B),
+        ("epoch_begin", 0, 0), ("epoch_end", 0, B), ("committed", 0, 0),
+        ("epoch_begin", 1, B), ("epoch_end", 1, 2 * B), ("committed", 1, 1),
         ("train_end", 1, 2 * B),
     ]
 

@@ -290,6 +290,9 @@ def test_validation_nll_with_min_delta_improves_on_epochs_0_and_1_for_all_three(
 
     class Probe(Callback):
         def on_epoch_end(self, ctx):
+            ctx.defer(self.committed)  # BEST is written by the commit after on_epoch_end
+
+        def committed(self, ctx):
             best = NNCheckpoint.load(ctx.run.id, Checkpoints.BEST, root=ctx.run.root)
             plateau = ctx.scheduler.scheduler
             seen.append({"best_epoch": best.epoch, "bad": plateau.num_bad_epochs,

@@ -5,7 +5,11 @@ precision, metrics) happens before the run directory is reserved, so a
 refused call leaves nothing on disk. Then, per epoch: batches through the
 update owner (a step function or the shared update engine) in accumulation
 windows, validation, the control signal, the epoch-clock schedules, the
-commit (history → LAST → FIRST/Q1–Q3 → BEST → runs/best), and the callbacks.
+``on_epoch_end`` callbacks, and the commit (history → LAST → FIRST/Q1–Q3 →
+BEST → runs/best → what the callbacks deferred). The callbacks run before the
+commit so the committed epoch holds what they changed; after ``on_train_end``
+a successful run writes LAST once more (same epoch, new generation). A run
+that fails before its first commit releases its reservation.
 
 Subclasses say how the optimizers are built and how one batch is run; the
 loop, the commit and the resume protocol are the same for both.
@@ -89,6 +93,12 @@ class FitLoop(ABC):
                  provenance: Any = None, distributed: Any = None) -> None:
         if params.train_loader is None:
             raise ValueError(f"{type(params).__name__}.train_loader is required to train")
+        for name in ("train_loader", "val_loader"):  # refused before any run is reserved
+            loader = getattr(params, name)
+            if loader is not None and not _iterable(loader):
+                raise TypeError(f"{type(params).__name__}.{name} must be an iterable of "
+                                f"batches (a DataLoader or a list); got "
+                                f"{type(loader).__name__}")
         if eval_fn is not None and not callable(eval_fn):
             raise TypeError("eval_step_fn must be callable")
         self.dist: DistributedSession | None = None
@@ -154,6 +164,10 @@ class FitLoop(ABC):
         self._distributed_context()
         self.iter_idx = 0
         self.epoch_complete = False
+        self.created = False  # this call reserved (created) the run directory
+        self.commit_started = False  # a commit of this run began: its directory stays
+        self.last_commit: tuple[int, NNIterationDataPoint, dict[str, Any]] | None = None
+        self.partial_stop = False  # stopped inside an epoch: no final LAST refresh
         self.summary: Any = None
         self.best_score = math.inf
         self.phases = self._phases()
@@ -277,11 +291,13 @@ class FitLoop(ABC):
         """Rank 0 reserves; every rank learns whether it could (none waits forever)."""
         if self.dist is None:
             self._reserve(locks)
+            self.created = True
             return
         failure: BaseException | None = None
         if self.dist.is_main:
             try:
                 self._reserve(locks)
+                self.created = True
             except BaseException as exc:
                 failure = exc
         message = self.dist.broadcast(None if failure is None else repr(failure))
@@ -453,7 +469,8 @@ class FitLoop(ABC):
 
     # -- commit -----------------------------------------------------------------------
     def _checkpoint(self, tag: str, epoch: int, idp: NNIterationDataPoint,
-                    monitor_value: float | None = None) -> int | None:
+                    monitor_value: float | None = None,
+                    streams: dict[str, Any] | None = None) -> int | None:
         run = self.run
         checkpoint = NNCheckpoint(
             tag=tag, epoch=epoch, run_id=run.id, state_dict=self.model.net.state_dict(),
@@ -461,7 +478,7 @@ class FitLoop(ABC):
             net=None if run.net_params is None else run.net_params.state(),
             train=self.params.state(), idp=idp, named_monitor=self.tracker is not None,
             monitor_value=monitor_value, transforms=self.transforms)
-        state = self._training_state(epoch)
+        state = self._training_state(epoch, streams)
         position = {"completed_epoch": epoch, "global_step": self.iter_idx,
                     "committed_updates": self.ctx.committed_updates,
                     "planned_n_epochs": self.end_epoch}
@@ -482,21 +499,28 @@ class FitLoop(ABC):
             "updates": slot.updates,
         }
 
-    def _training_state(self, epoch: int) -> dict[str, Any]:
+    def _streams(self) -> dict[str, Any]:
+        """The random streams a checkpoint restores: RNGs and the loaders' generators."""
         from nnx.seeding import capture_rng_state
 
         generators = loader_generators(self.params.train_loader)
+        return {"loaders": {seed: gen.get_state() for seed, gen in generators.items()},
+                "rng": capture_rng_state()}
+
+    def _training_state(self, epoch: int, streams: dict[str, Any] | None = None
+                        ) -> dict[str, Any]:
+        streams = self._streams() if streams is None else streams
         state = {
             "epoch": epoch,
             "loop_kind": self.kind,
             "components": collect_states(self.components),
             "loop": {"iter_idx": self.iter_idx, "planned_n_epochs": self.end_epoch,
                      "best_score": None if math.isinf(self.best_score) else self.best_score},
-            "loaders": {seed: gen.get_state() for seed, gen in generators.items()},
+            "loaders": streams["loaders"],
             "scaler": None if self.scaler is None else self.scaler.state_dict(),
             "precision": self.precision.state(),
             "committed_updates": self.ctx.committed_updates,
-            "rng": capture_rng_state(),
+            "rng": streams["rng"],
         }
         if self.kind == "model":
             state.update(self.slot_state(self.primary))
@@ -518,12 +542,15 @@ class FitLoop(ABC):
             if improved and self.tracker is None and value is not None:
                 self.best_score = min(value, self.best_score)
             return
+        self.commit_started = True  # from here on the run directory is kept (§4.4)
         self.hist.commit(epoch, idp)
+        streams = self._streams()
         try:
-            generation = self._checkpoint("last", epoch, idp)
+            generation = self._checkpoint("last", epoch, idp, streams=streams)
         except BaseException:
             self.hist.rollback(epoch)  # LAST failed: history rolls back to the last epoch
             raise
+        self.last_commit = (epoch, idp, streams)
         if self.attempt is not None:
             self.attempt.committed("last", epoch, generation)
         for tag, phase_epoch in self.phases.items():
@@ -542,6 +569,26 @@ class FitLoop(ABC):
             with file_lock(run.root / ".best.lock"):
                 promote_best(run.root, run.id, checkpoint_score)
 
+    def _run_deferred(self) -> None:
+        """The transaction's last step: what callbacks deferred (ctx.defer), in order."""
+        ctx = self.ctx
+        queued, ctx.deferred = ctx.deferred, []
+        for action in queued:
+            action(ctx)
+
+    def _refresh_last(self) -> None:
+        """After on_train_end: LAST again, same epoch, new generation, so it carries what
+        on_train_end changed (§8.4). Its random streams stay the epoch's own, so a resume
+        continues exactly as the uninterrupted run would have. Skipped on other DDP ranks,
+        before a first commit and after a mid-epoch stop (live weights are never
+        relabelled as a committed epoch's, §6.1)."""
+        if not self.is_main or self.last_commit is None or self.partial_stop:
+            return
+        epoch, idp, streams = self.last_commit
+        generation = self._checkpoint("last", epoch, idp, streams=streams)
+        if self.attempt is not None:
+            self.attempt.committed("last", epoch, generation)
+
     # -- the run ----------------------------------------------------------------------
     def _full_history(self) -> Any:
         try:
@@ -557,7 +604,7 @@ class FitLoop(ABC):
         full = None
         for cb in self.callbacks:
             if getattr(cb, "history_access", "window") == "full" and self.journal is not None:
-                full = self.hist.full() if full is None else full
+                full = self.hist.full(open_epoch=True) if full is None else full
                 ctx.idps, window = full, ctx.idps
                 try:
                     getattr(cb, hook)(ctx)
@@ -583,10 +630,23 @@ class FitLoop(ABC):
         try:
             with contextlib.ExitStack() as locks:
                 self.reserve(locks)
-                return self._fit()
+                try:
+                    return self._fit()
+                except BaseException:
+                    self._release()  # still under the lease
+                    raise
         finally:
             if self.dist is not None:
                 self.dist.close()
+
+    def _release(self) -> None:
+        """A run that failed before its first commit leaves nothing behind: its directory
+        (run.yaml, metadata.yaml, provenance, journal, logger files) is removed, so the
+        corrected retry is not refused as an existing run (§4.4). Only a directory this
+        call created, and only while its lease is held; a run that began a commit keeps
+        its directory (a failed first LAST leaves a failed attempt)."""
+        if self.created and not self.commit_started and self.is_main:
+            shutil.rmtree(self.run.path, ignore_errors=True)
 
     def _begin(self) -> None:  # noqa: B027 - optional: only the Trainer refuses here
         """After the reset hooks ran: a subclass may refuse what they registered."""
@@ -633,6 +693,13 @@ class FitLoop(ABC):
         finally:
             self.progress.close()
             end_callbacks(self.callbacks, ctx, full=self._full_history)
+        try:
+            self._refresh_last()
+            self._run_deferred()  # what on_train_end deferred sees the final LAST
+        except BaseException as exc:
+            if self.attempt is not None:
+                self.attempt.finish("failed", exc, suppress_errors=True)
+            raise
         if self.attempt is not None:
             self.attempt.finish("completed")
         if self.is_main:
@@ -648,6 +715,7 @@ class FitLoop(ABC):
             last = self.train_epoch(epoch)
             if ctx.stop_at_update and not self.epoch_complete:
                 self.hist.discard_epoch(epoch)  # a partial epoch is never committed
+                self.partial_stop = True
                 return
             val_edp = self.validate(epoch)
             if self.dist is not None and self.summary is not None:
@@ -665,15 +733,26 @@ class FitLoop(ABC):
                 for slot in self.slots.values():
                     if slot.schedule is not None:
                         slot.schedule.on_epoch_end(value)
-            self.commit(epoch, idp, improved=improved, value=value)
             ctx.idp = idp
             self.progress.epoch_done(epoch, idp)
+            # The callbacks run before the commit, so LAST holds what they did: a
+            # component's state (EarlyStopping's patience), the net, should_stop.
+            ctx.deferred = []
             self._dispatch("on_epoch_end")
             if self.dist is not None:
                 ctx.should_stop = self.dist.any(ctx.should_stop)
                 ctx.stop_at_update = self.dist.any(ctx.stop_at_update)
+            self.commit(epoch, idp, improved=improved, value=value)
+            self._run_deferred()
             if ctx.should_stop or ctx.stop_at_update:
                 return
+
+
+def _iterable(loader: Any) -> bool:
+    """Whether ``loader`` can be iterated (iter() would accept it), without iterating it."""
+    kind = type(loader)
+    return callable(getattr(kind, "__iter__", None)) or callable(getattr(kind, "__getitem__",
+                                                                        None))
 
 
 def _announce_epoch(loader: Any, epoch: int) -> None:
