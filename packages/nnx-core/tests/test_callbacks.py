@@ -252,6 +252,31 @@ def test_nan_counts_as_no_improvement_and_patience_zero_reacts_at_once(tmp_path)
     assert stopper.best == 0.5  # NaN never becomes the best
 
 
+@pytest.mark.parametrize("fields", [{"loss": [math.nan] * 5},
+                                    {"error": [math.nan] * 5, "loss": [math.inf] * 5}],
+                         ids=["nan-loss", "nan-error-and-inf-loss"])
+def test_the_default_monitor_stops_a_run_diverged_from_its_first_epoch(tmp_path, fields):
+    stopper = EarlyStopping(patience=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = make_model().train(params(5), eval_step_fn=scripted(**fields), callbacks=[stopper],
+                                 root=tmp_path / "runs", verbose=False)
+    # Every value is present but not finite: each epoch counts, so patience 2 ends epoch 1.
+    assert stopper.stopped_epoch == 1 and last_epoch(run) == 1
+    assert stopper.best is None and stopper.selected_monitor is None
+    assert not [w for w in caught if "EarlyStopping" in str(w.message)]  # nothing is missing
+
+
+def test_the_default_monitor_selects_the_first_finite_field_after_nan_epochs(tmp_path):
+    stopper = EarlyStopping(patience=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the rejected-NaN notices
+        make_model().train(params(4), eval_step_fn=scripted(loss=[math.nan, 0.5, 0.4, 0.3]),
+                           callbacks=[stopper], root=tmp_path / "runs", verbose=False)
+    assert stopper.selected_monitor == "val_edp.loss" and stopper.best == 0.3
+    assert stopper.stopped_epoch is None and stopper.wait == 0
+
+
 @pytest.mark.parametrize(("patience", "stopped"), [(0, 1), (1, 1), (2, 2), (3, None)])
 def test_patience_counts_consecutive_non_improving_epochs(tmp_path, patience, stopped):
     stopper = EarlyStopping(monitor="val_edp.loss", patience=patience, min_delta=0.05)
