@@ -194,8 +194,11 @@ class FitLoop(ABC):
 
     def _context(self) -> CallbackContext:
         slot = self.primary
+        # ctx.scheduler is the torch scheduler itself, read-only (§14.3); the driver that
+        # steps it on its clock stays the loop's.
         return CallbackContext(model=self.model, run=self.run, optimizer=slot.optimizer,
-                               scheduler=slot.schedule)
+                               scheduler=None if slot.schedule is None else
+                               slot.schedule.scheduler)
 
     def _distributed_context(self) -> None:
         if self.dist is not None:
@@ -238,7 +241,11 @@ class FitLoop(ABC):
         return {tag: self.start_epoch + e for tag, e in phase_epochs(params.n_epochs).items()}
 
     def _own_components(self) -> list[Any]:
+        from nnx.schedule import SchedulerClock
+
         own: list[Any] = [_UpdateCounters(self)]
+        own += [SchedulerClock(slot.schedule, name) for name, slot in self.slots.items()
+                if slot.schedule is not None and slot.schedule.clock == "optimizer_update"]
         return own if self.tracker is None else [*own, _MonitorComponent(self.tracker)]
 
     def _check_declarations(self) -> None:

@@ -20,7 +20,8 @@ from torch.optim import lr_scheduler
 from nnx.enums.schedulers import Schedulers
 from nnx.params.scheduler import NNSchedulerParams
 
-__all__ = ["ScheduleDriver", "ScheduleExhaustedError", "planned_updates_per_epoch"]
+__all__ = ["ScheduleDriver", "ScheduleExhaustedError", "SchedulerClock",
+           "planned_updates_per_epoch"]
 
 
 class ScheduleExhaustedError(RuntimeError):
@@ -125,8 +126,56 @@ class ScheduleDriver:
 
     def state_dict(self) -> dict[str, Any]:
         return {"scheduler": self.scheduler.state_dict(), "steps": self.steps,
-                "clock": self.clock, "horizon": self.horizon, "kind": self.kind.name}
+                "clock": self.clock, "horizon": self.horizon, "kind": self.kind.name,
+                "explicit": self.explicit_budget}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.scheduler.load_state_dict(state["scheduler"])
         self.steps = state["steps"]
+        if not self.explicit_budget and state.get("horizon") is not None:
+            # A default budget keeps the checkpoint's period (§2.5: "a stateful resume keeps
+            # the checkpoint's T_max"); the scheduler state just loaded already counts in it.
+            self.horizon = int(state["horizon"])
+            self.explicit_budget = bool(state.get("explicit", False))
+
+
+class SchedulerClock:
+    """An update-clock schedule's clock, owner and budget, checkpointed as the required
+    component ``nnx.scheduler_clock`` (``nnx.scheduler_clock.<name>`` per Trainer
+    optimizer) beside the scheduler's own state and position (spec §2.5).
+
+    A stateful resume refuses, before anything is restored, a checkpoint saved on another
+    clock, for another optimizer or with another budget; the budget is the horizon the
+    schedule counts in updates (explicit, or the planned default).
+    """
+
+    def __init__(self, driver: ScheduleDriver, owner: str | None) -> None:
+        self.driver, self.owner = driver, owner
+
+    def component_spec(self) -> Any:
+        from nnx.components import ComponentSpec
+
+        name = "nnx.scheduler_clock" if self.owner is None else (
+            f"nnx.scheduler_clock.{self.owner}")
+        return ComponentSpec(name, 1, required=True)
+
+    def component_state(self) -> dict[str, Any]:
+        return {"clock": self.driver.clock, "owner": self.owner, "budget": self.driver.horizon,
+                "explicit": self.driver.explicit_budget, "steps": self.driver.steps}
+
+    def check_component_state(self, state: dict[str, Any], *, version: int) -> list[str]:
+        problems = []
+        for key, now in (("clock", self.driver.clock), ("owner", self.owner)):
+            if state.get(key) != now:
+                problems.append(f"{key}: saved {state.get(key)!r}, now {now!r}")
+        if state.get("budget") != self.driver.horizon:
+            how = "explicit" if self.driver.explicit_budget else "the planned default"
+            problems.append(f"budget: saved {state.get('budget')} update(s), now "
+                            f"{self.driver.horizon} ({how}); resume with the original budget "
+                            "(set total_steps / T_max / step_size explicitly), "
+                            "resume_epochs='planned', or resume_mode='weights_only'")
+        return problems
+
+    def load_component_state(self, state: dict[str, Any], *, version: int) -> None:
+        self.driver.steps = int(state["steps"])
+
