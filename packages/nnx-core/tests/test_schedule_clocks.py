@@ -112,6 +112,38 @@ def test_warmup_trains_the_first_four_updates_at_004_008_012_012(tmp_path):
     assert monitor.history == pytest.approx([after[3], after[7]], abs=1e-12)
 
 
+def test_warmup_steps_may_be_left_to_its_default_without_changing_explicit_run_ids():
+    default = NNSchedulerParams(kind=Schedulers.LINEAR_WARMUP_DECAY)
+    assert NNSchedulerParams.builder().linear_warmup_decay().build() == default
+    assert default.warmup_steps is None and "warmup_steps" not in default.state()
+    explicit = NNSchedulerParams.builder().linear_warmup_decay(warmup_steps=3).build()
+    assert explicit.state()["warmup_steps"] == 3  # set values serialize as before
+
+
+@pytest.mark.parametrize(("n_epochs", "lrs"), [
+    # warm-up max(1, 5 // 10) = 1 epoch, then linear decay to 0 at epoch 5
+    (5, [0.1, 0.1, 0.075, 0.05, 0.025]),
+    # warm-up max(1, 20 // 10) = 2 epochs: 0.05, 0.1, then 0.1 decaying over 18 epochs
+    (20, [0.05, 0.1, 0.1, 0.1 * 17 / 18]),
+])
+def test_the_default_warmup_is_a_tenth_of_the_sessions_epochs(tmp_path, n_epochs, lrs):
+    params = NNTrainParams(n_epochs=n_epochs, train_loader=loader(1), optim=sgd(0.1),
+                           scheduler=NNSchedulerParams.builder().linear_warmup_decay().build())
+    run = make_model().train(params, root=tmp_path / "runs", verbose=False)
+    assert [i.lr for i in run.idps][:len(lrs)] == pytest.approx(lrs, abs=1e-12)
+
+
+def test_the_default_warmup_on_the_update_clock_is_a_tenth_of_the_planned_updates(tmp_path):
+    # 2 epochs x 10 batches = 20 planned updates: a warm-up of 2 updates.
+    schedule = update_clock(NNSchedulerParams.builder().linear_warmup_decay())
+    probe = TrainedAt()
+    make_model().train(NNTrainParams(n_epochs=2, train_loader=loader(10), optim=sgd(0.1),
+                                     scheduler=schedule),
+                       callbacks=[probe], root=tmp_path / "runs", verbose=False)
+    assert len(probe.lrs) == 20
+    assert probe.lrs[:4] == pytest.approx([0.05, 0.1, 0.1, 0.1 * 17 / 18], abs=1e-12)
+
+
 def test_an_epoch_clock_schedule_steps_once_per_epoch(tmp_path):
     schedule = NNSchedulerParams.builder().step(step_size=1, factor=0.5).build()
     assert schedule.clock == "epoch" and "clock" not in schedule.state()
