@@ -53,6 +53,14 @@ class ShortLen:
 make_model = tiny_model
 
 
+def weights(model: NNModel) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.net.state_dict().items()}
+
+
+def same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
 def update_clock(builder) -> NNSchedulerParams:
     return builder.clock("optimizer_update").build()
 
@@ -159,10 +167,37 @@ def test_an_epoch_clock_schedule_steps_once_per_epoch(tmp_path):
 # -- budgets ------------------------------------------------------------------------------
 
 
+class NoLen:
+    """A re-iterable loader without a length: its update count is unknown up front."""
+
+    def __init__(self, batches: list[tuple[torch.Tensor, ...]]) -> None:
+        self.batches = batches
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, ...]]:
+        return iter(self.batches)
+
+
+def test_an_explicit_total_steps_shorter_than_the_plan_is_refused_before_any_run(tmp_path):
+    model = make_model()
+    before = weights(model)
+    for clock, total, message in (
+            ("optimizer_update", 7, r"total_steps \(7\) is shorter than the plan: the "
+             r"ONE_CYCLE schedule would take 10 optimizer update\(s\) \(2 epoch\(s\) x 5\)"),
+            ("epoch", 1, r"total_steps \(1\) is shorter than the plan: the ONE_CYCLE schedule "
+             r"would take 2 epoch\(s\)")):
+        schedule = NNSchedulerParams.builder().one_cycle(total_steps=total).clock(clock).build()
+        with pytest.raises(ValueError, match=message):
+            model.train(NNTrainParams(n_epochs=2, train_loader=loader(5), optim=sgd(0.1),
+                                      scheduler=schedule), root=tmp_path / "runs", verbose=False)
+    assert not (tmp_path / "runs").exists()
+    assert same_weights(weights(model), before)
+
+
 def test_one_cycle_past_total_steps_stops_at_the_first_update_past_it(tmp_path):
     schedule = update_clock(NNSchedulerParams.builder().one_cycle(total_steps=7))
     probe = TrainedAt()
-    params = NNTrainParams(n_epochs=2, train_loader=loader(5), val_loader=loader(1),
+    # Without a length the 10 updates are not known up front: the run stops at the eighth.
+    params = NNTrainParams(n_epochs=2, train_loader=NoLen(loader(5)), val_loader=loader(1),
                            optim=sgd(0.1), scheduler=schedule)
     model = make_model()
     with pytest.raises(ScheduleExhaustedError, match="total_steps"):

@@ -40,6 +40,26 @@ def planned_updates_per_epoch(loader: Any, accumulate: int) -> int | None:
 _BOUNDED = (Schedulers.ONE_CYCLE, Schedulers.LINEAR_WARMUP_DECAY)
 
 
+def _check_covers(kind: Schedulers, total_steps: int, clock: str, n_epochs: int,
+                  updates_per_epoch: int | None) -> None:
+    """Refuse, before any run is reserved, an explicit total_steps the plan's steps pass.
+
+    Known on the epoch clock, and on the update clock when NNx owns the windows and the
+    loader has a length; otherwise the run stops at the first step past it (§2.5).
+    """
+    if clock == "epoch":
+        planned, unit = n_epochs, "epoch(s)"
+    elif updates_per_epoch is not None:
+        planned, unit = n_epochs * updates_per_epoch, (
+            f"optimizer update(s) ({n_epochs} epoch(s) x {updates_per_epoch})")
+    else:
+        return
+    if total_steps < planned:
+        raise ValueError(f"NNSchedulerParams.total_steps ({total_steps}) is shorter than the "
+                         f"plan: the {kind.name} schedule would take {planned} {unit}; set "
+                         f"total_steps >= {planned} or train fewer epochs")
+
+
 class ScheduleDriver:
     """Builds a run's scheduler and steps it on its clock."""
 
@@ -69,6 +89,8 @@ class ScheduleDriver:
         self.updates_per_epoch = updates_per_epoch  # None: a custom step owns the updates
         horizon_unit = 1 if self.clock == "epoch" else (updates_per_epoch or 0)
         self.horizon = explicit if explicit is not None else n_epochs * horizon_unit
+        if self.kind in _BOUNDED and explicit is not None:
+            _check_covers(self.kind, explicit, self.clock, n_epochs, updates_per_epoch)
         if self.kind is Schedulers.REDUCE_LR_ON_PLATEAU:
             mode, threshold, threshold_mode = plateau_rule or ("min", params.threshold, "rel")
             plateau: Any = lr_scheduler.ReduceLROnPlateau
