@@ -12,10 +12,13 @@ import numpy as np
 import pytest
 import torch
 from _nnx_core_tiny import sgd, tiny_batches, tiny_model
+from torch.optim import lr_scheduler
 
 from nnx import (
     Callback,
     NNCheckpoint,
+    NNModel,
+    NNParams,
     NNSchedulerParams,
     NNTrainerParams,
     NNTrainParams,
@@ -160,3 +163,70 @@ def test_a_cosine_resumed_with_another_t_max_than_its_parents_period_is_refused(
         assert probe.scheduler.T_max == 2
         warned = [w for w in caught if "passed its T_max (2)" in str(w.message)]
         assert len(warned) == (0 if t_max else 1)
+
+
+# -- NNModel._build_scheduler ---------------------------------------------------------------------
+
+
+class Chained(NNModel):
+    """Overrides the schedule NNx builds: a ChainedScheduler (halve, then x0.9)."""
+
+    built: list[tuple[int, int | None]]
+
+    def _build_scheduler(self, optimizer, params, n_epochs, *, updates_per_epoch=None,
+                         plateau_rule=None):
+        self.built = [*getattr(self, "built", []), (n_epochs, updates_per_epoch)]
+        return lr_scheduler.ChainedScheduler([lr_scheduler.StepLR(optimizer, 1, gamma=0.5),
+                                              lr_scheduler.ExponentialLR(optimizer, 0.9)])
+
+
+class Plateau(NNModel):
+    def _build_scheduler(self, optimizer, params, n_epochs, **kw):
+        return lr_scheduler.ReduceLROnPlateau(optimizer)
+
+
+class NotAScheduler(NNModel):
+    def _build_scheduler(self, optimizer, params, n_epochs, **kw):
+        return object()
+
+
+def custom(cls: type[NNModel]) -> NNModel:
+    torch.manual_seed(0)
+    return cls(net_params=NNParams(input_dim=4, output_dim=3, hidden_dims=(8,)))
+
+
+def test_a_build_scheduler_override_is_what_the_run_steps_and_checkpoints(tmp_path):
+    model, probe = custom(Chained), Scheduler()
+    step = NNSchedulerParams.builder().step(step_size=1).build()  # replaced by the override
+    run = model.train(NNTrainParams(n_epochs=3, train_loader=tiny_batches(2), optim=sgd(0.1),
+                                    scheduler=step), callbacks=[probe], verbose=False,
+                      root=tmp_path)
+    assert model.built == [(3, 2)]
+    assert isinstance(probe.scheduler, lr_scheduler.ChainedScheduler)
+    # Stepped once per epoch: each step halves and then takes 0.9 of the rate.
+    assert [r.lr for r in run.epoch_records()] == pytest.approx([0.1, 0.045, 0.02025])
+    saved = NNCheckpoint.load_training_state(run.id, root=tmp_path)["schedule"]["scheduler"]
+    assert saved == probe.scheduler.state_dict()
+    # The Trainer builds its named schedules through the same hook.
+    trainer = custom(Chained)
+    Trainer(trainer).train(NNTrainerParams.builder().n_epochs(1).train_loader(tiny_batches(2))
+                           .optimizer("main", sgd()).scheduler("main", step).build(),
+                           objective=supervised_objective(), verbose=False, root=tmp_path)
+    assert trainer.built == [(1, 2)]
+
+
+@pytest.mark.parametrize(("cls", "error", "message"), [
+    (Chained, ValueError, "a ChainedScheduler has no last_epoch position, so it cannot run on "
+                          "the 'optimizer_update' clock"),
+    (Plateau, ValueError, "a ReduceLROnPlateau reads a monitored metric at the epoch boundary"),
+    (NotAScheduler, TypeError, "_build_scheduler must return a scheduler"),
+])
+def test_a_build_scheduler_override_the_clock_cannot_step_is_refused_before_any_run(
+        tmp_path, cls, error, message):
+    model = custom(cls)
+    before = snapshot(model)
+    schedule = update_clock(NNSchedulerParams.builder().step(step_size=1))
+    with pytest.raises(error, match=message):
+        model.train(plan(schedule), verbose=False, root=tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
+    assert all(torch.equal(v, before[k]) for k, v in model.net.state_dict().items())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -20,8 +21,10 @@ from torch.optim import lr_scheduler
 from nnx.enums.schedulers import Schedulers
 from nnx.params.scheduler import NNSchedulerParams
 
-__all__ = ["ScheduleDriver", "ScheduleExhaustedError", "SchedulerClock",
+__all__ = ["ScheduleDriver", "ScheduleExhaustedError", "SchedulerClock", "build_scheduler",
            "planned_updates_per_epoch"]
+
+Builder = Callable[..., Any]
 
 
 class ScheduleExhaustedError(RuntimeError):
@@ -60,8 +63,40 @@ def _check_covers(kind: Schedulers, total_steps: int, clock: str, n_epochs: int,
                          f"total_steps >= {planned} or train fewer epochs")
 
 
+def build_scheduler(optimizer: torch.optim.Optimizer, params: NNSchedulerParams, n_epochs: int,
+                    *, updates_per_epoch: int | None = None,
+                    plateau_rule: tuple[str, float, str] | None = None) -> Any:
+    """The torch scheduler ``params`` describes (NNModel._build_scheduler's default)."""
+    kind = params.resolved_kind
+    if kind is Schedulers.REDUCE_LR_ON_PLATEAU:
+        mode, threshold, threshold_mode = plateau_rule or ("min", params.threshold, "rel")
+        plateau: Any = lr_scheduler.ReduceLROnPlateau
+        return plateau(optimizer, mode=mode, factor=params.factor, patience=params.patience,
+                       threshold=threshold, threshold_mode=threshold_mode,
+                       cooldown=params.cooldown, min_lr=params.min_lr)
+    return kind(optimizer, params, n_epochs, updates_per_epoch=updates_per_epoch)
+
+
+def _check_built(scheduler: Any, clock: str) -> None:
+    """What a _build_scheduler override returned must be steppable on ``clock``."""
+    if not all(callable(getattr(scheduler, name, None))
+               for name in ("step", "state_dict", "load_state_dict")):
+        raise TypeError(f"_build_scheduler must return a scheduler (step / state_dict / "
+                        f"load_state_dict); got {type(scheduler).__name__}")
+    if clock != "optimizer_update":
+        return
+    if isinstance(scheduler, lr_scheduler.ReduceLROnPlateau):
+        raise ValueError("a ReduceLROnPlateau reads a monitored metric at the epoch boundary "
+                         "and cannot run on the 'optimizer_update' clock")
+    if not hasattr(scheduler, "last_epoch"):
+        raise ValueError(f"a {type(scheduler).__name__} has no last_epoch position, so it "
+                         "cannot run on the 'optimizer_update' clock (its position would not "
+                         "count updates); use the 'epoch' clock or a single LRScheduler")
+
+
 class ScheduleDriver:
-    """Builds a run's scheduler and steps it on its clock."""
+    """Builds a run's scheduler (through ``build``: NNModel._build_scheduler) and steps it
+    on its clock."""
 
     def __init__(
         self,
@@ -71,6 +106,7 @@ class ScheduleDriver:
         *,
         updates_per_epoch: int | None,
         plateau_rule: tuple[str, float, str] | None = None,
+        build: Builder = build_scheduler,
     ) -> None:
         self.params = params
         self.kind = params.resolved_kind
@@ -91,22 +127,17 @@ class ScheduleDriver:
         self.horizon = explicit if explicit is not None else n_epochs * horizon_unit
         if self.kind in _BOUNDED and explicit is not None:
             _check_covers(self.kind, explicit, self.clock, n_epochs, updates_per_epoch)
-        if self.kind is Schedulers.REDUCE_LR_ON_PLATEAU:
-            mode, threshold, threshold_mode = plateau_rule or ("min", params.threshold, "rel")
-            plateau: Any = lr_scheduler.ReduceLROnPlateau
-            self.scheduler: Any = plateau(
-                optimizer, mode=mode, factor=params.factor, patience=params.patience,
-                threshold=threshold, threshold_mode=threshold_mode, cooldown=params.cooldown,
-                min_lr=params.min_lr)
-        else:
-            self.scheduler = self.kind(optimizer, params, n_epochs,
-                                       updates_per_epoch=updates_per_epoch)
+        self.scheduler: Any = build(optimizer, params, n_epochs,
+                                    updates_per_epoch=updates_per_epoch,
+                                    plateau_rule=plateau_rule)
+        _check_built(self.scheduler, self.clock)
         self.steps = 0
         self._warned_cosine = False
 
     @property
     def is_plateau(self) -> bool:
-        return self.kind is Schedulers.REDUCE_LR_ON_PLATEAU
+        """A plateau scheduler reads the epoch's signal (whatever built it)."""
+        return isinstance(self.scheduler, lr_scheduler.ReduceLROnPlateau)
 
     def on_epoch_end(self, signal: float | None) -> None:
         """Step an epoch-clock schedule; a plateau schedule reads ``signal``."""
