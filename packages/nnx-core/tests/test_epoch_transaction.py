@@ -137,6 +137,18 @@ def test_the_final_last_carries_on_train_ends_change_to_the_net(tmp_path):
     assert point is not None and point.generation == 3  # epochs 0, 1, then the final write
 
 
+def test_an_on_train_end_that_changes_nothing_leaves_the_epochs_last_as_the_final_one(
+        tmp_path):
+    class Look(Callback):
+        def on_train_end(self, ctx):
+            self.weights = {k: v.clone() for k, v in ctx.model.net.state_dict().items()}
+
+    run = tiny_model().train(plan(2), callbacks=[Look()], root=tmp_path / "runs",
+                             verbose=False)
+    point = NNCheckpoint.verify(run.id, "last", root=run.root)
+    assert point is not None and point.generation == 2  # one LAST per epoch, no rewrite
+
+
 def test_the_trainers_final_last_carries_on_train_ends_change_to_the_net(tmp_path):
     params = (NNTrainerParams.builder().n_epochs(2).train_loader(tiny_batches(2))
               .optimizer("main", sgd()).build())
@@ -148,12 +160,14 @@ def test_the_trainers_final_last_carries_on_train_ends_change_to_the_net(tmp_pat
 def test_model_checkpoint_still_writes_after_the_commit_with_lasts_weights(tmp_path):
     order: list[str] = []
 
+    def snapshot(ctx) -> Path:
+        return ctx.run.checkpoints_dir / f"custom_e{ctx.epoch}.pt"
+
     class Change(Callback):  # after ModelCheckpoint in the list: its snapshot still sees it
         def on_epoch_end(self, ctx):
             with torch.no_grad():
                 next(ctx.model.net.parameters()).add_(1.0)
-            ctx.defer(lambda c: order.append(
-                f"probe e{c.epoch}: custom={(c.run.checkpoints_dir / f'custom_e{c.epoch}.pt').exists()}"))
+            ctx.defer(lambda c: order.append(f"probe e{c.epoch}: custom={snapshot(c).exists()}"))
 
     saver = ModelCheckpoint()
     run = tiny_model().train(plan(2), callbacks=[saver, Change()], root=tmp_path / "runs",
@@ -227,6 +241,6 @@ def test_a_loader_that_is_not_iterable_is_refused_before_any_reservation(tmp_pat
     assert not root.exists()
     assert all(torch.equal(v, before[k]) for k, v in model.net.state_dict().items())
     trainer = NNTrainerParams.builder().n_epochs(1).train_loader(3).optimizer("m", sgd()).build()
-    with pytest.raises(TypeError, match="NNTrainerParams.train_loader must be an iterable"):
+    with pytest.raises(TypeError, match=r"NNTrainerParams\.train_loader must be an iterable"):
         Trainer(model).train(trainer, objective=supervised_objective(), root=root, verbose=False)
     assert not root.exists()

@@ -101,10 +101,12 @@ def test_a_trainer_checkpoints_one_scheduler_clock_per_optimizer(tmp_path):
                                         verbose=False, root=tmp_path)
     saved = NNCheckpoint.load_training_state(first.id, root=tmp_path)["components"]
     assert saved["nnx.scheduler_clock.main"]["state"]["owner"] == "main"
+    probe = Scheduler()
     rest = Trainer(tiny_model()).train(trainer_plan(source=first.id),
-                                       objective=supervised_objective(), verbose=False,
-                                       root=tmp_path)
+                                       objective=supervised_objective(), callbacks=[probe],
+                                       verbose=False, root=tmp_path)
     assert "nnx.scheduler_clock.main" in rest.resume_status.restored_components
+    assert probe.scheduler is None  # a Trainer's schedulers are named (§14.3)
 
 
 def test_a_mismatched_update_clock_budget_is_refused_before_anything_is_restored(tmp_path):

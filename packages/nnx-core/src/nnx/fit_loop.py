@@ -166,7 +166,7 @@ class FitLoop(ABC):
         self.epoch_complete = False
         self.created = False  # this call reserved (created) the run directory
         self.commit_started = False  # a commit of this run began: its directory stays
-        self.last_commit: tuple[int, NNIterationDataPoint, dict[str, Any]] | None = None
+        self.last_commit: tuple[int, NNIterationDataPoint, dict[str, Any], Any] | None = None
         self.partial_stop = False  # stopped inside an epoch: no final LAST refresh
         self.summary: Any = None
         self.best_score = math.inf
@@ -557,7 +557,7 @@ class FitLoop(ABC):
         except BaseException:
             self.hist.rollback(epoch)  # LAST failed: history rolls back to the last epoch
             raise
-        self.last_commit = (epoch, idp, streams)
+        self.last_commit = (epoch, idp, streams, self._state_fingerprint())
         if self.attempt is not None:
             self.attempt.committed("last", epoch, generation)
         for tag, phase_epoch in self.phases.items():
@@ -576,6 +576,16 @@ class FitLoop(ABC):
             with file_lock(run.root / ".best.lock"):
                 promote_best(run.root, run.id, checkpoint_score)
 
+    def _state_fingerprint(self) -> Any:
+        """What LAST's weights and training state are, without copying a tensor: each
+        tensor by its storage, shape and in-place version counter, every other value as
+        it is. Any in-place write, replaced tensor or changed component state differs."""
+        slots = {str(n): (s.optimizer.state_dict(),
+                          None if s.schedule is None else s.schedule.state_dict())
+                 for n, s in self.slots.items()}
+        return _fingerprint((self.model.net.state_dict(), slots, collect_states(self.components),
+                             None if self.scaler is None else self.scaler.state_dict()))
+
     def _run_deferred(self) -> None:
         """The transaction's last step: what callbacks deferred (ctx.defer), in order."""
         ctx = self.ctx
@@ -591,7 +601,9 @@ class FitLoop(ABC):
         relabelled as a committed epoch's, §6.1)."""
         if not self.is_main or self.last_commit is None or self.partial_stop:
             return
-        epoch, idp, streams = self.last_commit
+        epoch, idp, streams, fingerprint = self.last_commit
+        if self._state_fingerprint() == fingerprint:
+            return  # on_train_end changed nothing LAST holds: it already is the final LAST
         generation = self._checkpoint("last", epoch, idp, streams=streams)
         if self.attempt is not None:
             self.attempt.committed("last", epoch, generation)
@@ -753,6 +765,16 @@ class FitLoop(ABC):
             self._run_deferred()
             if ctx.should_stop or ctx.stop_at_update:
                 return
+
+
+def _fingerprint(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return ("tensor", value.data_ptr(), tuple(value.shape), str(value.dtype), value._version)
+    if isinstance(value, Mapping):
+        return tuple((repr(k), _fingerprint(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(_fingerprint(v) for v in value)
+    return repr(value)
 
 
 def _iterable(loader: Any) -> bool:
