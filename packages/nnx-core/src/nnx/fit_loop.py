@@ -557,7 +557,10 @@ class FitLoop(ABC):
         except BaseException:
             self.hist.rollback(epoch)  # LAST failed: history rolls back to the last epoch
             raise
-        self.last_commit = (epoch, idp, streams, self._state_fingerprint())
+        # Fingerprinted on the run's last epoch only (cheap, but not free): the final
+        # LAST refresh compares against it; without one it always rewrites.
+        final = epoch == self.end_epoch - 1 or self.ctx.should_stop or self.ctx.stop_at_update
+        self.last_commit = (epoch, idp, streams, self._state_fingerprint() if final else None)
         if self.attempt is not None:
             self.attempt.committed("last", epoch, generation)
         for tag, phase_epoch in self.phases.items():
@@ -602,7 +605,7 @@ class FitLoop(ABC):
         if not self.is_main or self.last_commit is None or self.partial_stop:
             return
         epoch, idp, streams, fingerprint = self.last_commit
-        if self._state_fingerprint() == fingerprint:
+        if fingerprint is not None and self._state_fingerprint() == fingerprint:
             return  # on_train_end changed nothing LAST holds: it already is the final LAST
         generation = self._checkpoint("last", epoch, idp, streams=streams)
         if self.attempt is not None:
