@@ -596,6 +596,22 @@ class FitLoop(ABC):
         for action in queued:
             action(ctx)
 
+    def _final_last(self) -> None:
+        """The final LAST refresh; under DDP every rank waits for rank 0's, so none goes on
+        to read LAST (a resume in the same process group) while it is being replaced."""
+        failure: BaseException | None = None
+        try:
+            self._refresh_last()
+        except BaseException as exc:
+            failure = exc
+        message = None if self.dist is None else self.dist.broadcast(
+            None if failure is None else repr(failure))
+        if failure is not None:
+            raise failure
+        if message is not None:
+            raise RuntimeError(f"rank 0 could not write the final LAST of run {self.run.id}: "
+                               f"{message}")
+
     def _refresh_last(self) -> None:
         """After on_train_end: LAST again, same epoch, new generation, so it carries what
         on_train_end changed (§8.4). Its random streams stay the epoch's own, so a resume
@@ -716,7 +732,7 @@ class FitLoop(ABC):
             self.progress.close()
             end_callbacks(self.callbacks, ctx, full=self._full_history)
         try:
-            self._refresh_last()
+            self._final_last()
             self._run_deferred()  # what on_train_end deferred sees the final LAST
         except BaseException as exc:
             if self.attempt is not None:
@@ -761,11 +777,11 @@ class FitLoop(ABC):
             # component's state (EarlyStopping's patience), the net, should_stop.
             ctx.deferred = []
             self._dispatch("on_epoch_end")
-            if self.dist is not None:
-                ctx.should_stop = self.dist.any(ctx.should_stop)
-                ctx.stop_at_update = self.dist.any(ctx.stop_at_update)
             self.commit(epoch, idp, improved=improved, value=value)
             self._run_deferred()
+            if self.dist is not None:  # after rank 0's commit: no rank reads LAST before it
+                ctx.should_stop = self.dist.any(ctx.should_stop)
+                ctx.stop_at_update = self.dist.any(ctx.stop_at_update)
             if ctx.should_stop or ctx.stop_at_update:
                 return
 
