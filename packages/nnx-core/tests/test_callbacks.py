@@ -80,7 +80,11 @@ def test_hooks_fire_in_order_with_the_context_filled_in(tmp_path):
             assert ctx.idp is ctx.idps[-1] and ctx.idp.epoch == ctx.epoch
             assert ctx.idp.batch_idx == B - 1 and ctx.idp.val_edp is not None
             assert all(i.val_edp is None for i in ctx.idps[-B:-1])  # only the last carries it
-            assert last_epoch(ctx.run) == ctx.epoch  # the epoch was committed first
+            # on_epoch_end runs before the epoch commits (§4.2): LAST is still the previous
+            # epoch's; a deferred action runs once the epoch is committed.
+            assert ctx.epoch == 0 or last_epoch(ctx.run) == ctx.epoch - 1
+            assert ctx.epoch > 0 or not (ctx.run.checkpoints_dir / "last.pt").exists()
+            ctx.defer(lambda c: events.append(("committed", c.epoch, last_epoch(c.run))))
             events.append(("epoch_end", ctx.epoch, len(ctx.idps)))
 
         def on_train_end(self, ctx):
@@ -93,8 +97,8 @@ def test_hooks_fire_in_order_with_the_context_filled_in(tmp_path):
     run = model.train(params(2), callbacks=[Recorder()], root=tmp_path / "runs", verbose=False)
     assert events == [
         ("train_begin", run.id),
-        ("epoch_begin", 0, 0), ("epoch_end", 0, B),
-        ("epoch_begin", 1, B), ("epoch_end", 1, 2 * B),
+        ("epoch_begin", 0, 0), ("epoch_end", 0, B), ("committed", 0, 0),
+        ("epoch_begin", 1, B), ("epoch_end", 1, 2 * B), ("committed", 1, 1),
         ("train_end", 1, 2 * B),
     ]
 
@@ -248,6 +252,31 @@ def test_nan_counts_as_no_improvement_and_patience_zero_reacts_at_once(tmp_path)
                                  callbacks=[stopper], root=tmp_path / "runs", verbose=False)
     assert stopper.stopped_epoch == 1 and last_epoch(run) == 1
     assert stopper.best == 0.5  # NaN never becomes the best
+
+
+@pytest.mark.parametrize("fields", [{"loss": [math.nan] * 5},
+                                    {"error": [math.nan] * 5, "loss": [math.inf] * 5}],
+                         ids=["nan-loss", "nan-error-and-inf-loss"])
+def test_the_default_monitor_stops_a_run_diverged_from_its_first_epoch(tmp_path, fields):
+    stopper = EarlyStopping(patience=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = make_model().train(params(5), eval_step_fn=scripted(**fields), callbacks=[stopper],
+                                 root=tmp_path / "runs", verbose=False)
+    # Every value is present but not finite: each epoch counts, so patience 2 ends epoch 1.
+    assert stopper.stopped_epoch == 1 and last_epoch(run) == 1
+    assert stopper.best is None and stopper.selected_monitor is None
+    assert not [w for w in caught if "EarlyStopping" in str(w.message)]  # nothing is missing
+
+
+def test_the_default_monitor_selects_the_first_finite_field_after_nan_epochs(tmp_path):
+    stopper = EarlyStopping(patience=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the rejected-NaN notices
+        make_model().train(params(4), eval_step_fn=scripted(loss=[math.nan, 0.5, 0.4, 0.3]),
+                           callbacks=[stopper], root=tmp_path / "runs", verbose=False)
+    assert stopper.selected_monitor == "val_edp.loss" and stopper.best == 0.3
+    assert stopper.stopped_epoch is None and stopper.wait == 0
 
 
 @pytest.mark.parametrize(("patience", "stopped"), [(0, 1), (1, 1), (2, 2), (3, None)])

@@ -104,10 +104,14 @@ def test_provenance_records_the_plan_and_its_attempts(tmp_path):
 
 
 def test_a_failed_fit_records_a_failed_attempt(tmp_path):
+    from nnx import default_train_step
+
     m = model()
 
     def broken(ctx):
-        raise RuntimeError("diverged")
+        if ctx.epoch == 1:  # after epoch 0 committed: the run directory stays (§4.4)
+            raise RuntimeError("diverged")
+        return default_train_step(ctx)
 
     with pytest.raises(RuntimeError, match="diverged"):
         m.train(params(2), train_step_fn=broken, verbose=False, root=tmp_path,
@@ -117,3 +121,19 @@ def test_a_failed_fit_records_a_failed_attempt(tmp_path):
 
     attempt = read_provenance(run_dir).attempt
     assert attempt.status == "failed" and attempt.error_message == "diverged"
+    assert (attempt.last_tag, attempt.last_epoch) == ("last", 0)
+
+
+def test_a_fit_failing_before_its_first_commit_leaves_no_attempt_behind(tmp_path):
+    m = model()
+
+    def broken(ctx):
+        raise RuntimeError("diverged")
+
+    plan = ExperimentManifest.for_model(m)
+    with pytest.raises(RuntimeError, match="diverged"):
+        m.train(params(2), train_step_fn=broken, verbose=False, root=tmp_path, provenance=plan)
+    # Nothing was committed: the reservation (run.yaml, provenance, attempt) is released.
+    assert [p for p in tmp_path.iterdir() if not p.name.startswith(".")] == []
+    run = model().train(params(2), verbose=False, root=tmp_path, provenance=plan)
+    assert run.provenance.attempt.status == "completed"

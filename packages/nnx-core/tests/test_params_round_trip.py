@@ -96,9 +96,9 @@ def scheduler_params(draw):
         fields["max_lr"] = draw(st.none() | rates)
         fields["total_steps"] = draw(st.none() | counts)
     if kind is Schedulers.LINEAR_WARMUP_DECAY:
-        warm = draw(counts)
+        warm = draw(st.none() | counts)  # None: a tenth of the horizon (§14.2)
         fields["warmup_steps"] = warm
-        fields["total_steps"] = draw(st.none() | st.integers(warm, warm + 100))
+        fields["total_steps"] = draw(st.none() | st.integers(warm or 1, (warm or 1) + 100))
     return NNSchedulerParams(**fields)
 
 

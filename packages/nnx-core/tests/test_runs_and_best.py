@@ -140,6 +140,9 @@ def test_history_is_flushed_every_epoch_and_last_is_in_place(tmp_path):
 
     class Probe(Callback):
         def on_epoch_end(self, ctx):
+            ctx.defer(self.committed)  # the epoch commits after on_epoch_end (§4.2)
+
+        def committed(self, ctx):
             on_disk = NNRun.load(ctx.run.id, root=ctx.run.root)
             seen.append((len(on_disk.idps), tags(ctx.run.path)["last"]))
 
@@ -233,8 +236,8 @@ def test_an_unavailable_validation_record_ends_the_walk(tmp_path, unavailable):
 
     class Probe(Callback):
         def on_epoch_end(self, ctx):
-            bests.append(NNCheckpoint.load(ctx.run.id, Checkpoints.BEST,
-                                           root=ctx.run.root).epoch)
+            ctx.defer(lambda c: bests.append(NNCheckpoint.load(c.run.id, Checkpoints.BEST,
+                                                               root=c.run.root).epoch))
 
     with pytest.warns(RuntimeWarning, match="no metric available"):  # the plateau step skips
         make_model().train(params(3, val_loader=loader(1), scheduler=NNTrainParams().scheduler),
@@ -289,7 +292,7 @@ def test_overwriting_the_pointer_owner_re_elects_before_deleting(tmp_path):
             seen.append(("begin", pointer(root)))
 
         def on_epoch_end(self, ctx):
-            seen.append((ctx.epoch, pointer(root)))
+            ctx.defer(lambda c: seen.append((c.epoch, pointer(root))))  # after the commit
 
     again = _run(root, "a", [0.6, 0.1], callbacks=[Watch()],
                  train={"overwrite_existing": True})
@@ -335,8 +338,8 @@ def test_an_unavailable_first_epoch_is_replaced_by_the_next_finite_one(tmp_path)
 
     class Probe(Callback):
         def on_epoch_end(self, ctx):
-            bests.append(NNCheckpoint.load(ctx.run.id, Checkpoints.BEST,
-                                           root=ctx.run.root).score)
+            ctx.defer(lambda c: bests.append(NNCheckpoint.load(c.run.id, Checkpoints.BEST,
+                                                               root=c.run.root).score))
 
     make_model().train(params(3, val_loader=loader(1)), eval_step_fn=evaluate,
                        callbacks=[Probe()], root=tmp_path / "runs", verbose=False)
@@ -367,10 +370,13 @@ def test_a_failed_last_commit_rolls_the_history_back(tmp_path):
 
     class BreakLast(Callback):
         def on_epoch_end(self, ctx):
-            if ctx.epoch == 0:  # the next LAST write cannot replace a directory
-                last = ctx.run.checkpoints_dir / "last.pt"
-                last.unlink()
-                last.mkdir()
+            if ctx.epoch == 0:
+                ctx.defer(self.break_last)  # once epoch 0's LAST has committed
+
+        def break_last(self, ctx):  # the next LAST write cannot replace a directory
+            last = ctx.run.checkpoints_dir / "last.pt"
+            last.unlink()
+            last.mkdir()
 
     model = make_model()
     with pytest.raises(OSError):

@@ -53,6 +53,14 @@ class ShortLen:
 make_model = tiny_model
 
 
+def weights(model: NNModel) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.net.state_dict().items()}
+
+
+def same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
 def update_clock(builder) -> NNSchedulerParams:
     return builder.clock("optimizer_update").build()
 
@@ -68,6 +76,13 @@ class TrainedAt(Callback):
         self.schedule = ctx.scheduler
         ctx.optimizer.register_step_pre_hook(
             lambda opt, *_: self.lrs.append(opt.param_groups[0]["lr"]))
+
+
+def schedule_state(root: Path) -> tuple[int, int]:
+    """(horizon, steps) of the schedule LAST holds, for the one run under ``root``."""
+    (run_dir,) = [p for p in root.iterdir() if p.name != "best" and not p.name.startswith(".")]
+    saved = NNCheckpoint.load_training_state(run_dir.name, root=root)["schedule"]
+    return saved["horizon"], saved["steps"]
 
 
 def checkpoint_epochs(run_dir: Path) -> dict[str, int]:
@@ -105,6 +120,38 @@ def test_warmup_trains_the_first_four_updates_at_004_008_012_012(tmp_path):
     assert monitor.history == pytest.approx([after[3], after[7]], abs=1e-12)
 
 
+def test_warmup_steps_may_be_left_to_its_default_without_changing_explicit_run_ids():
+    default = NNSchedulerParams(kind=Schedulers.LINEAR_WARMUP_DECAY)
+    assert NNSchedulerParams.builder().linear_warmup_decay().build() == default
+    assert default.warmup_steps is None and "warmup_steps" not in default.state()
+    explicit = NNSchedulerParams.builder().linear_warmup_decay(warmup_steps=3).build()
+    assert explicit.state()["warmup_steps"] == 3  # set values serialize as before
+
+
+@pytest.mark.parametrize(("n_epochs", "lrs"), [
+    # warm-up max(1, 5 // 10) = 1 epoch, then linear decay to 0 at epoch 5
+    (5, [0.1, 0.1, 0.075, 0.05, 0.025]),
+    # warm-up max(1, 20 // 10) = 2 epochs: 0.05, 0.1, then 0.1 decaying over 18 epochs
+    (20, [0.05, 0.1, 0.1, 0.1 * 17 / 18]),
+])
+def test_the_default_warmup_is_a_tenth_of_the_sessions_epochs(tmp_path, n_epochs, lrs):
+    params = NNTrainParams(n_epochs=n_epochs, train_loader=loader(1), optim=sgd(0.1),
+                           scheduler=NNSchedulerParams.builder().linear_warmup_decay().build())
+    run = make_model().train(params, root=tmp_path / "runs", verbose=False)
+    assert [i.lr for i in run.idps][:len(lrs)] == pytest.approx(lrs, abs=1e-12)
+
+
+def test_the_default_warmup_on_the_update_clock_is_a_tenth_of_the_planned_updates(tmp_path):
+    # 2 epochs x 10 batches = 20 planned updates: a warm-up of 2 updates.
+    schedule = update_clock(NNSchedulerParams.builder().linear_warmup_decay())
+    probe = TrainedAt()
+    make_model().train(NNTrainParams(n_epochs=2, train_loader=loader(10), optim=sgd(0.1),
+                                     scheduler=schedule),
+                       callbacks=[probe], root=tmp_path / "runs", verbose=False)
+    assert len(probe.lrs) == 20
+    assert probe.lrs[:4] == pytest.approx([0.05, 0.1, 0.1, 0.1 * 17 / 18], abs=1e-12)
+
+
 def test_an_epoch_clock_schedule_steps_once_per_epoch(tmp_path):
     schedule = NNSchedulerParams.builder().step(step_size=1, factor=0.5).build()
     assert schedule.clock == "epoch" and "clock" not in schedule.state()
@@ -120,17 +167,44 @@ def test_an_epoch_clock_schedule_steps_once_per_epoch(tmp_path):
 # -- budgets ------------------------------------------------------------------------------
 
 
+class NoLen:
+    """A re-iterable loader without a length: its update count is unknown up front."""
+
+    def __init__(self, batches: list[tuple[torch.Tensor, ...]]) -> None:
+        self.batches = batches
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, ...]]:
+        return iter(self.batches)
+
+
+def test_an_explicit_total_steps_shorter_than_the_plan_is_refused_before_any_run(tmp_path):
+    model = make_model()
+    before = weights(model)
+    for clock, total, message in (
+            ("optimizer_update", 7, r"total_steps \(7\) is shorter than the plan: the "
+             r"ONE_CYCLE schedule would take 10 optimizer update\(s\) \(2 epoch\(s\) x 5\)"),
+            ("epoch", 1, r"total_steps \(1\) is shorter than the plan: the ONE_CYCLE schedule "
+             r"would take 2 epoch\(s\)")):
+        schedule = NNSchedulerParams.builder().one_cycle(total_steps=total).clock(clock).build()
+        with pytest.raises(ValueError, match=message):
+            model.train(NNTrainParams(n_epochs=2, train_loader=loader(5), optim=sgd(0.1),
+                                      scheduler=schedule), root=tmp_path / "runs", verbose=False)
+    assert not (tmp_path / "runs").exists()
+    assert same_weights(weights(model), before)
+
+
 def test_one_cycle_past_total_steps_stops_at_the_first_update_past_it(tmp_path):
     schedule = update_clock(NNSchedulerParams.builder().one_cycle(total_steps=7))
     probe = TrainedAt()
-    params = NNTrainParams(n_epochs=2, train_loader=loader(5), val_loader=loader(1),
+    # Without a length the 10 updates are not known up front: the run stops at the eighth.
+    params = NNTrainParams(n_epochs=2, train_loader=NoLen(loader(5)), val_loader=loader(1),
                            optim=sgd(0.1), scheduler=schedule)
     model = make_model()
     with pytest.raises(ScheduleExhaustedError, match="total_steps"):
         model.train(params, callbacks=[probe], root=tmp_path / "runs", verbose=False)
     # Epoch 0 committed five updates; epoch 1 stopped at the eighth, never scheduled.
     assert len(probe.lrs) == 8
-    assert probe.schedule.scheduler.last_epoch == 6  # positions 0..6: seven scheduled updates
+    assert probe.schedule.last_epoch == 6  # positions 0..6: seven scheduled updates
     run_dir = next(p for p in (tmp_path / "runs").iterdir()
                    if p.name != "best" and not p.name.startswith("."))
     epochs = checkpoint_epochs(run_dir)
@@ -149,7 +223,7 @@ def test_the_default_budget_is_the_planned_updates(tmp_path):
                                          scheduler=update_clock(builder)),
                            callbacks=[probe], root=tmp_path / kind, verbose=False)
         assert len(probe.lrs) == 6
-        assert probe.schedule.horizon == 6 and probe.schedule.steps == 6
+        assert schedule_state(tmp_path / kind) == (6, 6)
 
 
 def test_a_loader_longer_than_its_len_exhausts_the_default_budget(tmp_path):
@@ -223,7 +297,7 @@ def test_an_update_clock_with_a_custom_step_needs_an_explicit_budget(tmp_path):
     probe = TrainedAt()
     model.train(params, train_step_fn=default_train_step, callbacks=[probe],
                 root=tmp_path / "runs", verbose=False)
-    assert probe.schedule.horizon == 3 and probe.schedule.steps == 3
+    assert schedule_state(tmp_path / "runs") == (3, 3)
 
 
 def test_a_custom_step_steps_the_update_clock_only_on_reported_updates(tmp_path):
@@ -277,4 +351,4 @@ def test_a_step_the_fp16_scaler_skips_is_not_an_update(tmp_path):
                       callbacks=[probe], root=tmp_path / "runs", verbose=False)
     assert run.idps[0].update_count == 0  # the overflowing window took no step
     assert 0 < len(steps) < 6
-    assert run.idps[-1].update_count == len(steps) == probe.schedule.steps
+    assert run.idps[-1].update_count == len(steps) == schedule_state(tmp_path / "runs")[1]

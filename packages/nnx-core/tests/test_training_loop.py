@@ -100,9 +100,11 @@ def test_two_epochs_of_five_microbatches_accumulating_two_make_2_2_1_windows(tmp
     assert [i.update_count for i in run.idps] == [0, 1, 1, 2, 3, 3, 4, 4, 5, 6]
     assert [(i.epoch, i.batch_idx) for i in run.idps] == [(e, b) for e in (0, 1) for b in range(5)]
     assert steps == [0, 0, 0, 1, 1, 1]  # three optimizer steps per epoch
-    driver = seen["schedule"]
-    assert driver.horizon == 6 and driver.steps == 6
-    assert driver.scheduler.last_epoch == 6
+    scheduler = seen["schedule"]  # ctx.scheduler: the torch scheduler itself (§14.3)
+    assert isinstance(scheduler, torch.optim.lr_scheduler.CosineAnnealingLR)
+    saved = NNCheckpoint.load_training_state(run.id, root=tmp_path / "runs")["schedule"]
+    assert saved["horizon"] == 6 and saved["steps"] == 6
+    assert scheduler.last_epoch == 6
     assert model.net.training is True
     # The cosine reached its floor exactly at the sixth update.
     assert run.idps[-1].lr == pytest.approx(0.0, abs=1e-12)
@@ -290,8 +292,11 @@ def test_validation_nll_with_min_delta_improves_on_epochs_0_and_1_for_all_three(
 
     class Probe(Callback):
         def on_epoch_end(self, ctx):
+            ctx.defer(self.committed)  # BEST is written by the commit after on_epoch_end
+
+        def committed(self, ctx):
             best = NNCheckpoint.load(ctx.run.id, Checkpoints.BEST, root=ctx.run.root)
-            plateau = ctx.scheduler.scheduler
+            plateau = ctx.scheduler
             seen.append({"best_epoch": best.epoch, "bad": plateau.num_bad_epochs,
                          "plateau_best": plateau.best,
                          "lr": ctx.optimizer.param_groups[0]["lr"], "wait": stopper.wait,

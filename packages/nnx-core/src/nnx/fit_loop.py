@@ -5,7 +5,11 @@ precision, metrics) happens before the run directory is reserved, so a
 refused call leaves nothing on disk. Then, per epoch: batches through the
 update owner (a step function or the shared update engine) in accumulation
 windows, validation, the control signal, the epoch-clock schedules, the
-commit (history → LAST → FIRST/Q1–Q3 → BEST → runs/best), and the callbacks.
+``on_epoch_end`` callbacks, and the commit (history → LAST → FIRST/Q1–Q3 →
+BEST → runs/best → what the callbacks deferred). The callbacks run before the
+commit so the committed epoch holds what they changed; after ``on_train_end``
+a successful run writes LAST once more (same epoch, new generation). A run
+that fails before its first commit releases its reservation.
 
 Subclasses say how the optimizers are built and how one batch is run; the
 loop, the commit and the resume protocol are the same for both.
@@ -89,6 +93,12 @@ class FitLoop(ABC):
                  provenance: Any = None, distributed: Any = None) -> None:
         if params.train_loader is None:
             raise ValueError(f"{type(params).__name__}.train_loader is required to train")
+        for name in ("train_loader", "val_loader"):  # refused before any run is reserved
+            loader = getattr(params, name)
+            if loader is not None and not _iterable(loader):
+                raise TypeError(f"{type(params).__name__}.{name} must be an iterable of "
+                                f"batches (a DataLoader or a list); got "
+                                f"{type(loader).__name__}")
         if eval_fn is not None and not callable(eval_fn):
             raise TypeError("eval_step_fn must be callable")
         self.dist: DistributedSession | None = None
@@ -154,6 +164,10 @@ class FitLoop(ABC):
         self._distributed_context()
         self.iter_idx = 0
         self.epoch_complete = False
+        self.created = False  # this call reserved (created) the run directory
+        self.commit_started = False  # a commit of this run began: its directory stays
+        self.last_commit: tuple[int, NNIterationDataPoint, dict[str, Any], Any] | None = None
+        self.partial_stop = False  # stopped inside an epoch: no final LAST refresh
         self.summary: Any = None
         self.best_score = math.inf
         self.phases = self._phases()
@@ -180,8 +194,11 @@ class FitLoop(ABC):
 
     def _context(self) -> CallbackContext:
         slot = self.primary
+        # ctx.scheduler is the torch scheduler itself, read-only (§14.3); the driver that
+        # steps it on its clock stays the loop's.
         return CallbackContext(model=self.model, run=self.run, optimizer=slot.optimizer,
-                               scheduler=slot.schedule)
+                               scheduler=None if slot.schedule is None else
+                               slot.schedule.scheduler)
 
     def _distributed_context(self) -> None:
         if self.dist is not None:
@@ -224,7 +241,11 @@ class FitLoop(ABC):
         return {tag: self.start_epoch + e for tag, e in phase_epochs(params.n_epochs).items()}
 
     def _own_components(self) -> list[Any]:
+        from nnx.schedule import SchedulerClock
+
         own: list[Any] = [_UpdateCounters(self)]
+        own += [SchedulerClock(slot.schedule, name) for name, slot in self.slots.items()
+                if slot.schedule is not None and slot.schedule.clock == "optimizer_update"]
         return own if self.tracker is None else [*own, _MonitorComponent(self.tracker)]
 
     def _check_declarations(self) -> None:
@@ -277,11 +298,13 @@ class FitLoop(ABC):
         """Rank 0 reserves; every rank learns whether it could (none waits forever)."""
         if self.dist is None:
             self._reserve(locks)
+            self.created = True
             return
         failure: BaseException | None = None
         if self.dist.is_main:
             try:
                 self._reserve(locks)
+                self.created = True
             except BaseException as exc:
                 failure = exc
         message = self.dist.broadcast(None if failure is None else repr(failure))
@@ -454,7 +477,8 @@ class FitLoop(ABC):
 
     # -- commit -----------------------------------------------------------------------
     def _checkpoint(self, tag: str, epoch: int, idp: NNIterationDataPoint,
-                    monitor_value: float | None = None) -> int | None:
+                    monitor_value: float | None = None,
+                    streams: dict[str, Any] | None = None) -> int | None:
         run = self.run
         checkpoint = NNCheckpoint(
             tag=tag, epoch=epoch, run_id=run.id, state_dict=self.model.net.state_dict(),
@@ -462,7 +486,7 @@ class FitLoop(ABC):
             net=None if run.net_params is None else run.net_params.state(),
             train=self.params.state(), idp=idp, named_monitor=self.tracker is not None,
             monitor_value=monitor_value, transforms=self.transforms)
-        state = self._training_state(epoch)
+        state = self._training_state(epoch, streams)
         position = {"completed_epoch": epoch, "global_step": self.iter_idx,
                     "committed_updates": self.ctx.committed_updates,
                     "planned_n_epochs": self.end_epoch}
@@ -483,21 +507,28 @@ class FitLoop(ABC):
             "updates": slot.updates,
         }
 
-    def _training_state(self, epoch: int) -> dict[str, Any]:
+    def _streams(self) -> dict[str, Any]:
+        """The random streams a checkpoint restores: RNGs and the loaders' generators."""
         from nnx.seeding import capture_rng_state
 
         generators = loader_generators(self.params.train_loader)
+        return {"loaders": {seed: gen.get_state() for seed, gen in generators.items()},
+                "rng": capture_rng_state()}
+
+    def _training_state(self, epoch: int, streams: dict[str, Any] | None = None
+                        ) -> dict[str, Any]:
+        streams = self._streams() if streams is None else streams
         state = {
             "epoch": epoch,
             "loop_kind": self.kind,
             "components": collect_states(self.components),
             "loop": {"iter_idx": self.iter_idx, "planned_n_epochs": self.end_epoch,
                      "best_score": None if math.isinf(self.best_score) else self.best_score},
-            "loaders": {seed: gen.get_state() for seed, gen in generators.items()},
+            "loaders": streams["loaders"],
             "scaler": None if self.scaler is None else self.scaler.state_dict(),
             "precision": self.precision.state(),
             "committed_updates": self.ctx.committed_updates,
-            "rng": capture_rng_state(),
+            "rng": streams["rng"],
         }
         if self.kind == "model":
             state.update(self.slot_state(self.primary))
@@ -519,12 +550,18 @@ class FitLoop(ABC):
             if improved and self.tracker is None and value is not None:
                 self.best_score = min(value, self.best_score)
             return
+        self.commit_started = True  # from here on the run directory is kept (§4.4)
         self.hist.commit(epoch, idp)
+        streams = self._streams()
         try:
-            generation = self._checkpoint("last", epoch, idp)
+            generation = self._checkpoint("last", epoch, idp, streams=streams)
         except BaseException:
             self.hist.rollback(epoch)  # LAST failed: history rolls back to the last epoch
             raise
+        # Fingerprinted on the run's last epoch only (cheap, but not free): the final
+        # LAST refresh compares against it; without one it always rewrites.
+        final = epoch == self.end_epoch - 1 or self.ctx.should_stop or self.ctx.stop_at_update
+        self.last_commit = (epoch, idp, streams, self._state_fingerprint() if final else None)
         if self.attempt is not None:
             self.attempt.committed("last", epoch, generation)
         for tag, phase_epoch in self.phases.items():
@@ -543,6 +580,54 @@ class FitLoop(ABC):
             with file_lock(run.root / ".best.lock"):
                 promote_best(run.root, run.id, checkpoint_score)
 
+    def _state_fingerprint(self) -> Any:
+        """What LAST's weights and training state are, without copying a tensor: each
+        tensor by its storage, shape and in-place version counter, every other value as
+        it is. Any in-place write, replaced tensor or changed component state differs."""
+        slots = {str(n): (s.optimizer.state_dict(),
+                          None if s.schedule is None else s.schedule.state_dict())
+                 for n, s in self.slots.items()}
+        return _fingerprint((self.model.net.state_dict(), slots, collect_states(self.components),
+                             None if self.scaler is None else self.scaler.state_dict()))
+
+    def _run_deferred(self) -> None:
+        """The transaction's last step: what callbacks deferred (ctx.defer), in order."""
+        ctx = self.ctx
+        queued, ctx.deferred = ctx.deferred, []
+        for action in queued:
+            action(ctx)
+
+    def _final_last(self) -> None:
+        """The final LAST refresh; under DDP every rank waits for rank 0's, so none goes on
+        to read LAST (a resume in the same process group) while it is being replaced."""
+        failure: BaseException | None = None
+        try:
+            self._refresh_last()
+        except BaseException as exc:
+            failure = exc
+        message = None if self.dist is None else self.dist.broadcast(
+            None if failure is None else repr(failure))
+        if failure is not None:
+            raise failure
+        if message is not None:
+            raise RuntimeError(f"rank 0 could not write the final LAST of run {self.run.id}: "
+                               f"{message}")
+
+    def _refresh_last(self) -> None:
+        """After on_train_end: LAST again, same epoch, new generation, so it carries what
+        on_train_end changed (§8.4). Its random streams stay the epoch's own, so a resume
+        continues exactly as the uninterrupted run would have. Skipped on other DDP ranks,
+        before a first commit and after a mid-epoch stop (live weights are never
+        relabelled as a committed epoch's, §6.1)."""
+        if not self.is_main or self.last_commit is None or self.partial_stop:
+            return
+        epoch, idp, streams, fingerprint = self.last_commit
+        if fingerprint is not None and self._state_fingerprint() == fingerprint:
+            return  # on_train_end changed nothing LAST holds: it already is the final LAST
+        generation = self._checkpoint("last", epoch, idp, streams=streams)
+        if self.attempt is not None:
+            self.attempt.committed("last", epoch, generation)
+
     # -- the run ----------------------------------------------------------------------
     def _full_history(self) -> Any:
         try:
@@ -558,7 +643,7 @@ class FitLoop(ABC):
         full = None
         for cb in self.callbacks:
             if getattr(cb, "history_access", "window") == "full" and self.journal is not None:
-                full = self.hist.full() if full is None else full
+                full = self.hist.full(open_epoch=True) if full is None else full
                 ctx.idps, window = full, ctx.idps
                 try:
                     getattr(cb, hook)(ctx)
@@ -584,10 +669,23 @@ class FitLoop(ABC):
         try:
             with contextlib.ExitStack() as locks:
                 self.reserve(locks)
-                return self._fit()
+                try:
+                    return self._fit()
+                except BaseException:
+                    self._release()  # still under the lease
+                    raise
         finally:
             if self.dist is not None:
                 self.dist.close()
+
+    def _release(self) -> None:
+        """A run that failed before its first commit leaves nothing behind: its directory
+        (run.yaml, metadata.yaml, provenance, journal, logger files) is removed, so the
+        corrected retry is not refused as an existing run (§4.4). Only a directory this
+        call created, and only while its lease is held; a run that began a commit keeps
+        its directory (a failed first LAST leaves a failed attempt)."""
+        if self.created and not self.commit_started and self.is_main:
+            shutil.rmtree(self.run.path, ignore_errors=True)
 
     def _begin(self) -> None:  # noqa: B027 - optional: only the Trainer refuses here
         """After the reset hooks ran: a subclass may refuse what they registered."""
@@ -634,6 +732,13 @@ class FitLoop(ABC):
         finally:
             self.progress.close()
             end_callbacks(self.callbacks, ctx, full=self._full_history)
+        try:
+            self._final_last()
+            self._run_deferred()  # what on_train_end deferred sees the final LAST
+        except BaseException as exc:
+            if self.attempt is not None:
+                self.attempt.finish("failed", exc, suppress_errors=True)
+            raise
         if self.attempt is not None:
             self.attempt.finish("completed")
         if self.is_main:
@@ -649,6 +754,7 @@ class FitLoop(ABC):
             last = self.train_epoch(epoch)
             if ctx.stop_at_update and not self.epoch_complete:
                 self.hist.discard_epoch(epoch)  # a partial epoch is never committed
+                self.partial_stop = True
                 return
             val_edp = self.validate(epoch)
             if self.dist is not None and self.summary is not None:
@@ -666,15 +772,36 @@ class FitLoop(ABC):
                 for slot in self.slots.values():
                     if slot.schedule is not None:
                         slot.schedule.on_epoch_end(value)
-            self.commit(epoch, idp, improved=improved, value=value)
             ctx.idp = idp
             self.progress.epoch_done(epoch, idp)
+            # The callbacks run before the commit, so LAST holds what they did: a
+            # component's state (EarlyStopping's patience), the net, should_stop.
+            ctx.deferred = []
             self._dispatch("on_epoch_end")
-            if self.dist is not None:
+            self.commit(epoch, idp, improved=improved, value=value)
+            self._run_deferred()
+            if self.dist is not None:  # after rank 0's commit: no rank reads LAST before it
                 ctx.should_stop = self.dist.any(ctx.should_stop)
                 ctx.stop_at_update = self.dist.any(ctx.stop_at_update)
             if ctx.should_stop or ctx.stop_at_update:
                 return
+
+
+def _fingerprint(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return ("tensor", value.data_ptr(), tuple(value.shape), str(value.dtype), value._version)
+    if isinstance(value, Mapping):
+        return tuple((repr(k), _fingerprint(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(_fingerprint(v) for v in value)
+    return repr(value)
+
+
+def _iterable(loader: Any) -> bool:
+    """Whether ``loader`` can be iterated (iter() would accept it), without iterating it."""
+    kind = type(loader)
+    return callable(getattr(kind, "__iter__", None)) or callable(getattr(kind, "__getitem__",
+                                                                        None))
 
 
 def _announce_epoch(loader: Any, epoch: int) -> None:

@@ -22,6 +22,7 @@ from nnx.modes import preserved_state
 from nnx.params._loaders import check_loader, refuse_dataset
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
+from nnx.params.scheduler import NNSchedulerParams
 from nnx.params.train import NNTrainParams
 from nnx.precision import ResolvedPrecision, resolve_precision
 from nnx.prediction import (
@@ -187,6 +188,25 @@ class NNModel:
                            verbose=verbose, root=os.fspath(root),
                            components=list(components), history=history,
                            provenance=provenance, distributed=distributed)
+
+    def _build_scheduler(self, optimizer: torch.optim.Optimizer, params: NNSchedulerParams,
+                         n_epochs: int, *, updates_per_epoch: int | None = None,
+                         plateau_rule: tuple[str, float, str] | None = None) -> Any:
+        """The torch scheduler a training run steps (spec §2.5); override to build another.
+
+        Called once per schedule by NNModel.train and Trainer.train, before any run is
+        reserved, with the optimizer, the schedule's NNSchedulerParams and the session's
+        epochs. ``updates_per_epoch`` is the planned updates per epoch (None when unknown)
+        and ``plateau_rule`` the (mode, threshold, threshold_mode) a named monitor sets
+        for ReduceLROnPlateau. NNx still steps what this returns on ``params.clock`` and
+        checkpoints its ``state_dict()``; on the ``"optimizer_update"`` clock it refuses
+        a ReduceLROnPlateau and a scheduler without a ``last_epoch`` position (torch's
+        ChainedScheduler, for one).
+        """
+        from nnx.schedule import build_scheduler
+
+        return build_scheduler(optimizer, params, n_epochs, updates_per_epoch=updates_per_epoch,
+                               plateau_rule=plateau_rule)
 
     # -- inference --------------------------------------------------------------------
     def _batches(self, data: Any) -> Iterable[tuple[Sequence[Any], Any]]:

@@ -172,6 +172,12 @@ def check_resume(plan: ResumePlan, loop: FitLoop) -> None:
         problems.append(f"precision: saved {saved_precision}, now {loop.precision.policy.name} "
                         "(a weights_only resume may switch)")
     problems += check_components(loop.components, state.get("components"))
+    clocked = [slot for slot in loop.slots.values()
+               if slot.schedule is not None and slot.schedule.clock == "optimizer_update"]
+    if clocked and state.get("components") is None:
+        problems.append("the checkpoint carries no component state, so its scheduler position "
+                        "counts epochs: an optimizer_update-clock schedule cannot continue it "
+                        "(resume_mode='weights_only' starts the schedule fresh)")
     if problems:
         raise ComponentRestoreError(problems)
 
@@ -236,9 +242,19 @@ def _schedule_problems(saved: Mapping[str, Any] | None, schedule: Any,
                 problems.append(f"{label} plateau {key}: saved {before.get(key)!r}, now "
                                 f"{getattr(now, key)!r} (resume with the original monitor and "
                                 "threshold, or resume_mode='weights_only')")
+    elif schedule.clock != "epoch" and saved.get("horizon") != schedule.horizon:
+        pass  # an update clock's budget is its nnx.scheduler_clock component's to check
     elif schedule.kind in _BOUNDED and saved.get("horizon") != schedule.horizon:
         problems.append(f"{label} schedule total_steps: saved {saved.get('horizon')}, now "
                         f"{schedule.horizon}")
+    elif schedule.explicit_budget and saved.get("horizon") != schedule.horizon:
+        # Loading the saved state would silently keep the old period (a cosine's T_max,
+        # a step schedule's step_size): a mismatched budget is refused (§2.5).
+        budget = "T_max" if schedule.kind is Schedulers.COSINE_ANNEALING else "step_size"
+        problems.append(f"{label} schedule {budget}: saved {saved.get('horizon')}, now "
+                        f"{schedule.horizon} (a stateful resume keeps the checkpoint's "
+                        f"period: omit {budget} or set it to {saved.get('horizon')}, or "
+                        "resume_mode='weights_only')")
     elif schedule.kind in _BOUNDED:
         # The resumed epochs must fit the one horizon (§2.5, §8.4): refuse now rather than
         # stop mid-run. Unknowable when a custom step owns an update clock's updates.

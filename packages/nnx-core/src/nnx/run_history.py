@@ -5,7 +5,8 @@ record, ``replace_last`` with the epoch's completed last record, ``commit``
 as the epoch transaction's history step (before LAST), ``rollback`` when LAST
 fails, ``discard_epoch`` for a partial epoch that will not commit. ``view`` is
 what ``ctx.idps`` and ``run.idps`` show; ``full()`` the whole committed history
-for callbacks that declare ``history_access = "full"``.
+for callbacks that declare ``history_access = "full"`` (``open_epoch=True``, at
+``on_epoch_end``, which runs before the epoch commits: with the epoch's records).
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ class EagerHistory:
         self._drop(epoch)
         self.run.save_history()
 
-    def full(self) -> list[NNIterationDataPoint]:
-        return self.run.idps  # without a journal, the plain running list
+    def full(self, open_epoch: bool = False) -> list[NNIterationDataPoint]:
+        return self.run.idps  # without a journal, the plain running list (open epoch too)
 
 
 class JournalHistory:
@@ -87,10 +88,14 @@ class JournalHistory:
     def rollback(self, epoch: int) -> None:
         self.writer.rollback()
 
-    def full(self) -> tuple[NNIterationDataPoint, ...]:
+    def full(self, open_epoch: bool = False) -> tuple[NNIterationDataPoint, ...]:
         from nnx.history import iter_history
 
-        return tuple(iter_history(self.run.path))  # read-only, like the window
+        # Up to the journal's own published epoch: LAST lags it while an epoch commits.
+        committed = tuple(iter_history(self.run.path, last_epoch=self.writer.committed_epoch))
+        if not open_epoch:
+            return committed  # read-only, like the window
+        return committed + tuple(self.writer.open_records())
 
 
 def open_history(run: NNRun, journal: HistoryJournal | None) -> EagerHistory | JournalHistory:

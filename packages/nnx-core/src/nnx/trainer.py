@@ -143,7 +143,8 @@ class _TrainerLoop(FitLoop):
             slot = slots[name]
             slot.schedule = ScheduleDriver(schedule, slot.optimizer, params.n_epochs,
                                            updates_per_epoch=per_epoch,
-                                           plateau_rule=self.plateau_rule())
+                                           plateau_rule=self.plateau_rule(),
+                                           build=model._build_scheduler)
         self.slots = slots
 
     def _check_step_fn_run(self) -> None:

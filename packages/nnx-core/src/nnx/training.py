@@ -59,7 +59,8 @@ class _Loop(FitLoop):
                 self.owns_windows) else None
             schedule = ScheduleDriver(params.scheduler, optimizer, params.n_epochs,
                                       updates_per_epoch=per_epoch,
-                                      plateau_rule=self.plateau_rule())
+                                      plateau_rule=self.plateau_rule(),
+                                      build=model._build_scheduler)
         self.slots = {None: OptimizerSlot(None, optimizer, params.optim, schedule)}
 
     def _new_run(self, salt: str | None, root: str) -> NNRun:

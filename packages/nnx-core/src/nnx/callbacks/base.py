@@ -23,7 +23,10 @@ class CallbackContext:
     history of this run. ``update_listeners`` are called after each committed
     optimizer update; a listener that sets ``stop_at_update`` stops training
     right after that batch (NNModel.train only). ``committed_updates`` counts
-    those updates; ``update_count`` is the same counter.
+    those updates; ``update_count`` is the same counter. ``scheduler`` is the
+    training scheduler itself (the torch LRScheduler / ReduceLROnPlateau), to
+    be read, not stepped; it is None without a schedule and in a Trainer,
+    whose schedulers are named.
     """
 
     model: Any
@@ -41,6 +44,8 @@ class CallbackContext:
     update_listeners: list[Callable[[CallbackContext], None]] = field(default_factory=list)
     # Internal: called after the primary optimizer's update-clock schedule steps (LRMonitor).
     clock_listeners: list[Callable[[CallbackContext], None]] = field(default_factory=list)
+    # Internal: what defer() queued, run once the epoch has committed (§4.2).
+    deferred: list[Callable[[CallbackContext], None]] = field(default_factory=list)
     error: BaseException | None = None  # set when training raised; on_train_end still runs
     rank: int = 0  # this process's rank under DDP (0 otherwise): only rank 0 writes files
     world_size: int = 1
@@ -48,6 +53,20 @@ class CallbackContext:
     @property
     def update_count(self) -> int:
         return self.committed_updates
+
+    def defer(self, action: Callable[[CallbackContext], None]) -> None:
+        """Run ``action(ctx)`` once the epoch has committed: the epoch transaction's last
+        step, after LAST, FIRST/Q1-Q3, BEST and runs/best (spec §4.2).
+
+        ``on_epoch_end`` runs before the commit, so what it changes is part of the
+        committed epoch; work that must see the committed files (ModelCheckpoint's
+        snapshot, a probe of LAST) is deferred with this. Queued from ``on_train_end``
+        of a successful run, it runs after the final LAST is written. Nothing queued
+        runs when the epoch does not commit.
+        """
+        if not callable(action):
+            raise TypeError(f"ctx.defer needs a callable; got {type(action).__name__}")
+        self.deferred.append(action)
 
 
 # The spec's historical name for the context type.
@@ -79,10 +98,15 @@ class Callback:
         """Before each epoch's first batch."""
 
     def on_epoch_end(self, ctx: CallbackContext) -> None:
-        """After the epoch's validation and commit; ``ctx.idp`` is its last record."""
+        """After the epoch's validation and schedule step, before its commit: what this
+        hook changes (the net, a component's state, ``should_stop``) is part of the
+        committed epoch. ``ctx.idp`` is its last record; use ``ctx.defer`` for work
+        that needs the committed files."""
 
     def on_train_end(self, ctx: CallbackContext) -> None:
-        """After the last epoch, an early stop, or a failure (then ``ctx.error`` is set)."""
+        """After the last epoch, an early stop, or a failure (then ``ctx.error`` is set).
+        After a successful run LAST is written once more afterwards, so it carries
+        what this hook changed."""
 
     def on_optimizer_update(self, ctx: CallbackContext, event: Any) -> None:
         """After each committed optimizer update of an objective run (§6.5)."""

@@ -5,7 +5,9 @@
 exactly that field; a declared :class:`~nnx.monitors.MonitorSpec` applies the
 run's monitor rule. A missing value is not counted toward patience (one
 RuntimeWarning per run says so); a NaN / ±inf value counts as an epoch
-without improvement, so a diverged run still stops.
+without improvement, so a diverged run still stops. With ``monitor=None`` that
+holds before any field is selected too: a present but non-finite validation
+error or loss counts, and only a truly absent one is "missing".
 """
 
 from __future__ import annotations
@@ -92,13 +94,19 @@ class EarlyStopping(Callback):
 
     def _value(self, ctx: CallbackContext) -> tuple[bool, float | None]:
         if self.monitor is None and self.selected_monitor is None:
+            present = []
             for key in ("val_edp.error", "val_edp.loss"):
-                present, value = _read(ctx.idp, key)
-                if present and value is not None and math.isfinite(value):
+                found, value = _read(ctx.idp, key)
+                if found and value is not None and math.isfinite(value):
                     self.selected_monitor = key
                     break
+                if found:
+                    present.append(value)
             else:
-                return False, None
+                # No finite value yet, so no field is selected (the first finite one will
+                # be). A present NaN / ±inf still counts as an epoch without improvement
+                # (§6.2), so a run diverged from its first epoch stops too.
+                return (True, math.nan) if present else (False, None)
         assert self.selected_monitor is not None
         return _read(ctx.idp, self.selected_monitor)
 

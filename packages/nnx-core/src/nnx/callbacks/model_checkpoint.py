@@ -1,4 +1,9 @@
-"""ModelCheckpoint (spec §5): extra weights-only snapshots, written after the epoch commits."""
+"""ModelCheckpoint (spec §5): extra weights-only snapshots, written after the epoch commits.
+
+``on_epoch_end`` runs before the epoch's commit, so the write is deferred
+(``ctx.defer``) to the transaction's last step (§4.2): after LAST, the phase
+checkpoints, BEST and runs/best, with the weights LAST holds.
+"""
 
 from __future__ import annotations
 
@@ -46,11 +51,14 @@ class ModelCheckpoint(Callback):
                 f"and use a ModelSpec, or use ModelCheckpoint(format='pickle')")
 
     def on_epoch_end(self, ctx: CallbackContext) -> None:
+        if (ctx.epoch + 1) % self.every_n_epochs or ctx.rank != 0:
+            return  # under DDP only rank 0 writes
+        ctx.defer(self._save)
+
+    def _save(self, ctx: CallbackContext) -> None:
         # Imported here: nnx.training imports the callbacks package at load time.
         from nnx.loop_support import transform_states
 
-        if (ctx.epoch + 1) % self.every_n_epochs or ctx.rank != 0:
-            return  # under DDP only rank 0 writes
         run, model = ctx.run, ctx.model
         tag = f"{self.prefix}_e{ctx.epoch}"
         checkpoint = NNCheckpoint(

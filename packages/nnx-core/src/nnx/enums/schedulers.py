@@ -60,10 +60,11 @@ class Schedulers(enum.Enum):
             return lr_scheduler.OneCycleLR(optimizer, max_lr=max_lr, total_steps=total)
         from nnx.lr_schedules import LinearWarmupDecayLR
 
-        assert p.warmup_steps is not None  # NNSchedulerParams requires it for this kind
-        return LinearWarmupDecayLR(
-            optimizer, warmup_steps=p.warmup_steps, total_steps=total, min_lr=p.min_lr
-        )
+        warmup = p.warmup_steps
+        if warmup is None:
+            warmup = default_warmup_steps(p, n_epochs, updates_per_epoch, total)
+        return LinearWarmupDecayLR(optimizer, warmup_steps=warmup, total_steps=total,
+                                   min_lr=p.min_lr)
 
 
 def _horizon(p: NNSchedulerParams, n_epochs: int, updates_per_epoch: int | None) -> int:
@@ -75,3 +76,21 @@ def _horizon(p: NNSchedulerParams, n_epochs: int, updates_per_epoch: int | None)
             "planned updates per epoch (a loader with a length); set total_steps / T_max"
         )
     return n_epochs * updates_per_epoch
+
+
+def default_warmup_steps(p: NNSchedulerParams, n_epochs: int, updates_per_epoch: int | None,
+                         total: int) -> int:
+    """A warm-up-decay schedule's warm-up when ``warmup_steps`` is None (spec §14.2).
+
+    A tenth of this session's horizon in the clock's unit, rounded down and at least
+    one step: ``max(1, n_epochs // 10)`` epochs on the epoch clock, and on the update
+    clock ``max(1, planned_updates // 10)`` with ``planned_updates = n_epochs ×
+    updates_per_epoch`` (``total_steps`` when a custom step owns the updates). It never
+    exceeds ``total_steps``.
+    """
+    if p.clock == "epoch":
+        span = n_epochs
+    else:
+        span = total if updates_per_epoch is None else n_epochs * updates_per_epoch
+    return min(total, max(1, span // 10))
+

@@ -120,6 +120,14 @@ class JournalWriter:
         """The last epoch the journal has published, or None."""
         return self._published.last_epoch
 
+    def open_records(self) -> list[NNIterationDataPoint]:
+        """The open epoch's records in order: its chunks written mid-epoch (read back)
+        and the ones still pending."""
+        from nnx.history._store import read_chunk
+
+        records = [r for chunk in self._chunks for r in read_chunk(self.path, chunk.entry(""))]
+        return records + list(self._pending)
+
     @property
     def pending(self) -> int:
         """Records appended to the open epoch (written mid-epoch or not)."""

@@ -36,7 +36,9 @@ class NNSchedulerParams(Params):
     ``threshold``) are always recorded; ``factor`` is StepLR's gamma too. The
     budgets (``step_size``, ``T_max``, ``total_steps``, ``warmup_steps``) count
     epochs on the ``"epoch"`` clock and committed updates on
-    ``"optimizer_update"``; ``None`` means the planned horizon.
+    ``"optimizer_update"``; ``None`` means the planned horizon (for
+    ``warmup_steps``: a tenth of it, at least one step, resolved where the
+    schedule is built; §14.2).
     """
 
     kind: Schedulers | None = None
@@ -91,8 +93,6 @@ class NNSchedulerParams(Params):
             )
         if self.kind is Schedulers.STEP and self.step_size is None:
             raise ValueError(f"{n}step_size is required for Schedulers.STEP")
-        if self.kind is Schedulers.LINEAR_WARMUP_DECAY and self.warmup_steps is None:
-            raise ValueError(f"{n}warmup_steps is required for Schedulers.LINEAR_WARMUP_DECAY")
         if (
             self.warmup_steps is not None
             and self.total_steps is not None

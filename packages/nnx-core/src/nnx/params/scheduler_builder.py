@@ -57,9 +57,13 @@ class NNSchedulerParamsBuilder:
         knobs = {"max_lr": max_lr, "total_steps": total_steps}
         return self._variant(Schedulers.ONE_CYCLE, knobs, common)
 
-    def linear_warmup_decay(self, *, warmup_steps: int, total_steps: int | None = None,
+    def linear_warmup_decay(self, *, warmup_steps: int | None = None,
+                            total_steps: int | None = None,
                             **common: Any) -> NNSchedulerParamsBuilder:
-        """Linear warm-up over ``warmup_steps``, then linear decay to ``min_lr``."""
+        """Linear warm-up over ``warmup_steps``, then linear decay to ``min_lr``.
+
+        ``warmup_steps=None`` warms up over a tenth of the horizon, at least one step
+        (see :func:`nnx.enums.schedulers.default_warmup_steps`)."""
         knobs = {"warmup_steps": warmup_steps, "total_steps": total_steps}
         return self._variant(Schedulers.LINEAR_WARMUP_DECAY, knobs, common)
 
