@@ -40,7 +40,8 @@ def listing(capsys) -> dict[str, str]:
 
 
 class Raise(Callback):
-    """Fails the fit at the end of ``epoch``, after that epoch's LAST committed."""
+    """Fails the fit at the end of ``epoch``, before that epoch commits (the callbacks run
+    before the commit), so LAST is the epoch before it."""
 
     def __init__(self, epoch, error=None):
         self.epoch, self.error = epoch, error or RuntimeError("boom")
@@ -81,9 +82,9 @@ def test_best_names_the_first_finite_signal_and_a_named_monitor(capsys):
 def test_status_is_interrupted_when_the_last_attempt_failed_or_last_ends_early(capsys):
     plan = ExperimentManifest(config={"case": "failed"})
     with pytest.raises(RuntimeError, match="boom"):
-        train(salt="failed", provenance=plan, callbacks=[Raise(0)])
+        train(salt="failed", provenance=plan, callbacks=[Raise(1)])
     with pytest.raises(KeyboardInterrupt):  # no provenance: LAST is epoch 0 of 3
-        train(salt="killed", callbacks=[Raise(0, KeyboardInterrupt())])
+        train(salt="killed", callbacks=[Raise(1, KeyboardInterrupt())])
     early = EarlyStopping(patience=0)  # stops after epoch 1 of 3
     stopped = train(salt="early", provenance=ExperimentManifest(config={"case": "early"}),
                     callbacks=[early])
@@ -107,8 +108,8 @@ def test_status_is_running_while_a_process_holds_the_lease_and_the_probe_creates
 
     class ListDuringTraining(Callback):
         def on_epoch_end(self, ctx):
-            if ctx.epoch == 1:
-                seen["rows"] = listing(capsys)
+            if ctx.epoch == 1:  # after epoch 1 commits: LAST is epoch 1, so 2 done
+                ctx.defer(lambda _: seen.__setitem__("rows", listing(capsys)))
 
     run = train(callbacks=[ListDuringTraining()])
     assert re.search(r"FEED_FWD\s+2\s+running\s", seen["rows"][run.id])

@@ -912,9 +912,9 @@ def test_a_builder_declared_metric_and_monitor_decide_the_trainers_best(tmp_path
     best_epochs: list[int] = []
 
     class BestProbe(Callback):
-        def on_epoch_end(self, ctx):
-            best_epochs.append(NNCheckpoint.load(ctx.run.id, Checkpoints.BEST,
-                                                 root=ctx.run.root).epoch)
+        def on_epoch_end(self, ctx):  # read BEST once the epoch has committed
+            ctx.defer(lambda c: best_epochs.append(NNCheckpoint.load(
+                c.run.id, Checkpoints.BEST, root=c.run.root).epoch))
 
     params = (NNTrainerParams.builder().n_epochs(4).train_loader(tiny_batches(2))
               .val_loader(tiny_batches(1, seed=1)).optimizer("net", sgd())
