@@ -400,9 +400,6 @@ def test_a_safetensors_model_checkpoint_refuses_a_runtime_module_in_its_check():
     Callback().check_model(_runtime_model())  # the base hook refuses nothing
 
 
-@pytest.mark.xfail(strict=True, reason="needs FitLoop._setup (fit_loop.py, owned by another "
-                   "change) to call each callback's check_model(model) beside check_run; see "
-                   "the issue-13-d report")
 @pytest.mark.parametrize("loop", ["model", "trainer"])
 def test_a_runtime_modules_safetensors_model_checkpoint_is_refused_before_any_run_dir(
         tmp_path, loop):

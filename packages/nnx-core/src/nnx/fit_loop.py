@@ -136,6 +136,7 @@ class FitLoop(ABC):
         self.callbacks = as_callbacks(callbacks)
         for callback in self.callbacks:
             callback.check_run(params)
+            callback.check_model(model)
         self.journal = check_history(history, self.callbacks)
         self.provenance = check_provenance(provenance)
         self.attempt: Any = None
