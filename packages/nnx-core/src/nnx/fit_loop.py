@@ -93,12 +93,6 @@ class FitLoop(ABC):
                  provenance: Any = None, distributed: Any = None) -> None:
         if params.train_loader is None:
             raise ValueError(f"{type(params).__name__}.train_loader is required to train")
-        for name in ("train_loader", "val_loader"):  # refused before any run is reserved
-            loader = getattr(params, name)
-            if loader is not None and not _iterable(loader):
-                raise TypeError(f"{type(params).__name__}.{name} must be an iterable of "
-                                f"batches (a DataLoader or a list); got "
-                                f"{type(loader).__name__}")
         if eval_fn is not None and not callable(eval_fn):
             raise TypeError("eval_step_fn must be callable")
         self.dist: DistributedSession | None = None
@@ -796,13 +790,6 @@ def _fingerprint(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return tuple(_fingerprint(v) for v in value)
     return repr(value)
-
-
-def _iterable(loader: Any) -> bool:
-    """Whether ``loader`` can be iterated (iter() would accept it), without iterating it."""
-    kind = type(loader)
-    return callable(getattr(kind, "__iter__", None)) or callable(getattr(kind, "__getitem__",
-                                                                        None))
 
 
 def _announce_epoch(loader: Any, epoch: int) -> None:
