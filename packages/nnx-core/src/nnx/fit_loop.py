@@ -155,6 +155,7 @@ class FitLoop(ABC):
         self.end_epoch = params.n_epochs if self.resume is None else self.resume.end_epoch
         self.progress = Progress(self.end_epoch - self.start_epoch, params.train_loader,
                                  verbose=verbose)
+        self.verbose = verbose
         self.ctx = self._context()
         self._distributed_context()
         self.iter_idx = 0
@@ -736,7 +737,7 @@ class FitLoop(ABC):
             raise
         if self.attempt is not None:
             self.attempt.finish("completed")
-        if self.is_main:
+        if self.is_main and self.verbose is not False:  # verbose=False prints nothing
             print(f"Run saved to {display_path(run.path)}")
         return run
 
@@ -761,7 +762,7 @@ class FitLoop(ABC):
                 idp = self.dist.broadcast(idp)
             value, improved, record = self._signal(idp)
             if record is not None:
-                idp = dataclasses.replace(idp, selection=record.state())
+                idp = dataclasses.replace(idp, selection=record)
             self.hist.replace_last(idp)
             if self.auto_step_schedulers:
                 for slot in self.slots.values():

@@ -91,17 +91,19 @@ class Trainer:
 
     def train(self, params: NNTrainerParams, *, trainer_step_fn: TrainerStepFn | None = None,
               objective: Any = None, eval_step_fn: EvalFn | None = None,
-              callbacks: Sequence[Any] = (), salt: str | None = None,
+              callbacks: Sequence[Any] | None = None, salt: str | None = None,
               verbose: bool | None = None, root: str | os.PathLike[str] = DEFAULT_ROOT,
-              components: Sequence[Any] = (), history: Any = None,
+              components: Sequence[Any] | None = None, history: Any = None,
               provenance: Any = None, distributed: Any = None) -> NNRun:
         """Train; writes ``runs/<id>/`` exactly as NNModel.train does and returns the run.
-        ``distributed=nnx.distributed.DDP(...)`` trains on every rank of a torchrun launch."""
+        ``distributed=nnx.distributed.DDP(...)`` trains on every rank of a torchrun launch.
+        ``callbacks`` / ``components`` None mean none; ``verbose=False`` prints nothing."""
         import os
 
         loop = _TrainerLoop(self, params, step_fn=trainer_step_fn, objective=objective,
-                            eval_fn=eval_step_fn, callbacks=list(callbacks), salt=salt,
-                            verbose=verbose, root=os.fspath(root), components=components,
+                            eval_fn=eval_step_fn, callbacks=list(callbacks or ()), salt=salt,
+                            verbose=verbose, root=os.fspath(root),
+                            components=list(components or ()),
                             history=history, provenance=provenance, distributed=distributed)
         return loop.execute()
 
