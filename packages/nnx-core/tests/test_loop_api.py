@@ -152,3 +152,102 @@ def test_verbose_false_prints_no_run_saved_line_and_none_or_true_do(
             run = _train(loop, tmp_path / "runs", verbose=verbose)
             where = f"runs/{run.id}"
         assert capsys.readouterr().out.splitlines() == [f"Run saved to {where}"]
+
+
+# -- 3. an epoch the NaN guard left without any update fails -------------------------
+class EpochLoader:
+    """Four (X, y) batches; from epoch ``poison_from`` on, the batches in ``poisoned``
+    carry NaN inputs (so their loss is NaN). Told each epoch through set_epoch."""
+
+    def __init__(self, poisoned: set[int], poison_from: int = 0) -> None:
+        self.batches, self.poisoned, self.poison_from = tiny_batches(4), poisoned, poison_from
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for i, (x, y) in enumerate(self.batches):
+            bad = self.epoch >= self.poison_from and i in self.poisoned
+            yield (torch.full_like(x, float("nan")) if bad else x), y
+
+
+def _skip_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught if "update window is skipped" in str(w.message)]
+
+
+def _run_dirs(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) if (
+        root.exists()) else []
+
+
+@pytest.mark.parametrize("owner", ["default", "objective", "trainer"])
+def test_a_first_epoch_the_nan_guard_skipped_entirely_fails_and_leaves_no_run(
+        tmp_path: Path, owner: str) -> None:
+    from nnx import NonFiniteRunError, Objective
+
+    class Skipping(Objective):
+        nonfinite = "skip"
+
+        def __init__(self) -> None:
+            self.inner = supervised_objective()
+
+        def __call__(self, ctx: Any) -> Any:
+            return self.inner(ctx)
+
+    root = tmp_path / "runs"
+    model = tiny_model()
+    before = {k: v.clone() for k, v in model.net.state_dict().items()}
+    loader = EpochLoader(poisoned={0, 1, 2, 3})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(NonFiniteRunError, match=(
+                r"^epoch 0 committed no optimizer update: the NaN guard skipped 4 of 4 update "
+                r"window\(s\) for a non-finite (training loss|loss term 'supervised') \(first "
+                r"at batch 0\)")):
+            if owner == "trainer":
+                params = (NNTrainerParams.builder().n_epochs(3).train_loader(loader)
+                          .optimizer("net", NNOptimParams.builder().sgd(max_lr=0.1).build())
+                          .build())
+                Trainer(model).train(params, objective=Skipping(), root=root, verbose=False)
+            else:
+                model.train(NNTrainParams(n_epochs=3, train_loader=loader, optim=sgd()),
+                            objective=Skipping() if owner == "objective" else None,
+                            root=root, verbose=False)
+    assert _skip_warnings(caught) == []  # the error says it all: no per-batch warnings
+    assert _run_dirs(root) == []  # no run, no BEST, no runs/best
+    assert all(torch.equal(v, before[k]) for k, v in model.net.state_dict().items())
+    assert issubclass(NonFiniteRunError, FloatingPointError)
+
+
+def test_a_later_epoch_left_without_updates_fails_keeping_the_committed_epochs(
+        tmp_path: Path) -> None:
+    from nnx import NonFiniteRunError
+
+    root = tmp_path / "runs"
+    loader = EpochLoader(poisoned={0, 1, 2, 3}, poison_from=1)
+    params = NNTrainParams(n_epochs=3, train_loader=loader, val_loader=tiny_batches(1),
+                           optim=sgd())
+    with pytest.raises(NonFiniteRunError, match="^epoch 1 committed no optimizer update"):
+        tiny_model().train(params, root=root, verbose=False)
+    (run_id,) = [r.id for r in NNRun.all(root=root)]
+    assert _run_dirs(root) == sorted([run_id, "best"])  # the run keeps its epoch 0
+    assert NNCheckpoint.load(run_id, root=root).epoch == 0  # LAST: the epoch that trained
+    assert NNCheckpoint.load(run_id, Checkpoints.BEST, root=root).epoch == 0
+    assert [r.epoch for r in NNRun.load(run_id, root=root).epoch_records()] == [0]
+
+
+def test_windows_the_guard_skips_are_reported_once_per_epoch_with_their_count(
+        tmp_path: Path) -> None:
+    params = NNTrainParams(n_epochs=2, train_loader=EpochLoader(poisoned={1, 3}),
+                           optim=sgd())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = tiny_model().train(params, root=tmp_path, verbose=False)
+    assert _skip_warnings(caught) == [
+        f"epoch {e}: non-finite training loss at batch 1: the update window is skipped "
+        "(2 of 4 update window(s) this epoch)" for e in (0, 1)]
+    assert [r.update_count for r in run.epoch_records()] == [2, 4]  # the finite windows

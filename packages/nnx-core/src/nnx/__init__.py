@@ -115,6 +115,7 @@ _CORE_EXPORTS: dict[str, str] = {
     "MonitorSpec": "nnx.monitors",
     "MonitorRecord": "nnx.monitors",
     "MonitorUnavailableError": "nnx.monitors",
+    "NonFiniteRunError": "nnx.nonfinite",
     "ProbabilitySpec": "nnx.prediction",
     "PredictionResult": "nnx.prediction",
     "PredictResult": "nnx.prediction",
@@ -202,6 +203,7 @@ if TYPE_CHECKING:
     from nnx.monitors import MonitorSpec as MonitorSpec
     from nnx.monitors import MonitorUnavailableError as MonitorUnavailableError
     from nnx.nets.conv import ConvNN as ConvNN
+    from nnx.nonfinite import NonFiniteRunError as NonFiniteRunError
     from nnx.nets.feedforward import FeedFwdNN as FeedFwdNN
     from nnx.nets.moe import MoEFeedFwdNN as MoEFeedFwdNN
     from nnx.nets.moe import MoELinear as MoELinear

@@ -44,6 +44,7 @@ from nnx.loop_support import (
     transform_states,
     with_lookahead,
 )
+from nnx.nonfinite import NonFiniteRunError, NonFiniteSkips
 from nnx.optimizer_factories import optimizer_factory_state
 from nnx.progress import Progress
 from nnx.records import NNEvaluationDataPoint, NNIterationDataPoint, first_finite, signal_walk
@@ -399,8 +400,9 @@ class FitLoop(ABC):
         _announce_epoch(params.train_loader, epoch)
         self.model.net.train()
         self._warn_unowned()
+        self.skips = NonFiniteSkips()
         if self.engine is not None:
-            self.engine.begin_epoch()
+            self.engine.begin_epoch(self.skips)  # the engine counts its own windows
         accumulate = self.accumulate
         window = UpdateWindow(size=accumulate)
         self.summary = self._epoch_summary()
@@ -427,6 +429,8 @@ class FitLoop(ABC):
             if record_summary is not None:
                 record_summary.update(edp, batch)
             if window.closes:
+                if self.engine is None:  # the default step's NaN guard marks the window
+                    self.skips.closed(batch_idx, window.nonfinite)
                 window = UpdateWindow(size=accumulate)
             else:
                 window.position += 1
@@ -752,6 +756,11 @@ class FitLoop(ABC):
                 self.hist.discard_epoch(epoch)  # a partial epoch is never committed
                 self.partial_stop = True
                 return
+            try:  # an epoch the NaN guard left without any update is refused, uncommitted
+                self.skips.end_epoch(epoch, self.updates_this_epoch)
+            except NonFiniteRunError:
+                self.hist.discard_epoch(epoch)
+                raise
             val_edp = self.validate(epoch)
             if self.dist is not None and self.summary is not None:
                 self.dist.reduce_state(_reducible(self.summary))  # sums and counts
