@@ -102,8 +102,8 @@ def test_selection_serializes_exactly_as_the_plain_mapping_did(tmp_path: Path) -
 def test_a_malformed_selection_is_refused_naming_it() -> None:
     with pytest.raises(ValueError, match=r"MonitorRecord state lacks field\(s\)"):
         NNIterationDataPoint(epoch=0, iter_idx=0, batch_idx=0, selection={"improved": True})
-    with pytest.raises(ValueError, match="NNIterationDataPoint.selection must be a "
-                                         "MonitorRecord"):
+    with pytest.raises(ValueError, match=r"NNIterationDataPoint\.selection must be a "
+                                         r"MonitorRecord"):
         NNIterationDataPoint(epoch=0, iter_idx=0, batch_idx=0, selection=True)  # type: ignore[arg-type]
 
 
@@ -231,7 +231,7 @@ def test_a_later_epoch_left_without_updates_fails_keeping_the_committed_epochs(
     loader = EpochLoader(poisoned={0, 1, 2, 3}, poison_from=1)
     params = NNTrainParams(n_epochs=3, train_loader=loader, val_loader=tiny_batches(1),
                            optim=sgd())
-    with pytest.raises(NonFiniteRunError, match="^epoch 1 committed no optimizer update"):
+    with pytest.raises(NonFiniteRunError, match=r"^epoch 1 committed no optimizer update"):
         tiny_model().train(params, root=root, verbose=False)
     (run_id,) = [r.id for r in NNRun.all(root=root)]
     assert _run_dirs(root) == sorted([run_id, "best"])  # the run keeps its epoch 0

@@ -203,11 +203,11 @@ if TYPE_CHECKING:
     from nnx.monitors import MonitorSpec as MonitorSpec
     from nnx.monitors import MonitorUnavailableError as MonitorUnavailableError
     from nnx.nets.conv import ConvNN as ConvNN
-    from nnx.nonfinite import NonFiniteRunError as NonFiniteRunError
     from nnx.nets.feedforward import FeedFwdNN as FeedFwdNN
     from nnx.nets.moe import MoEFeedFwdNN as MoEFeedFwdNN
     from nnx.nets.moe import MoELinear as MoELinear
     from nnx.nets.vit import ViTNN as ViTNN
+    from nnx.nonfinite import NonFiniteRunError as NonFiniteRunError
     from nnx.objectives import LossTerm as LossTerm
     from nnx.objectives import Objective as Objective
     from nnx.objectives import ObjectiveContext as ObjectiveContext

@@ -330,7 +330,9 @@ class NNIterationDataPoint:
     selection: MonitorRecord | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "selection", _selection(self.selection))
+        selection = self.selection  # one record per microbatch: the common case is cheap
+        if selection is not None and not isinstance(selection, MonitorRecord):
+            object.__setattr__(self, "selection", _selection(selection))
 
     @property
     def epoch_idx(self) -> int:
