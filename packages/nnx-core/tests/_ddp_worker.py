@@ -123,7 +123,7 @@ def main() -> None:
     timeout = 8 if mode == "kill" else 60
     distributed = None if mode.startswith("single") else DDP(backend="gloo", timeout_s=timeout)
     objective = supervised_objective() if mode.endswith("objective") else None
-    run = model.train(params, objective=objective, callbacks=callbacks, verbose=False,
+    run = model.train(params, objective=objective, callbacks=callbacks, verbose=None,
                       root=os.path.join(out, "runs"), distributed=distributed)
     torch.save({"weights": model.net.state_dict(), "run_id": run.id,
                 "epochs": [r.epoch for r in run.epoch_records()] if rank == 0 else None,

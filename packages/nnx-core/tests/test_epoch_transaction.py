@@ -240,7 +240,20 @@ def test_a_loader_that_is_not_iterable_is_refused_before_any_reservation(tmp_pat
         model.train(plan(2, **{field: 3}), root=root, verbose=False)
     assert not root.exists()
     assert all(torch.equal(v, before[k]) for k, v in model.net.state_dict().items())
-    trainer = NNTrainerParams.builder().n_epochs(1).train_loader(3).optimizer("m", sgd()).build()
     with pytest.raises(TypeError, match=r"NNTrainerParams\.train_loader must be an iterable"):
+        trainer = (NNTrainerParams.builder().n_epochs(1).train_loader(3)
+                   .optimizer("m", sgd()).build())
         Trainer(model).train(trainer, objective=supervised_objective(), root=root, verbose=False)
     assert not root.exists()
+
+
+@pytest.mark.parametrize("field", ["train_loader", "val_loader"])
+def test_a_loader_that_is_not_iterable_is_refused_when_the_params_are_built(field):
+    # One place, at construction: the params never exist, so nothing can reserve a run.
+    with pytest.raises(TypeError, match=f"^NNTrainParams.{field} must be an iterable of "
+                                        r"batches \(a DataLoader or a list\); got int$"):
+        plan(2, **{field: 3})
+    good = plan(2)
+    swap = good.with_train_loader if field == "train_loader" else good.with_val_loader
+    with pytest.raises(TypeError, match=f"^NNTrainParams.{field} must be an iterable"):
+        swap(3)  # a copy with another loader is checked the same way

@@ -28,7 +28,7 @@ from nnx.history import (
     read_tail,
 )
 from nnx.history_csv import read_idps_csv, render_idps_csv
-from nnx.records import NNEvaluationDataPoint, NNIterationDataPoint
+from nnx.records import MonitorRecord, NNEvaluationDataPoint, NNIterationDataPoint
 
 NAN, INF = float("nan"), float("inf")
 
@@ -42,7 +42,14 @@ def record(epoch: int, iter_idx: int, batch_idx: int, *, last: bool = False,
     return NNIterationDataPoint(epoch=epoch, iter_idx=iter_idx, batch_idx=batch_idx,
                                 train_edp=train, val_edp=val, lr=0.01,
                                 update_count=iter_idx + 1,
-                                selection={"improved": True} if last else None)
+                                selection=selection(value / 2) if last else None)
+
+
+def selection(value: float) -> MonitorRecord:
+    """The epoch's monitor decision, as the loop records it on the epoch's last record."""
+    return MonitorRecord(metric="nll", split="val", direction="min", min_delta=0.0,
+                         value=value, status="ok" if math.isfinite(value) else "nonfinite",
+                         improved=math.isfinite(value))
 
 
 def epoch_of(epoch: int, n: int, start: int, **kw: float) -> list[NNIterationDataPoint]:
@@ -115,7 +122,7 @@ def test_window_is_bounded_and_iter_history_returns_exactly_the_committed_record
     records = epochs(0, 4, 7)
     records[3] = dataclasses.replace(records[3], train_edp=NNEvaluationDataPoint(
         loss=NAN, error=INF, metrics={"nll": NAN}, extra={"gap": -INF}))
-    records[9] = dataclasses.replace(records[9], lr=NAN, selection={"value": NAN})
+    records[9] = dataclasses.replace(records[9], lr=NAN, selection=selection(NAN))
     commit_all(writer, records)
 
     assert len(writer.window) == 5 and states(writer.window) == states(records[-5:])

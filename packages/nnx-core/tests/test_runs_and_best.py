@@ -103,7 +103,7 @@ def test_run_directory_layout_identity_and_history(tmp_path, monkeypatch, capsys
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the rejected-NaN notice
         run = make_model().train(params(2, train_loader=loader(3), val_loader=loader(1)),
-                                 eval_step_fn=evaluate, verbose=False)
+                                 eval_step_fn=evaluate, verbose=None)  # prints the line
     out = capsys.readouterr().out
     assert out.splitlines()[-1] == f"Run saved to runs/{run.id}"
     assert str(tmp_path) not in out and os.sep + "tmp" not in out

@@ -439,8 +439,10 @@ REFUSALS = {
     "shared_parameters_with_objective": (
         {"objective": supervised_objective()},
         _plan(("a", _group("layers.*")), ("b", _group("layers.1.*"))), ValueError,
-        "optimizers 'a' and 'b' share a parameter: an objective run steps every optimizer per "
-        "update, so it would update twice; give each parameter one owner"),
+        "optimizers 'a' and 'b' both own 2 parameter(s): layers.1.weight, layers.1.bias; the "
+        "Trainer's strict ownership gives each parameter one optimizer, or both would update "
+        "the same weights (an optimizer without param_groups owns every trainable parameter): "
+        "give each optimizer param_groups matching disjoint parameters"),
     "spec_matching_nothing": (
         {"objective": supervised_objective()}, _plan(TWO[0], ("b", _group("decoder.*"))),
         ValueError, "build_optimizer (strict): param_groups 'decoder.*' match no trainable "
@@ -965,9 +967,6 @@ def test_strict_ownership_names_the_parameters_two_optimizers_share():
     check_strict_ownership(net, built(("only", plain)))  # one optimizer owns everything
 
 
-@pytest.mark.xfail(strict=True, reason="needs Trainer._build (trainer.py, owned by another "
-                   "change) to call check_strict_ownership for every run, not only objective "
-                   "runs; see the issue-13-d report")
 @pytest.mark.parametrize("owner", ["step", "objective"])
 def test_two_optimizers_without_param_groups_are_refused_before_any_run_dir(tmp_path, owner):
     plain = NNOptimParams.builder().sgd(max_lr=0.1).build()
@@ -982,8 +981,6 @@ def test_two_optimizers_without_param_groups_are_refused_before_any_run_dir(tmp_
     assert same_weights(weights(model), before) and rng() == before_rng
 
 
-@pytest.mark.xfail(strict=True, reason="needs TrainerStepContext.epoch_idx (trainer.py, owned "
-                   "by another change); see the issue-13-d report")
 def test_a_trainer_step_context_answers_epoch_idx_beside_epoch(tmp_path):
     seen: list[tuple[int, int]] = []
 

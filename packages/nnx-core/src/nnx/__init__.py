@@ -115,6 +115,7 @@ _CORE_EXPORTS: dict[str, str] = {
     "MonitorSpec": "nnx.monitors",
     "MonitorRecord": "nnx.monitors",
     "MonitorUnavailableError": "nnx.monitors",
+    "NonFiniteRunError": "nnx.nonfinite",
     "ProbabilitySpec": "nnx.prediction",
     "PredictionResult": "nnx.prediction",
     "PredictResult": "nnx.prediction",
@@ -206,6 +207,7 @@ if TYPE_CHECKING:
     from nnx.nets.moe import MoEFeedFwdNN as MoEFeedFwdNN
     from nnx.nets.moe import MoELinear as MoELinear
     from nnx.nets.vit import ViTNN as ViTNN
+    from nnx.nonfinite import NonFiniteRunError as NonFiniteRunError
     from nnx.objectives import LossTerm as LossTerm
     from nnx.objectives import Objective as Objective
     from nnx.objectives import ObjectiveContext as ObjectiveContext

@@ -7,7 +7,11 @@ so that the same input is refused with the same message everywhere:
   ±inf refused) and then lie in their domain;
 * counts must be ``numbers.Integral`` values (booleans, floats, strings
   refused) and are normalized to a plain ``int``, so ``np.int64(2)``
-  serializes and hashes exactly like ``2``.
+  serializes and hashes exactly like ``2``;
+* enum-valued fields take the member or one of its string spellings (its
+  name or value, any case, and the few aliases the field names), normalized
+  to the member, so ``device="cpu"`` serializes and hashes exactly like
+  ``Devices.CPU``.
 
 Each error is a ``ValueError`` naming the field and its accepted domain, and
 it is raised from ``__post_init__`` before anything else exists.
@@ -19,7 +23,10 @@ import math
 import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import Any, TypeVar
+
+E = TypeVar("E", bound=Enum)
 
 __all__ = [
     "MAX_SEED",
@@ -33,6 +40,7 @@ __all__ = [
     "check_choice",
     "check_count",
     "check_counts",
+    "check_enum",
     "check_optional_count",
     "check_optional_real",
     "check_optional_str",
@@ -41,6 +49,8 @@ __all__ = [
     "check_seed",
     "check_spec_config",
     "check_spec_id",
+    "enum_spelling",
+    "enum_spellings",
 ]
 
 
@@ -181,6 +191,42 @@ def check_choice(field: str, value: Any, choices: Iterable[str]) -> str:
         names = ", ".join(repr(c) for c in allowed)
         raise ValueError(f"{field} must be one of {names}; got {value!r}")
     return value
+
+
+def enum_spelling(value: Any, enum_cls: type[E],
+                  aliases: Mapping[str, E] | None = None) -> E | None:
+    """The member ``value`` is or spells (name or value in any case, or an alias);
+    None when it spells none. Booleans and other non-strings spell nothing."""
+    if isinstance(value, enum_cls):
+        return value
+    if not isinstance(value, str):
+        return None
+    key = value.lower()
+    for member in enum_cls:
+        if key in (member.name.lower(), str(member.value).lower()):
+            return member
+    return None if aliases is None else aliases.get(key)
+
+
+def enum_spellings(enum_cls: type[Enum], aliases: Mapping[str, Any] | None = None) -> str:
+    """The accepted string spellings, for an error message: each member's value (its
+    lowercase name for every NNx enum), then the aliases."""
+    names = [str(m.value).lower() for m in enum_cls]
+    names += [a for a in (aliases or {}) if a not in names]
+    return ", ".join(repr(n) for n in names)
+
+
+def check_enum(field: str, value: Any, enum_cls: type[E],
+               aliases: Mapping[str, E] | None = None) -> E:
+    """Return the member of ``enum_cls`` that ``value`` is or spells (see
+    :func:`enum_spelling`), so a string and the member give the same state and run id;
+    refuse anything else naming ``field`` and the accepted spellings."""
+    member = enum_spelling(value, enum_cls, aliases)
+    if member is None:
+        raise ValueError(f"{field} must be a {enum_cls.__name__} member or one of its "
+                         f"spellings (any case): {enum_spellings(enum_cls, aliases)}; "
+                         f"got {value!r}")
+    return member
 
 
 def check_optional_str(field: str, value: Any, *, allow_empty: bool = False) -> str | None:

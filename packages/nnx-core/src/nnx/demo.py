@@ -21,6 +21,7 @@ from nnx.params.net import NNParams
 from nnx.params.optim import NNOptimParams
 from nnx.params.scheduler import NNSchedulerParams
 from nnx.params.train import NNTrainParams
+from nnx.run import display_path
 from nnx.run_render import render_text
 from nnx.seeding import set_seed
 from nnx.training import RunExistsError
@@ -65,6 +66,8 @@ def run_demo(*, epochs: int = 30, seed: int = 0, salt: str | None = None,
         print("or replace it:                   uv run nnx demo --overwrite")
         print("Inspect it:                      uv run nnx runs show " + str(exc).split()[1])
         return 0
+    if verbose is False:  # train() printed nothing; the demo still says where its run is
+        print(f"Run saved to {display_path(run.path)}")
     print()
     print(render_text(run))
     best = run.best_checkpoint()

@@ -44,6 +44,7 @@ from nnx.loop_support import (
     transform_states,
     with_lookahead,
 )
+from nnx.nonfinite import NonFiniteRunError, NonFiniteSkips
 from nnx.optimizer_factories import optimizer_factory_state
 from nnx.progress import Progress
 from nnx.records import NNEvaluationDataPoint, NNIterationDataPoint, first_finite, signal_walk
@@ -93,12 +94,6 @@ class FitLoop(ABC):
                  provenance: Any = None, distributed: Any = None) -> None:
         if params.train_loader is None:
             raise ValueError(f"{type(params).__name__}.train_loader is required to train")
-        for name in ("train_loader", "val_loader"):  # refused before any run is reserved
-            loader = getattr(params, name)
-            if loader is not None and not _iterable(loader):
-                raise TypeError(f"{type(params).__name__}.{name} must be an iterable of "
-                                f"batches (a DataLoader or a list); got "
-                                f"{type(loader).__name__}")
         if eval_fn is not None and not callable(eval_fn):
             raise TypeError("eval_step_fn must be callable")
         self.dist: DistributedSession | None = None
@@ -136,6 +131,7 @@ class FitLoop(ABC):
         self.callbacks = as_callbacks(callbacks)
         for callback in self.callbacks:
             callback.check_run(params)
+            callback.check_model(model)
         self.journal = check_history(history, self.callbacks)
         self.provenance = check_provenance(provenance)
         self.attempt: Any = None
@@ -160,6 +156,7 @@ class FitLoop(ABC):
         self.end_epoch = params.n_epochs if self.resume is None else self.resume.end_epoch
         self.progress = Progress(self.end_epoch - self.start_epoch, params.train_loader,
                                  verbose=verbose)
+        self.verbose = verbose
         self.ctx = self._context()
         self._distributed_context()
         self.iter_idx = 0
@@ -403,8 +400,9 @@ class FitLoop(ABC):
         _announce_epoch(params.train_loader, epoch)
         self.model.net.train()
         self._warn_unowned()
+        self.skips = NonFiniteSkips()
         if self.engine is not None:
-            self.engine.begin_epoch()
+            self.engine.begin_epoch(self.skips)  # the engine counts its own windows
         accumulate = self.accumulate
         window = UpdateWindow(size=accumulate)
         self.summary = self._epoch_summary()
@@ -431,6 +429,8 @@ class FitLoop(ABC):
             if record_summary is not None:
                 record_summary.update(edp, batch)
             if window.closes:
+                if self.engine is None:  # the default step's NaN guard marks the window
+                    self.skips.closed(batch_idx, window.nonfinite)
                 window = UpdateWindow(size=accumulate)
             else:
                 window.position += 1
@@ -741,7 +741,7 @@ class FitLoop(ABC):
             raise
         if self.attempt is not None:
             self.attempt.finish("completed")
-        if self.is_main:
+        if self.is_main and self.verbose is not False:  # verbose=False prints nothing
             print(f"Run saved to {display_path(run.path)}")
         return run
 
@@ -756,6 +756,11 @@ class FitLoop(ABC):
                 self.hist.discard_epoch(epoch)  # a partial epoch is never committed
                 self.partial_stop = True
                 return
+            try:  # an epoch the NaN guard left without any update is refused, uncommitted
+                self.skips.end_epoch(epoch, self.updates_this_epoch)
+            except NonFiniteRunError:
+                self.hist.discard_epoch(epoch)
+                raise
             val_edp = self.validate(epoch)
             if self.dist is not None and self.summary is not None:
                 self.dist.reduce_state(_reducible(self.summary))  # sums and counts
@@ -766,7 +771,7 @@ class FitLoop(ABC):
                 idp = self.dist.broadcast(idp)
             value, improved, record = self._signal(idp)
             if record is not None:
-                idp = dataclasses.replace(idp, selection=record.state())
+                idp = dataclasses.replace(idp, selection=record)
             self.hist.replace_last(idp)
             if self.auto_step_schedulers:
                 for slot in self.slots.values():
@@ -795,13 +800,6 @@ def _fingerprint(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return tuple(_fingerprint(v) for v in value)
     return repr(value)
-
-
-def _iterable(loader: Any) -> bool:
-    """Whether ``loader`` can be iterated (iter() would accept it), without iterating it."""
-    kind = type(loader)
-    return callable(getattr(kind, "__iter__", None)) or callable(getattr(kind, "__getitem__",
-                                                                        None))
 
 
 def _announce_epoch(loader: Any, epoch: int) -> None:

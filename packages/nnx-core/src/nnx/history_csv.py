@@ -45,7 +45,7 @@ def _row(idp: NNIterationDataPoint) -> dict[str, Any]:
         for key, value in edp.metrics.items():
             row[f"{prefix}_metrics.{key}"] = value
     if idp.selection is not None:
-        row["selection"] = json.dumps(dict(idp.selection), sort_keys=True, allow_nan=True)
+        row["selection"] = json.dumps(idp.selection.state(), sort_keys=True, allow_nan=True)
     return row
 
 

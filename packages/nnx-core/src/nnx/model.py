@@ -168,10 +168,10 @@ class NNModel:
     # -- training ---------------------------------------------------------------------
     def train(self, params: NNTrainParams, *, train_step_fn: Callable[..., Any] | None = None,
               objective: Any = None, eval_step_fn: Callable[..., Any] | None = None,
-              callbacks: Iterable[Any] = (),
+              callbacks: Iterable[Any] | None = None,
               salt: str | None = None, verbose: bool | None = None,
               root: str | os.PathLike[str] = DEFAULT_ROOT,
-              components: Iterable[Any] = (), history: Any = None,
+              components: Iterable[Any] | None = None, history: Any = None,
               provenance: Any = None, distributed: Any = None) -> NNRun:
         """Train on ``params.train_loader``; writes ``runs/<id>/`` and returns the run.
 
@@ -180,13 +180,15 @@ class NNModel:
 
         The update owner is the default supervised step, a ``train_step_fn``, or an
         ``objective`` run by the shared update engine (§6.5), never two of them.
+        ``callbacks`` / ``components`` None mean none. ``verbose=False`` prints nothing
+        (no progress bar, no ``Run saved to`` line).
         """
         from nnx.training import train_model
 
         return train_model(self, params, train_step_fn=train_step_fn, objective=objective,
-                           eval_step_fn=eval_step_fn, callbacks=list(callbacks), salt=salt,
+                           eval_step_fn=eval_step_fn, callbacks=list(callbacks or ()), salt=salt,
                            verbose=verbose, root=os.fspath(root),
-                           components=list(components), history=history,
+                           components=list(components or ()), history=history,
                            provenance=provenance, distributed=distributed)
 
     def _build_scheduler(self, optimizer: torch.optim.Optimizer, params: NNSchedulerParams,

@@ -19,7 +19,8 @@ from typing import Any
 
 from nnx._validation import NON_NEGATIVE, check_choice, check_real
 from nnx.params._base import Params, set_field
-from nnx.records import NNEvaluationDataPoint
+from nnx.records import MONITOR_DIRECTIONS as _DIRECTIONS
+from nnx.records import MONITOR_SPLITS, MonitorRecord, NNEvaluationDataPoint
 
 __all__ = [
     "MONITOR_SPLITS",
@@ -32,12 +33,9 @@ __all__ = [
     "improved",
 ]
 
-MONITOR_SPLITS = ("val", "train")
 #: The record's own control values; lower is better for both.
 NATURAL_MIN = ("loss", "error")
-_DIRECTIONS = ("min", "max")
 _POLICIES = ("skip", "error")
-_STATUSES = ("ok", "missing", "nonfinite")
 
 
 class MonitorUnavailableError(RuntimeError):
@@ -153,57 +151,6 @@ def check_monitor(spec: MonitorSpec, declared_metric_names: Iterable[str]) -> No
         f"MonitorSpec(metric={spec.metric!r}) names no declared metric ({_names(declared)}); "
         f"monitor 'loss', 'error' or declare MetricSpec({spec.metric!r}) in metrics="
     )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MonitorRecord:
-    """One epoch's monitor decision: identity, rule, value, status and outcome.
-
-    ``status`` is "ok", "missing" (no value: not a decision) or "nonfinite"
-    (an epoch without improvement).
-    """
-
-    metric: str
-    split: str
-    direction: str
-    min_delta: float
-    value: float | None
-    status: str
-    improved: bool
-
-    def __post_init__(self) -> None:
-        check_choice("MonitorRecord.split", self.split, MONITOR_SPLITS)
-        check_choice("MonitorRecord.direction", self.direction, _DIRECTIONS)
-        check_choice("MonitorRecord.status", self.status, _STATUSES)
-        set_field(self, "min_delta",
-                  check_real("MonitorRecord.min_delta", self.min_delta, NON_NEGATIVE))
-        if self.value is not None:
-            set_field(self, "value", float(self.value))
-        set_field(self, "improved", bool(self.improved))
-
-    @property
-    def decided(self) -> bool:
-        """False for a missing value: no BEST, no plateau step, no patience count."""
-        return self.status != "missing"
-
-    def state(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "metric": self.metric, "split": self.split, "direction": self.direction,
-            "min_delta": self.min_delta, "status": self.status, "improved": self.improved,
-        }
-        if self.value is not None:
-            out["value"] = self.value
-        return out
-
-    @classmethod
-    def from_state(cls, state: Mapping[str, Any]) -> MonitorRecord:
-        data = dict(state)
-        unknown = set(data) - {"metric", "split", "direction", "min_delta", "value",
-                               "status", "improved"}
-        if unknown:
-            raise ValueError(f"MonitorRecord state has unknown field(s) {sorted(unknown)}")
-        data.setdefault("value", None)
-        return cls(**data)
 
 
 class MonitorTracker:

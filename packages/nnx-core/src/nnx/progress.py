@@ -46,10 +46,9 @@ class Progress:
             return
         selection = idp.selection
         if selection is not None:  # a named monitor: show its value
-            value = selection.get("value")
-            name = f"{selection.get('split')}.{selection.get('metric')}"
-            if isinstance(value, float) and math.isfinite(value):
-                self.monitored = f"{name} {value:.4f}"
+            value = selection.value
+            if value is not None and math.isfinite(value):
+                self.monitored = f"{selection.key} {value:.4f}"
             return
         found = first_finite(idp)
         if found is not None and math.isfinite(found[1]):

@@ -4,9 +4,9 @@ An :class:`NNEvaluationDataPoint` (edp) is one evaluation: a batch's training
 values, or a whole validation pass. An :class:`NNIterationDataPoint` (idp) is
 one training microbatch: its ``train_edp``, and on the epoch's last batch also
 the validation result, the whole-epoch training summary and the monitor's
-decision. Both serialize to plain data with ``state()``; optional values are
-written only when set, so records of runs that do not use a feature keep
-their columns.
+decision (a :class:`MonitorRecord`). All serialize to plain data with
+``state()``; optional values are written only when set, so records of runs
+that do not use a feature keep their columns.
 """
 
 from __future__ import annotations
@@ -17,8 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from nnx._validation import NON_NEGATIVE, check_choice, check_real
+
 __all__ = [
     "EDP_FIELDS",
+    "MONITOR_DIRECTIONS",
+    "MONITOR_SPLITS",
+    "MonitorRecord",
     "NNEvaluationDataPoint",
     "NNIterationDataPoint",
     "deferred_record",
@@ -215,6 +220,94 @@ def deferred_record(source: FieldSource, *, loss: float | None, kind: str | None
     return record
 
 
+MONITOR_SPLITS = ("val", "train")
+MONITOR_DIRECTIONS = ("min", "max")
+_STATUSES = ("ok", "missing", "nonfinite")
+_RECORD_FIELDS = ("metric", "split", "direction", "min_delta", "value", "status", "improved")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MonitorRecord:
+    """One epoch's monitor decision: identity, rule, value, status and outcome (§6.4).
+
+    ``status`` is "ok", "missing" (no value: not a decision) or "nonfinite"
+    (an epoch without improvement). It lives here, beside the records that carry
+    it as ``NNIterationDataPoint.selection``; :mod:`nnx.monitors` re-exports it.
+    ``record["improved"]`` / ``record.get("value")`` read its ``state()`` keys, as
+    the plain mapping ``selection`` used to be.
+    """
+
+    metric: str
+    split: str
+    direction: str
+    min_delta: float
+    value: float | None
+    status: str
+    improved: bool
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.metric, str) or not self.metric:
+            raise ValueError(f"MonitorRecord.metric must be a metric name; got {self.metric!r}")
+        check_choice("MonitorRecord.split", self.split, MONITOR_SPLITS)
+        check_choice("MonitorRecord.direction", self.direction, MONITOR_DIRECTIONS)
+        check_choice("MonitorRecord.status", self.status, _STATUSES)
+        object.__setattr__(self, "min_delta",
+                           check_real("MonitorRecord.min_delta", self.min_delta, NON_NEGATIVE))
+        if self.value is not None:
+            object.__setattr__(self, "value", float(self.value))
+        object.__setattr__(self, "improved", bool(self.improved))
+
+    @property
+    def decided(self) -> bool:
+        """False for a missing value: no BEST, no plateau step, no patience count."""
+        return self.status != "missing"
+
+    @property
+    def key(self) -> str:
+        """``<split>.<metric>``, as loggers name the monitor series."""
+        return f"{self.split}.{self.metric}"
+
+    def state(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "metric": self.metric, "split": self.split, "direction": self.direction,
+            "min_delta": self.min_delta, "status": self.status, "improved": self.improved,
+        }
+        if self.value is not None:
+            out["value"] = self.value
+        return out
+
+    def __getitem__(self, key: str) -> Any:
+        return self.state()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.state().get(key, default)
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> MonitorRecord:
+        if not isinstance(state, Mapping):
+            raise ValueError(f"MonitorRecord state must be a mapping; got {state!r}")
+        data = dict(state)
+        unknown = set(data) - set(_RECORD_FIELDS)
+        if unknown:
+            raise ValueError(f"MonitorRecord state has unknown field(s) {sorted(unknown)}")
+        data.setdefault("value", None)
+        missing = [name for name in _RECORD_FIELDS if name not in data]
+        if missing:
+            raise ValueError(f"MonitorRecord state lacks field(s) {missing}; got {state!r}")
+        return cls(**data)
+
+
+def _selection(value: Any) -> MonitorRecord | None:
+    """``selection`` as a MonitorRecord: a record as is, its ``state()`` mapping rebuilt
+    (CSV, journal and checkpoint read-back, ``from_state``)."""
+    if value is None or isinstance(value, MonitorRecord):
+        return value
+    if isinstance(value, Mapping):
+        return MonitorRecord.from_state(value)
+    raise ValueError(f"NNIterationDataPoint.selection must be a MonitorRecord, its state() "
+                     f"mapping or None; got {type(value).__name__}")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NNIterationDataPoint:
     """One training microbatch.
@@ -222,7 +315,8 @@ class NNIterationDataPoint:
     ``iter_idx`` counts microbatches over the whole run, ``batch_idx`` within
     the epoch, ``update_count`` committed optimizer updates so far. The epoch's
     last idp also carries ``val_edp``, ``train_summary`` (when metrics or a
-    monitor are declared) and ``selection`` (the monitor's record, as data).
+    monitor are declared) and ``selection`` (the epoch's :class:`MonitorRecord`;
+    its ``state()`` mapping is accepted and rebuilt into one).
     """
 
     epoch: int
@@ -233,7 +327,12 @@ class NNIterationDataPoint:
     train_summary: NNEvaluationDataPoint | None = None
     lr: float | None = None
     update_count: int | None = None
-    selection: Mapping[str, Any] | None = None
+    selection: MonitorRecord | None = None
+
+    def __post_init__(self) -> None:
+        selection = self.selection  # one record per microbatch: the common case is cheap
+        if selection is not None and not isinstance(selection, MonitorRecord):
+            object.__setattr__(self, "selection", _selection(selection))
 
     @property
     def epoch_idx(self) -> int:
@@ -253,7 +352,7 @@ class NNIterationDataPoint:
         if self.update_count is not None:
             out["update_count"] = self.update_count
         if self.selection is not None:
-            out["selection"] = dict(self.selection)
+            out["selection"] = self.selection.state()
         return out
 
     @classmethod

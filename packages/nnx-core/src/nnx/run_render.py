@@ -44,9 +44,9 @@ def score_label(idp: NNIterationDataPoint | None, *, named_monitor: bool = False
     if named_monitor:
         if monitor_value is None or not math.isfinite(monitor_value):
             return None
-        selection = {} if idp is None or idp.selection is None else idp.selection
-        metric, split = selection.get("metric"), selection.get("split")
-        return (f"{split} {metric}" if metric and split else "monitor"), monitor_value
+        selection = None if idp is None else idp.selection
+        what = "monitor" if selection is None else f"{selection.split} {selection.metric}"
+        return what, monitor_value
     found = None if idp is None else first_finite(idp)
     return None if found is None else (_SIGNALS.get(found[0], found[0]), found[1])
 

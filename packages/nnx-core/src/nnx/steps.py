@@ -12,7 +12,6 @@ full batch), unscale, clipping, step, and ``report_update``.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -42,6 +41,9 @@ class UpdateWindow:
     summed: bool = False  # a reduction="sum" loss: the window's update is Σ numerators
     normalized: bool = False  # a one-microbatch window back-propagated numerator / weight
     global_denominator: float = 0.0  # under DDP: the window's weight summed over every rank
+    # Why the NaN guard dropped the window ("training loss"), None when it did not: the
+    # loop counts such windows and warns once per epoch (nnx.nonfinite).
+    nonfinite: str | None = None
 
 
 @dataclass(eq=False)
@@ -153,10 +155,8 @@ def _distributed_backward(ctx: TrainStepContext, batch: Any, output: torch.Tenso
     bad = weight > 0 and not math.isfinite(batch.value)
     total, poisoned = ctx.distributed.sum([weight, float(bad)])
     if poisoned > 0 or window.poisoned:
-        if not window.poisoned:
-            warnings.warn(f"non-finite training loss at epoch {ctx.epoch}, batch "
-                          f"{ctx.batch_idx} on some rank: the update window is skipped",
-                          RuntimeWarning, stacklevel=3)
+        if poisoned > 0 and window.nonfinite is None:
+            window.nonfinite = "training loss (on some rank)"
         window.poisoned = True
         return
     window.global_denominator += total
@@ -201,10 +201,10 @@ def default_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
     if ctx.distributed is not None:
         _distributed_backward(ctx, batch, output)
     elif has_targets and not math.isfinite(loss_value):
-        # The inline NaN guard: never back-propagate a non-finite loss; drop the window.
+        # The inline NaN guard: never back-propagate a non-finite loss; drop the window
+        # (the loop warns once per epoch, and refuses an epoch it left without updates).
         window.poisoned = True
-        warnings.warn(f"non-finite training loss at epoch {ctx.epoch}, batch {ctx.batch_idx}: "
-                      "the update window is skipped", RuntimeWarning, stacklevel=2)
+        window.nonfinite = window.nonfinite or "training loss"
     elif has_targets:
         window.normalized = batch.normalized
         numerator = batch.numerator

@@ -22,7 +22,7 @@ import torch
 from nnx.callbacks.base import CallbackContext
 from nnx.enums.precision import Precision
 from nnx.fit_loop import EvalFn, FitLoop
-from nnx.objectives.ownership import check_disjoint_optimizers, check_update_owner
+from nnx.objectives.ownership import check_strict_ownership, check_update_owner
 from nnx.optimizers import build_optimizer
 from nnx.params.trainer import NNTrainerParams
 from nnx.precision import ResolvedPrecision
@@ -63,6 +63,11 @@ class TrainerStepContext:
     def device(self) -> torch.device:
         return self.model.device
 
+    @property
+    def epoch_idx(self) -> int:
+        """``epoch`` under the name EvalStepContext uses (§6.2); read-only."""
+        return self.epoch
+
     def report_update(self, name: str) -> None:
         """Tell NNx optimizer ``name`` committed an update (steps its update clock)."""
         if name not in self.optimizers:
@@ -86,17 +91,19 @@ class Trainer:
 
     def train(self, params: NNTrainerParams, *, trainer_step_fn: TrainerStepFn | None = None,
               objective: Any = None, eval_step_fn: EvalFn | None = None,
-              callbacks: Sequence[Any] = (), salt: str | None = None,
+              callbacks: Sequence[Any] | None = None, salt: str | None = None,
               verbose: bool | None = None, root: str | os.PathLike[str] = DEFAULT_ROOT,
-              components: Sequence[Any] = (), history: Any = None,
+              components: Sequence[Any] | None = None, history: Any = None,
               provenance: Any = None, distributed: Any = None) -> NNRun:
         """Train; writes ``runs/<id>/`` exactly as NNModel.train does and returns the run.
-        ``distributed=nnx.distributed.DDP(...)`` trains on every rank of a torchrun launch."""
+        ``distributed=nnx.distributed.DDP(...)`` trains on every rank of a torchrun launch.
+        ``callbacks`` / ``components`` None mean none; ``verbose=False`` prints nothing."""
         import os
 
         loop = _TrainerLoop(self, params, step_fn=trainer_step_fn, objective=objective,
-                            eval_fn=eval_step_fn, callbacks=list(callbacks), salt=salt,
-                            verbose=verbose, root=os.fspath(root), components=components,
+                            eval_fn=eval_step_fn, callbacks=list(callbacks or ()), salt=salt,
+                            verbose=verbose, root=os.fspath(root),
+                            components=list(components or ()),
                             history=history, provenance=provenance, distributed=distributed)
         return loop.execute()
 
@@ -135,8 +142,9 @@ class _TrainerLoop(FitLoop):
         for name, config in params.optims.items():  # insertion order builds
             optimizer = build_optimizer(model.net, config, strict_param_groups=True)
             slots[name] = OptimizerSlot(name, optimizer, config)
-        if self.objective is not None:
-            check_disjoint_optimizers({n: s.optimizer for n, s in slots.items()})
+        # Every owner steps each optimizer it holds, so a shared parameter would update
+        # twice: refused for step-function and objective runs alike (§8.1).
+        check_strict_ownership(model.net, {str(n): s.optimizer for n, s in slots.items()})
         per_epoch = None if self.objective is None else planned_updates_per_epoch(
             params.train_loader, self.accumulate)
         for name, schedule in params.schedulers.items():

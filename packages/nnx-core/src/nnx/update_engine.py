@@ -18,13 +18,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from nnx.nonfinite import NonFiniteSkips
 from nnx.objectives._core import ObjectiveContext, ObjectiveResult, UpdateEvent, nonfinite_policy
 from nnx.records import NNEvaluationDataPoint
 
@@ -69,6 +69,7 @@ class _TermSums:
 class _Window:
     microbatches: int = 0
     poisoned: bool = False
+    cause: str | None = None  # why a non-finite window was dropped (this rank's first term)
     terms: dict[str, _TermSums] = field(default_factory=dict)
     # Gradient buffers of every term but the first back-propagated one, whose
     # gradients accumulate in p.grad itself (the common single-term case costs nothing).
@@ -96,11 +97,14 @@ class UpdateEngine:
         self.epoch_terms: dict[str, _TermSums] = {}
         # Under DDP a window closes on the sums over every rank (nnx.distributed).
         self.session = session
+        self.skips = NonFiniteSkips()  # the epoch's non-finite windows (the loop's tally)
+        self.dropped: str | None = None  # why the window being closed was dropped
 
     # -- the epoch --------------------------------------------------------------------
-    def begin_epoch(self) -> None:
+    def begin_epoch(self, skips: NonFiniteSkips | None = None) -> None:
         self.epoch_terms = {}
         self.window = _Window()
+        self.skips = NonFiniteSkips() if skips is None else skips
 
     def epoch_loss(self) -> float:
         """Each term's summed weighted numerators over its summed denominators, across
@@ -158,10 +162,8 @@ class UpdateEngine:
                         f"non-finite loss term {term.name!r} ({value}) at epoch {epoch}, batch "
                         f"{batch_idx}; nothing was stepped (declare nonfinite='skip' on the "
                         "Objective to drop such windows)")
-                if not window.poisoned:
-                    warnings.warn(f"non-finite loss term {term.name!r} at epoch {epoch}, batch "
-                                  f"{batch_idx}: the update window is skipped", RuntimeWarning,
-                                  stacklevel=4)
+                if not window.poisoned:  # the loop warns once per epoch (nnx.nonfinite)
+                    window.cause = f"loss term {term.name!r}"
                 window.poisoned = True
             values[term.name] = value
             sums.plain += value
@@ -230,17 +232,20 @@ class UpdateEngine:
 
     def _close(self, epoch: int, batch_idx: int, params: list[torch.Tensor]) -> None:
         window, self.window = self.window, _Window()
+        self.dropped = None
         try:
             self._update(window, epoch, batch_idx, params)
         finally:
             for p in params:
                 p.grad = None
+        self.skips.closed(batch_idx, self.dropped)
 
     def _update(self, window: _Window, epoch: int, batch_idx: int,
                 params: list[torch.Tensor]) -> None:
         poisoned, denominators = self._denominators(window)
-        if poisoned:
-            return  # a dropped window (nonfinite="skip") counts nowhere
+        if poisoned:  # a dropped window (nonfinite="skip") counts nowhere
+            self.dropped = window.cause or "loss term (on some rank)"
+            return
         for name, sums in window.terms.items():
             total = self.epoch_terms.setdefault(name, _TermSums(sums.reduction))
             total.weighted += sums.weighted
@@ -291,8 +296,7 @@ class UpdateEngine:
                     raise FloatingPointError(
                         f"non-finite gradient norm at epoch {epoch}, batch {batch_idx}; nothing "
                         "was stepped (declare nonfinite='skip' to drop such windows)")
-                warnings.warn(f"non-finite gradient norm at epoch {epoch}, batch {batch_idx}: "
-                              "the update window is skipped", RuntimeWarning, stacklevel=4)
+                self.dropped = "gradient norm"  # the loop warns once per epoch
                 if scaler is not None:
                     scaler.update()
                 return False

@@ -74,10 +74,10 @@ def epoch_scalars(ctx: CallbackContext) -> dict[str, float]:
         out["lr"] = float(idp.lr)
     selection = idp.selection
     if selection is not None:
-        value = selection.get("value")
+        value = selection.value
         if value is not None and math.isfinite(value):
-            out[f"monitor/{selection['split']}.{selection['metric']}"] = float(value)
-        out["monitor/improved"] = 1.0 if selection.get("improved") else 0.0
+            out[f"monitor/{selection.key}"] = value
+        out["monitor/improved"] = 1.0 if selection.improved else 0.0
     return out
 
 

@@ -15,7 +15,7 @@ from torch import nn
 
 from nnx.objectives._core import Objective
 
-__all__ = ["check_disjoint_optimizers", "check_strict_ownership", "check_update_owner",
+__all__ = ["check_strict_ownership", "check_update_owner",
            "imperative_step", "is_imperative_step"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -78,20 +78,6 @@ def check_update_owner(step_fn: Any, objective: Any, *, step_name: str) -> None:
 def _name(fn: Any) -> str:
     return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or
                type(fn).__name__)
-
-
-def check_disjoint_optimizers(optimizers: Mapping[str | None, torch.optim.Optimizer]) -> None:
-    """In an objective run every committed window steps each optimizer, so a parameter
-    two optimizers share would update twice: refuse it."""
-    owner: dict[int, str | None] = {}
-    for name, optimizer in optimizers.items():
-        for group in optimizer.param_groups:
-            for p in group["params"]:
-                first = owner.setdefault(id(p), name)
-                if first != name:
-                    raise ValueError(f"optimizers {first!r} and {name!r} share a parameter: an "
-                                     "objective run steps every optimizer per update, so it "
-                                     "would update twice; give each parameter one owner")
 
 
 def check_strict_ownership(net: nn.Module,

@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
 from nnx._hashing import plain
+from nnx._validation import enum_spelling
 
 __all__ = [
     "Params",
@@ -155,18 +156,17 @@ def _identity(value: Any) -> Any:
 
 
 def enum_decoder(enum_cls: type[enum.Enum]) -> Callable[[Any], Any]:
-    """Decoder for an enum field stored by member name."""
+    """Decoder for an enum field stored by member name (read with the constructor's
+    spelling rule, :func:`nnx._validation.enum_spelling`)."""
 
     def decode(name: Any) -> Any:
-        if isinstance(name, enum_cls):
-            return name
-        try:
-            return enum_cls[name]
-        except (KeyError, TypeError):
+        member = enum_spelling(name, enum_cls)
+        if member is None:
             members = ", ".join(enum_cls.__members__)
             raise ValueError(
                 f"{enum_cls.__name__} has no member {name!r}; choose one of {members}"
-            ) from None
+            )
+        return member
 
     return decode
 

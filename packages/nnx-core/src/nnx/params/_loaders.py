@@ -3,8 +3,11 @@
 Two first-day mistakes otherwise surface deep inside the first epoch, after the
 run is reserved: a tensor (iterating it yields single rows, which the net reads
 as rows of one feature) and a dataset object such as NNDataset (not iterable at
-all). An empty training loader would train nothing, and a one-cycle or warm-up
-schedule over it plans zero steps.
+all). Anything else that cannot be iterated (an int, a path) is refused
+here too, so every loader check happens once, when the params are built (and
+again for a copy from ``with_train_loader`` / ``with_val_loader``). An empty
+training loader would train nothing, and a one-cycle or warm-up schedule over
+it plans zero steps.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ def _shape(value: Any) -> str:
 
 
 def check_loader(field: str, value: Any, *, training: bool) -> None:
-    """Raise TypeError for a tensor, array or dataset object given as a loader, and
-    ValueError for an empty training loader (one with ``len() == 0``)."""
+    """Raise TypeError for a tensor, array, dataset object or non-iterable given as a
+    loader, and ValueError for an empty training loader (one with ``len() == 0``)."""
     if value is None:
         return
     if isinstance(value, (torch.Tensor, np.ndarray)):
@@ -33,6 +36,9 @@ def check_loader(field: str, value: Any, *, training: bool) -> None:
             f"(X, y) batches. Use NNDataset(X, y).train_loader, or "
             f"DataLoader(TensorDataset(X, y), batch_size=...) from torch.utils.data")
     refuse_dataset(field, value, "train_loader" if training else "val_loader")
+    if not _iterable(value):
+        raise TypeError(f"{field} must be an iterable of batches (a DataLoader or a list); "
+                        f"got {type(value).__name__}")
     if training:
         try:
             size = len(value)
@@ -42,6 +48,14 @@ def check_loader(field: str, value: Any, *, training: bool) -> None:
             raise ValueError(
                 f"{field} is empty (len 0): training needs at least one batch per epoch, and "
                 "a one-cycle or warm-up schedule over it would plan 0 steps")
+
+
+def _iterable(value: Any) -> bool:
+    """Whether ``value`` can be iterated (iter() would accept it), without iterating it:
+    looked up on the class, so no property of the loader object is run."""
+    kind = type(value)
+    return callable(getattr(kind, "__iter__", None)) or callable(getattr(kind, "__getitem__",
+                                                                         None))
 
 
 def refuse_dataset(field: str, value: Any, split: str) -> None:

@@ -10,12 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from nnx._validation import check_enum
 from nnx.enums.devices import Devices
 from nnx.enums.losses import Losses
 from nnx.enums.nets import Nets
-from nnx.enums.precision import Precision
+from nnx.enums.precision import PRECISION_ALIASES, Precision
 from nnx.models.descriptors import ModelDescriptor, ModelSpec, RuntimeModule, descriptor_from_state
-from nnx.params._base import Params, always, enum_decoder
+from nnx.params._base import Params, always, enum_decoder, set_field
 from nnx.tasks.spec import TaskSpec
 
 __all__ = ["NNModelParams"]
@@ -30,6 +31,13 @@ def _net(value: Any) -> Nets | ModelDescriptor:
         return Nets[value]
     except KeyError:
         raise ValueError(f"NNModelParams.net: unknown net kind {value!r}") from None
+
+
+def _net_named(name: str) -> Nets:
+    try:  # attribute lookup keeps an add-on member's install hint
+        return getattr(Nets, name.upper())  # type: ignore[no-any-return]
+    except AttributeError as exc:
+        raise ValueError(f"NNModelParams.net {name!r}: {exc}") from None
 
 
 def _task(value: Any) -> TaskSpec | None:
@@ -63,20 +71,18 @@ class NNModelParams(Params):
     }
 
     def __post_init__(self) -> None:
+        if isinstance(self.net, str):  # "feed_fwd" / "FEED_FWD": the Nets member by name
+            set_field(self, "net", _net_named(self.net))
         if not isinstance(self.net, (Nets, ModelSpec, RuntimeModule)):
             raise ValueError(f"NNModelParams.net must be a Nets member, a ModelSpec or a "
                              f"RuntimeModule; got {self.net!r}")
-        for field, kind in (("loss", Losses), ("device", Devices)):
-            if not isinstance(getattr(self, field), kind):
-                raise ValueError(
-                    f"NNModelParams.{field} must be a {kind.__name__} member; "
-                    f"got {getattr(self, field)!r}"
-                )
-        if self.precision is not None and not isinstance(self.precision, Precision):
-            raise ValueError(
-                "NNModelParams.precision must be a Precision member or None; "
-                f"got {self.precision!r}"
-            )
+        # Strings spelling a member ("cpu", "bf16", "cross_entropy") become the member, so
+        # state() and the run id are those of the enum (§2.3).
+        set_field(self, "loss", check_enum("NNModelParams.loss", self.loss, Losses))
+        set_field(self, "device", check_enum("NNModelParams.device", self.device, Devices))
+        if self.precision is not None:
+            set_field(self, "precision", check_enum("NNModelParams.precision", self.precision,
+                                                    Precision, PRECISION_ALIASES))
         if not isinstance(self.mixed_precision, bool):
             raise ValueError(
                 f"NNModelParams.mixed_precision must be a bool; got {self.mixed_precision!r}"

@@ -6,7 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from nnx._validation import PROBABILITY, check_count, check_counts, check_optional_count, check_real
+from nnx._validation import (
+    PROBABILITY,
+    check_count,
+    check_counts,
+    check_enum,
+    check_optional_count,
+    check_real,
+)
 from nnx.enums.activations import Activations
 from nnx.params._base import Params, always, enum_decoder, set_field
 
@@ -62,17 +69,11 @@ class NNParams(Params):
         set_field(
             self, "dropout_prob", check_real(n("dropout_prob"), self.dropout_prob, PROBABILITY)
         )
-        if not isinstance(self.activation, Activations):
-            raise ValueError(
-                f"{n('activation')} must be an Activations member; got {self.activation!r}"
-            )
+        set_field(self, "activation",
+                  check_enum(n("activation"), self.activation, Activations))
         if self.activations is not None:
-            acts = tuple(self.activations)
-            for i, a in enumerate(acts):
-                if not isinstance(a, Activations):
-                    raise ValueError(
-                        f"{n('activations')}[{i}] must be an Activations member; got {a!r}"
-                    )
+            acts = tuple(check_enum(f"{n('activations')}[{i}]", a, Activations)
+                         for i, a in enumerate(self.activations))
             self._check_per_layer("activations", acts)
             set_field(self, "activations", acts)
         if self.dropout_probs is not None:

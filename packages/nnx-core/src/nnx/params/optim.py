@@ -11,6 +11,7 @@ from nnx._validation import (
     POSITIVE,
     UNIT_HALF_OPEN,
     check_count,
+    check_enum,
     check_optional_real,
     check_real,
 )
@@ -154,8 +155,7 @@ class NNOptimParams(Params):
         return NNOptimParamsBuilder()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, Optims):
-            raise ValueError(f"NNOptimParams.name must be an Optims member; got {self.name!r}")
+        set_field(self, "name", check_enum("NNOptimParams.name", self.name, Optims))
         check_shared_optim_fields(self)
         set_field(self, "momentum", self._checked_momentum())
         if self.eps is not None and not self.name.is_adam_family:

@@ -12,6 +12,7 @@ from nnx._validation import (
     POSITIVE,
     check_choice,
     check_count,
+    check_enum,
     check_optional_count,
     check_optional_real,
     check_real,
@@ -68,8 +69,8 @@ class NNSchedulerParams(Params):
 
     def __post_init__(self) -> None:
         n = "NNSchedulerParams."
-        if self.kind is not None and not isinstance(self.kind, Schedulers):
-            raise ValueError(f"{n}kind must be a Schedulers member or None; got {self.kind!r}")
+        if self.kind is not None:
+            set_field(self, "kind", check_enum(f"{n}kind", self.kind, Schedulers))
         if self.kind is Schedulers.REDUCE_LR_ON_PLATEAU:
             # One spelling for the plateau default, so it hashes like kind=None.
             set_field(self, "kind", None)
