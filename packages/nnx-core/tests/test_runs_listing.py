@@ -98,8 +98,12 @@ def test_status_is_interrupted_when_the_last_attempt_failed_or_last_ends_early(c
     assert early.stopped_epoch is not None and early.stopped_epoch < 2
     assert re.search(rf"FEED_FWD\s+{early.stopped_epoch + 1}\s+committed\s",
                      by_salt["early"])
-    # Without provenance an early stop and a kill leave the same files (documented).
-    assert " interrupted " in by_salt["early-bare"] and bare_early.id in rows
+    # Without provenance LAST's manifest records the deliberate stop: committed, while a
+    # kill (or failure) after an earlier epoch's commit reads interrupted.
+    assert NNCheckpoint.resume_point(bare_early.id, "last").position["stopped"] is True
+    assert " committed " in by_salt["early-bare"] and bare_early.id in rows
+    killed = next(run_id for run_id, line in rows.items() if "salt=killed" in line)
+    assert "stopped" not in NNCheckpoint.resume_point(killed, "last").position
 
 
 def test_status_is_running_while_a_process_holds_the_lease_and_the_probe_creates_nothing(

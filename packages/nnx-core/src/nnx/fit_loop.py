@@ -490,6 +490,8 @@ class FitLoop(ABC):
         position = {"completed_epoch": epoch, "global_step": self.iter_idx,
                     "committed_updates": self.ctx.committed_updates,
                     "planned_n_epochs": self.end_epoch}
+        if self.ctx.should_stop:  # a deliberate end before the plan's (an early stop)
+            position["stopped"] = True
         checkpoint.save(run.checkpoints_dir / f"{tag}.pt", training_state=state,
                         position=position)
         return checkpoint.generation

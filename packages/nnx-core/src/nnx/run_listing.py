@@ -13,9 +13,10 @@ Status (documented in docs/durability.md):
 * else, with provenance (attempt.json): ``committed`` when the last attempt
   completed, ``interrupted`` when it failed, was cancelled or still says
   "running" (its process is gone);
-* else ``committed`` when LAST is the plan's last epoch and ``interrupted``
-  when there is no LAST or it is earlier. Without provenance nothing on disk
-  tells an early stop from a kill, so an early-stopped run reads interrupted.
+* else ``committed`` when LAST is the plan's last epoch or records a
+  deliberate stop (``should_stop``: an early stop, written into LAST's
+  manifest position as ``stopped``), and ``interrupted`` when there is no LAST
+  or it is an earlier epoch without that mark (a kill, a failure).
 """
 
 from __future__ import annotations
@@ -127,13 +128,14 @@ def _net(run: NNRun) -> str:
     return str(label) if label else str(getattr(net, "module", "module")).rsplit(".", 1)[-1]
 
 
-def _planned(run: NNRun, last: Path) -> int:
-    """The plan's end as LAST's manifest records it; the configured n_epochs without one."""
+def _planned(run: NNRun, last: Path) -> tuple[int, bool]:
+    """(the plan's end, whether LAST records a deliberate stop) as LAST's manifest
+    says; the configured n_epochs and no stop without one."""
     with contextlib.suppress(ResumePointError, OSError, ValueError):
         point = read_point(last)
         if point is not None and isinstance(point.position.get("planned_n_epochs"), int):
-            return int(point.position["planned_n_epochs"])
-    return int(run.loop_params.n_epochs)
+            return int(point.position["planned_n_epochs"]), point.position.get("stopped") is True
+    return int(run.loop_params.n_epochs), False
 
 
 def _attempt_status(run: NNRun) -> str | None:
@@ -145,14 +147,14 @@ def _attempt_status(run: NNRun) -> str | None:
     return None if prov is None or prov.attempt is None else prov.attempt.status
 
 
-def _status(run: NNRun, epochs: int, planned: int) -> str:
+def _status(run: NNRun, epochs: int, planned: int, stopped: bool) -> str:
     # FitLoop._reserve holds this lease for the whole fit.
     if lock_is_held(run.root / ".leases" / f"{run.id}.lock"):
         return "running"
     attempt = _attempt_status(run)
     if attempt is not None:
         return "committed" if attempt == "completed" else "interrupted"
-    return "committed" if epochs and epochs >= planned else "interrupted"
+    return "committed" if epochs and (epochs >= planned or stopped) else "interrupted"
 
 
 def _created(path: Path) -> datetime | None:
@@ -189,10 +191,11 @@ def summarize_run(root: str | os.PathLike[str], run_id: str) -> RunSummary:
     committed = int(_record(run_id, last)["epoch"]) if last.is_file() else None
     _check_history(run, committed)
     epochs = 0 if committed is None else committed + 1
-    planned = _planned(run, last) if committed is not None else int(run.loop_params.n_epochs)
+    planned, stopped = (_planned(run, last) if committed is not None
+                        else (int(run.loop_params.n_epochs), False))
     best_epoch, what, value = _best(run_id, run.checkpoints_dir / "best.pt")
     return RunSummary(run_id=run.id, created=_created(path), net=_net(run), epochs=epochs,
-                      planned=planned, status=_status(run, epochs, planned),
+                      planned=planned, status=_status(run, epochs, planned, stopped),
                       best_epoch=best_epoch, best_what=what, best_value=value,
                       salt=run.salt, data_id=run.loop_params.data_id)
 
