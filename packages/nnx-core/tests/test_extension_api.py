@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 import torch
 from _nnx_core_tiny import tiny_batches, tiny_loader, tiny_train_params, weights
 

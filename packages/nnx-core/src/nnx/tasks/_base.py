@@ -184,7 +184,8 @@ class TaskAdapter(ABC):
         return None
 
     def refuse_default(self, path: str) -> None:
-        """The built-in tasks run every default path."""
+        """The built-in tasks run every default path: accept by returning."""
+        return None
 
     # -- the contract ------------------------------------------------------------
     @abstractmethod
