@@ -83,6 +83,11 @@ ABSENT_CHECKS = {
         "out = versioned_registry('nnx.optimizer_factories').get('example.sgd', 1)"
     ),
     "module": "import nnx.example_plugin",
+    "factory_hint": (
+        "from nnx.optimizer_factories import resolve_optimizer_factory\n"
+        "from nnx.params.optim_factory import OptimizerFactorySpec\n"
+        "resolve_optimizer_factory(OptimizerFactorySpec('example.sgd', 1))"
+    ),
     "core_still_works": (
         "import torch\n"
         "from nnx import Nets, NNParams\n"
@@ -91,6 +96,12 @@ ABSENT_CHECKS = {
 }
 
 PRESENT_CHECKS = {
+    # First: the later checks import the plugin in the same interpreter.
+    "dir": (
+        "import sys, nnx\n"
+        "out = {'listed': 'ExampleScaler' in dir(nnx),\n"
+        "       'imported': 'nnx.example_plugin' in sys.modules}"
+    ),
     "export": (
         "import sys, torch\n"
         "before = 'nnx.example_plugin' in sys.modules\n"
@@ -242,6 +253,11 @@ def test_absent_plugin_unknown_names_raise_without_hint(env: Env) -> None:
 
 
 @pytest.mark.slow
+def test_absent_plugin_optimizer_factory_names_its_distribution(env: Env) -> None:
+    assert HINT in _raised(env.absent["factory_hint"], "MissingOptimizerFactoryError")
+
+
+@pytest.mark.slow
 def test_absent_plugin_leaves_registries_and_core_alone(env: Env) -> None:
     assert _value(env.absent["factory"]) is None
     _raised(env.absent["module"], "ModuleNotFoundError")
@@ -271,6 +287,11 @@ def test_present_plugin_net_builds_and_forwards(env: Env) -> None:
 def test_present_plugin_resolves_params_and_factory(env: Env) -> None:
     assert _value(env.present["resolve"]) == ["ExampleMLPParams", 0.5]
     assert _value(env.present["factory"]) == "nnx.example_plugin:example_sgd"
+
+
+@pytest.mark.slow
+def test_present_plugin_exports_are_listed_by_dir_without_importing_it(env: Env) -> None:
+    assert _value(env.present["dir"]) == {"listed": True, "imported": False}
 
 
 @pytest.mark.slow

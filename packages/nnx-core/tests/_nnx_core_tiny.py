@@ -1,34 +1,17 @@
-"""Tiny data and models shared by the loop tests (imported via conftest's sys.path entry)."""
+"""Tiny data and models shared by the loop tests (imported via conftest's sys.path entry).
+
+The data, model and loader helpers live in :mod:`nnx.testing`; this module re-exports
+them and adds the test-only Lion optimizer."""
 
 from __future__ import annotations
 
 import torch
 
-from nnx import Devices, Losses, NNModel, NNModelParams, NNOptimParams, NNParams, TaskSpec
+# One source of truth: the shared helpers are nnx.testing's (public, for add-on suites too).
+from nnx.testing import sgd, tiny_batches, tiny_loader, tiny_model, tiny_train_params, weights
 
-
-def tiny_batches(n_batches: int = 2, size: int = 4, *, seed: int = 0
-                 ) -> list[tuple[torch.Tensor, ...]]:
-    """``n_batches`` seeded (X, y) batches: 4 features, 3 classes."""
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(n_batches * size, 4, generator=g)
-    y = torch.randint(0, 3, (n_batches * size,), generator=g)
-    return [(x[i:i + size], y[i:i + size]) for i in range(0, len(x), size)]
-
-
-def tiny_model(seed: int = 0, *, hidden: int = 8, loss: Losses = Losses.CROSS_ENTROPY,
-               task: TaskSpec | None = None, dropout: float = 0.0, out: int = 3) -> NNModel:
-    """A seeded 4 → hidden → out FeedFwd classifier on the CPU."""
-    torch.manual_seed(seed)
-    return NNModel(
-        net_params=NNParams(input_dim=4, output_dim=out, hidden_dims=(hidden,),
-                            dropout_prob=dropout),
-        params=NNModelParams(device=Devices.CPU, loss=loss, task=task),
-    )
-
-
-def sgd(lr: float = 0.1, accumulate: int = 1) -> NNOptimParams:
-    return NNOptimParams.builder().sgd(max_lr=lr).accumulate_grad(accumulate).build()
+__all__ = ["Lion", "sgd", "tiny_batches", "tiny_loader", "tiny_model", "tiny_train_params",
+           "weights"]
 
 
 class Lion(torch.optim.Optimizer):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +27,7 @@ from nnx.example_plugin import (
     example_sgd,
 )
 from nnx.plugins import registry, versioned_registry
+from nnx.testing import tiny_batches, tiny_loader, tiny_model, tiny_train_params, weights
 
 
 def test_top_level_export_resolves_through_entry_point() -> None:
@@ -135,3 +137,31 @@ def test_resolve_from_state_uses_the_plugin_params_class() -> None:
     assert resolved == params
     by_member = NNParams.resolve_from_state(params.state(), Nets.EXAMPLE_MLP)
     assert by_member == params
+
+
+# -- an add-on's fixtures come from nnx.testing alone ----------------------------------
+
+
+def _example_model() -> nnx.NNModel:
+    # nnx.testing's tiny data has 4 features and 3 classes.
+    params = ExampleMLPParams(input_dim=4, output_dim=3, scale=2.0)
+    return tiny_model(seed=0, net=Nets.EXAMPLE_MLP, net_params=params)
+
+
+def test_example_net_trains_on_the_shared_tiny_data(tmp_path: Path) -> None:
+    model = _example_model()
+    assert isinstance(model.net, ExampleMLP)
+    before = weights(model)
+    run = model.train(tiny_train_params(tiny_batches(), n_epochs=1), root=tmp_path / "runs",
+                      verbose=False)
+    assert (tmp_path / "runs" / run.id / "run.yaml").is_file()
+    after = weights(model)
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    record = model.evaluate(tiny_loader())
+    assert record.loss is not None and math.isfinite(record.loss)
+
+
+def test_example_net_run_id_is_reproducible_from_the_shared_fixtures(tmp_path: Path) -> None:
+    first = _example_model().train(tiny_train_params(), root=tmp_path / "a", verbose=False)
+    second = _example_model().train(tiny_train_params(), root=tmp_path / "b", verbose=False)
+    assert first.id == second.id

@@ -153,7 +153,11 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_CORE_EXPORTS))
+    # Installed add-ons' names come from their nnx.exports entry points: reading the
+    # metadata imports no add-on.
+    from nnx.plugins import registry
+
+    return sorted(set(globals()) | set(_CORE_EXPORTS) | registry("nnx.exports").names())
 
 
 if TYPE_CHECKING:

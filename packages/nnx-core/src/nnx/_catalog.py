@@ -36,14 +36,55 @@ _NETS: dict[str, tuple[str, ...]] = {
     "nnx-example-plugin": ("EXAMPLE_MLP",),
 }
 
+# The versioned registries' entries an add-on provides, named ``id@vN`` exactly as
+# its entry points are (planned names for distributions not built yet).
+_MODEL_FACTORIES: dict[str, tuple[str, ...]] = {}
+
+_OPTIMIZER_FACTORIES: dict[str, tuple[str, ...]] = {
+    "nnx-example-plugin": ("example.sgd@v1",),
+}
+
+_METRICS: dict[str, tuple[str, ...]] = {}
+
+_TRANSFORMS: dict[str, tuple[str, ...]] = {}
+
+#: Catalog kind of each entry-point group (the plain groups and the ``id@vN`` ones).
+GROUP_KINDS: dict[str, str] = {
+    "nnx.exports": "export",
+    "nnx.nets": "net",
+    "nnx.model_factories": "model_factory",
+    "nnx.optimizer_factories": "optimizer_factory",
+    "nnx.metrics": "metric",
+    "nnx.transforms": "transform",
+}
+
+_TABLES: dict[str, dict[str, tuple[str, ...]]] = {
+    "export": _EXPORTS,
+    "net": _NETS,
+    "model_factory": _MODEL_FACTORIES,
+    "optimizer_factory": _OPTIMIZER_FACTORIES,
+    "metric": _METRICS,
+    "transform": _TRANSFORMS,
+}
+
 _INDEX: dict[tuple[str, str], str] = {
     (kind, name): dist
-    for kind, table in (("export", _EXPORTS), ("net", _NETS))
+    for kind, table in _TABLES.items()
     for dist, names in table.items()
     for name in names
 }
 
 
 def distribution_for(kind: str, name: str) -> str | None:
-    """The distribution that provides ``name`` (kind ``"export"`` or ``"net"``), if known."""
+    """The distribution that provides ``name`` of ``kind``, if known.
+
+    ``kind`` is ``"export"``, ``"net"``, or a versioned registry's kind
+    (``"model_factory"``, ``"optimizer_factory"``, ``"metric"``, ``"transform"``),
+    whose names are ``id@vN``.
+    """
     return _INDEX.get((kind, name))
+
+
+def catalog() -> dict[str, dict[str, tuple[str, ...]]]:
+    """Kind → distribution → names: the whole table, for checks and docs."""
+    return {kind: dict(table) for kind, table in _TABLES.items()}

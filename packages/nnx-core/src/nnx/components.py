@@ -18,9 +18,10 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
+    "Component",
     "ComponentRestoreError",
     "ComponentSpec",
     "check_components",
@@ -59,8 +60,25 @@ class ComponentRestoreError(RuntimeError):
         self.problems = problems
 
 
+@runtime_checkable
+class Component(Protocol):
+    """What a component provides (spec §14.1); ``isinstance(obj, Component)`` checks it.
+
+    ``check_component_state(state, *, version) -> list[str]`` is optional, so it
+    is not a protocol member: :func:`check_components` calls it when defined.
+    """
+
+    def component_spec(self) -> ComponentSpec: ...
+
+    def component_state(self) -> Any: ...
+
+    def load_component_state(self, state: Any, *, version: int) -> None: ...
+
+
 def is_component(obj: Any) -> bool:
-    return all(callable(getattr(obj, attr, None)) for attr in (
+    # runtime_checkable isinstance checks that each member exists; the loop also
+    # needs them callable (an attribute set to None is not a component).
+    return isinstance(obj, Component) and all(callable(getattr(obj, attr)) for attr in (
         "component_spec", "component_state", "load_component_state"))
 
 

@@ -35,6 +35,7 @@ from nnx.prediction import (
 from nnx.records import NNEvaluationDataPoint
 from nnx.run import DEFAULT_ROOT, NNRun
 from nnx.tasks.adapters import TaskAdapter, task_adapter
+from nnx.tasks.protocol import refuse_default_path
 from nnx.transforms import (
     TransformRecipe,
     apply_transform,
@@ -252,6 +253,7 @@ class NNModel:
 
     def predict(self, data: Any) -> PredictResult:
         """Raw logits and the decoded classes (the task's decoding when declared)."""
+        refuse_default_path(self.task_adapter, "predict")
         logits = self._logits(data)
         return PredictResult(logits=logits, classes=self.task_adapter.decode(logits))
 
@@ -262,9 +264,13 @@ class NNModel:
                 raise ValueError("predict_proba needs a ProbabilitySpec when the model "
                                  "declares no task")
             spec = ProbabilitySpec.for_task(self.params.task)
+        task = self.task_adapter
+        refuse_default_path(task, "predict")
         logits = self._logits(data)
-        warn_if_shuffled(data)  # the ids below are iteration positions for a loader
-        ids = np.arange(len(logits))
+        ids = task.sample_ids(data, len(logits))  # the Task protocol's sample-id hook
+        if ids is None:
+            warn_if_shuffled(data)  # the ids below are iteration positions for a loader
+            ids = np.arange(len(logits))
         return prediction_from_logits(logits, spec, sample_ids=ids)  # spec None: regression
 
     def evaluate(self, loader: Any, metrics: Sequence[Any] = (),
@@ -273,6 +279,7 @@ class NNModel:
         """The whole loader's record: loss and metrics over every valid sample."""
         check_loader("evaluate", loader, training=False)
         adapter = self.task_adapter
+        refuse_default_path(adapter, "evaluate")
         acc = adapter.accumulator(metrics=tuple(metrics))
         truths: list[np.ndarray] = []
         preds: list[np.ndarray] = []

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from importlib import metadata
 from typing import Any
 
-from nnx._catalog import distribution_for
+from nnx._catalog import GROUP_KINDS, distribution_for
 
 __all__ = [
     "EntryPointRegistry",
@@ -174,6 +174,11 @@ class VersionedRegistry:
         """
         found = self.get(id, version)
         if found is None:
+            dist = distribution_for(GROUP_KINDS.get(self.group, ""), self.key(id, version))
+            if dist is not None:  # an nnx add-on provides it: say what to install
+                raise error(f"{what} {id}@v{version} is provided by the {dist} distribution, "
+                            f"which is not installed; install it with: pip install {dist} "
+                            f"(or register it with {register})")
             raise error(f"{what} {id}@v{version} is not registered in this process "
                         f"({self._known(id)}); register it with {register}")
         if not accepts(found):

@@ -9,6 +9,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from nnx.components import is_component
 from nnx.fit_loop import EvalFn, FitLoop, RunExistsError, RunLeaseError
 from nnx.loop_support import phase_epochs, transform_states
 from nnx.objectives.ownership import check_update_owner
@@ -19,6 +20,7 @@ from nnx.records import NNEvaluationDataPoint
 from nnx.run import NNRun
 from nnx.schedule import ScheduleDriver, planned_updates_per_epoch
 from nnx.steps import TrainStepContext, UpdateWindow, default_train_step
+from nnx.tasks.protocol import refuse_default_path
 from nnx.update_engine import OptimizerSlot
 
 if TYPE_CHECKING:
@@ -110,8 +112,34 @@ def train_model(model: NNModel, params: NNTrainParams, *, train_step_fn: StepFn 
                 callbacks: Sequence[Any] = (), salt: str | None = None,
                 verbose: bool | None = None, root: str = "runs", components: Sequence[Any] = (),
                 history: Any = None, provenance: Any = None, distributed: Any = None) -> NNRun:
+    train_step_fn, objective, eval_step_fn, components = _task_hooks(
+        model, params, train_step_fn, objective, eval_step_fn, components)
     loop = _Loop(model, params, step_fn=train_step_fn, objective=objective, eval_fn=eval_step_fn,
                  callbacks=callbacks, salt=salt, verbose=verbose, root=root,
                  components=components, history=history, provenance=provenance,
                  distributed=distributed)
     return loop.execute()
+
+
+def _task_hooks(model: NNModel, params: NNTrainParams, step_fn: StepFn | None, objective: Any,
+                eval_fn: EvalFn | None, components: Sequence[Any]
+                ) -> tuple[StepFn | None, Any, EvalFn | None, Sequence[Any]]:
+    """What the model's task (nnx.tasks.protocol.Task) supplies where the caller gave nothing.
+
+    Runs before the loop is built, so a task refusing a default path leaves no run
+    directory, reservation or changed weight behind.
+    """
+    task = model.task_adapter
+    if step_fn is None and objective is None:
+        hook = getattr(task, "objective", None)
+        objective = hook() if callable(hook) else None
+        if objective is None:
+            refuse_default_path(task, "train")
+    if eval_fn is None:
+        hook = getattr(task, "eval_step", None)
+        eval_fn = hook() if callable(hook) else None
+        if eval_fn is None and getattr(params, "val_loader", None) is not None:
+            refuse_default_path(task, "evaluate")
+    if is_component(task) and all(c is not task for c in components):
+        components = [*components, task]
+    return step_fn, objective, eval_fn, components

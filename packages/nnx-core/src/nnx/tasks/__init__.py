@@ -10,6 +10,7 @@ from nnx.tasks.adapters import (
     TaskValidationError,
     task_adapter,
 )
+from nnx.tasks.protocol import Task
 from nnx.tasks.spec import TaskSpec
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "LossOnlyAdapter",
     "MultilabelAdapter",
     "RegressionAdapter",
+    "Task",
     "TaskAccumulator",
     "TaskAdapter",
     "TaskSpec",

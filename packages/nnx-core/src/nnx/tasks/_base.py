@@ -166,6 +166,27 @@ class TaskAdapter(ABC):
         """``"sum"`` when ``loss_fn`` sums (its numerators add up), else ``"mean"``."""
         return "sum" if reduction_of(loss_fn) == "sum" else "mean"
 
+    # -- the Task protocol (nnx.tasks.protocol): the built-in tasks' answers ------
+    def objective(self) -> Any | None:
+        """None: the default supervised step owns the update."""
+        return None
+
+    def eval_step(self) -> Any | None:
+        """None: validation runs ``NNModel.evaluate``."""
+        return None
+
+    def metric_specs(self) -> tuple[Any, ...]:
+        """No task-native named metrics: records carry the kind's fields (§6.3)."""
+        return ()
+
+    def sample_ids(self, data: Any, rows: int) -> Any | None:
+        """None: ``predict_proba`` numbers rows by iteration position."""
+        return None
+
+    def refuse_default(self, path: str) -> None:
+        """The built-in tasks run every default path: accept by returning."""
+        return None
+
     # -- the contract ------------------------------------------------------------
     @abstractmethod
     def check_loss(self, loss_fn: nn.Module) -> None:

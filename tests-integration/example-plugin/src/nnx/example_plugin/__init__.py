@@ -22,9 +22,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from nnx._validation import NON_NEGATIVE, check_real
-from nnx.enums.nets import NetRegistration
-from nnx.params._base import set_field
+# Public names only: nnx.extend is nnx-core's extension API (docs/extending.md).
+from nnx.extend import NON_NEGATIVE, NetRegistration, check_real, set_field
 from nnx.params.net import NNParams
 
 __all__ = ["EXAMPLE_MLP", "ExampleMLP", "ExampleMLPParams", "ExampleScaler", "example_sgd"]
@@ -46,7 +45,7 @@ class ExampleMLPParams(NNParams):
     """NNParams plus ``scale``, the constant the output is multiplied by.
 
     Add-on params classes extend a core params class and validate their own
-    fields with the core validator (:mod:`nnx._validation`), so a bad value is
+    fields with the core validator (re-exported by :mod:`nnx.extend`), so a bad value is
     refused with the same message as anywhere else in nnx. ``scale`` is not an
     ``always()`` field: at its default it stays out of ``state()``.
     """

@@ -1,0 +1,126 @@
+"""The public extension API: every name an add-on needs from nnx-core (docs/extending.md).
+
+A thin face: each name is defined elsewhere in nnx-core and re-exported here
+unchanged, so an add-on (and the reference plugin under
+``tests-integration/example-plugin``) imports ``nnx.extend`` instead of a
+``_``-prefixed module. Names:
+
+* params: :class:`Params` (the config base), :func:`always`, :func:`runtime`,
+  :func:`set_field`, :func:`enum_decoder`, :func:`encode`, :func:`frozen_mapping`,
+  :func:`empty_mapping`, :func:`require_exact`;
+* the one validator: ``check_*``, ``enum_spelling(s)``, :class:`Domain` and the
+  domains ``NON_NEGATIVE``, ``POSITIVE``, ``PROBABILITY``, ``UNIT_HALF_OPEN``,
+  ``OPEN_UNIT`` and ``MAX_SEED``;
+* nets: :class:`NetRegistration` (an ``nnx.nets`` entry point's value);
+* registries: ``register_*`` / ``registered_*`` / ``unregister_*`` for model
+  factories, optimizer factories, metrics (with :class:`MetricRegistration`)
+  and transforms, and :class:`MissingDistributionError`;
+* protocols: :class:`Component` (with :class:`ComponentSpec`) and :class:`Task`.
+"""
+
+from __future__ import annotations
+
+from nnx._validation import (
+    MAX_SEED,
+    NON_NEGATIVE,
+    OPEN_UNIT,
+    POSITIVE,
+    PROBABILITY,
+    UNIT_HALF_OPEN,
+    Domain,
+    check_batch_sizes,
+    check_choice,
+    check_count,
+    check_counts,
+    check_enum,
+    check_optional_count,
+    check_optional_real,
+    check_optional_str,
+    check_real,
+    check_run_id,
+    check_seed,
+    check_spec_config,
+    check_spec_id,
+    enum_spelling,
+    enum_spellings,
+)
+from nnx.components import Component, ComponentSpec
+from nnx.enums.nets import NetRegistration
+from nnx.metrics.registry import (
+    MetricRegistration,
+    register_metric,
+    registered_metrics,
+    unregister_metric,
+)
+from nnx.models import register_model_factory, registered_model_factories, unregister_model_factory
+from nnx.optimizer_factories import (
+    register_optimizer_factory,
+    registered_optimizer_factories,
+    unregister_optimizer_factory,
+)
+from nnx.params._base import (
+    Params,
+    always,
+    empty_mapping,
+    encode,
+    enum_decoder,
+    frozen_mapping,
+    require_exact,
+    runtime,
+    set_field,
+)
+from nnx.plugins import MissingDistributionError
+from nnx.tasks.protocol import Task
+from nnx.transforms import register_transform, registered_transforms, unregister_transform
+
+__all__ = [
+    "MAX_SEED",
+    "NON_NEGATIVE",
+    "OPEN_UNIT",
+    "POSITIVE",
+    "PROBABILITY",
+    "UNIT_HALF_OPEN",
+    "Component",
+    "ComponentSpec",
+    "Domain",
+    "MetricRegistration",
+    "MissingDistributionError",
+    "NetRegistration",
+    "Params",
+    "Task",
+    "always",
+    "check_batch_sizes",
+    "check_choice",
+    "check_count",
+    "check_counts",
+    "check_enum",
+    "check_optional_count",
+    "check_optional_real",
+    "check_optional_str",
+    "check_real",
+    "check_run_id",
+    "check_seed",
+    "check_spec_config",
+    "check_spec_id",
+    "empty_mapping",
+    "encode",
+    "enum_decoder",
+    "enum_spelling",
+    "enum_spellings",
+    "frozen_mapping",
+    "register_metric",
+    "register_model_factory",
+    "register_optimizer_factory",
+    "register_transform",
+    "registered_metrics",
+    "registered_model_factories",
+    "registered_optimizer_factories",
+    "registered_transforms",
+    "require_exact",
+    "runtime",
+    "set_field",
+    "unregister_metric",
+    "unregister_model_factory",
+    "unregister_optimizer_factory",
+    "unregister_transform",
+]

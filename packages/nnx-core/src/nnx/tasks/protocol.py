@@ -1,0 +1,74 @@
+"""The ``Task`` protocol: what an add-on task object provides (spec §6.3, issue 14).
+
+A task is the one object a model's ``task_adapter`` returns. The built-in
+adapters (categorical, multilabel, regression, loss-only) satisfy it with
+"nothing special" answers; an add-on task (language modelling, ranking,
+graph or link tasks) answers with its own objective, evaluation step and
+metrics, and may refuse the default paths its batches do not fit.
+
+What ``NNModel`` wires (see docs/extending.md):
+
+* ``objective()`` — ``NNModel.train`` runs it through the shared update engine
+  when neither ``objective=`` nor ``train_step_fn=`` is given (None: the
+  default supervised step);
+* ``eval_step()`` — ``NNModel.train`` validates with it when no
+  ``eval_step_fn=`` is given (None: ``NNModel.evaluate``);
+* ``refuse_default(path)`` — called with ``"train"``, ``"evaluate"`` or
+  ``"predict"`` before the default step, ``evaluate()`` or ``predict()`` /
+  ``predict_proba()`` touch anything; it raises to refuse;
+* ``sample_ids(data, rows)`` — the ids ``predict_proba`` gives its rows
+  (None: iteration positions ``0..rows-1``);
+* a task that is also a :class:`nnx.components.Component` is registered as a
+  component of the run, so its state is checkpointed and resumed.
+
+``metric_specs()`` is described only: it names the metrics a task records
+natively, for add-ons and tools to read; the loop does not declare them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # type-only: the metric spec lives in the engine's metrics package
+    from nnx.metrics.spec import MetricSpec
+
+__all__ = ["DEFAULT_PATHS", "Task", "refuse_default_path"]
+
+#: The default paths a task may refuse.
+DEFAULT_PATHS = ("train", "evaluate", "predict")
+
+
+@runtime_checkable
+class Task(Protocol):
+    """What the loop, evaluate() and predict() may ask of a model's task."""
+
+    def objective(self) -> Any | None:
+        """The task's :class:`nnx.objectives.Objective`, or None for the default step."""
+        ...
+
+    def eval_step(self) -> Callable[..., Any] | None:
+        """An ``eval_step_fn(ctx) -> NNEvaluationDataPoint``, or None for ``evaluate()``."""
+        ...
+
+    def metric_specs(self) -> Sequence[MetricSpec]:
+        """The metrics this task records natively (may be empty)."""
+        ...
+
+    def sample_ids(self, data: Any, rows: int) -> Any | None:
+        """One integer id per predicted row of ``data``, or None for ``0..rows-1``."""
+        ...
+
+    def refuse_default(self, path: str) -> None:
+        """Raise when the default ``path`` ("train" / "evaluate" / "predict") cannot
+        handle this task's batches; return to accept it."""
+        ...
+
+
+def refuse_default_path(task: Any, path: str) -> None:
+    """Ask ``task`` whether the default ``path`` may run; a task without the hook accepts."""
+    if path not in DEFAULT_PATHS:
+        raise ValueError(f"path must be one of {DEFAULT_PATHS}; got {path!r}")
+    hook = getattr(task, "refuse_default", None)
+    if callable(hook):
+        hook(path)
