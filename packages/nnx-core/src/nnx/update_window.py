@@ -40,6 +40,7 @@ Report = Callable[[Sequence[int]], None]  # gets the indices of the optimizers t
 
 Closed = Literal["stepped", "no update", "overflow", "gradient norm"]
 _NO_BUFFERS: tuple[GradientBuffer, ...] = ()
+_ONE = (0,)  # the one optimizer of the common case stepped: no list per window
 
 
 def holds_gradients(optimizer: torch.optim.Optimizer) -> bool:
@@ -126,7 +127,8 @@ class WindowStepper:
         """Whether any unscaled gradient is non-finite: the scaler's own skip rule, checked
         across every optimizer first so that none steps when one overflowed. The max-abs
         norm never overflows on finite gradients."""
-        grads = [p.grad for i in stepped for p in _with_grads(self.optimizers[i])]
+        grads = [g for i in stepped for p in _with_grads(self.optimizers[i])
+                 if (g := p.grad) is not None]
         norm = torch.nn.utils.get_total_norm(grads, norm_type=math.inf)
         return not bool(torch.isfinite(norm))
 
@@ -155,8 +157,6 @@ class WindowStepper:
         if scaler is not None:
             scaler.update()
 
-
-_ONE = (0,)  # the one optimizer of the common case stepped: no list per window
 
 
 def _normalize(params: list[torch.Tensor], coefficient: float,
