@@ -44,6 +44,7 @@ from nnx._validation import (
     enum_spelling,
     enum_spellings,
 )
+from nnx._step_helpers import FinalizedStep, finalize_step, full_precision_only
 from nnx.components import Component, ComponentSpec
 from nnx.enums.nets import NetRegistration
 from nnx.metrics.registry import (
@@ -83,6 +84,7 @@ __all__ = [
     "Component",
     "ComponentSpec",
     "Domain",
+    "FinalizedStep",
     "MetricRegistration",
     "MissingDistributionError",
     "NetRegistration",
@@ -107,7 +109,9 @@ __all__ = [
     "enum_decoder",
     "enum_spelling",
     "enum_spellings",
+    "finalize_step",
     "frozen_mapping",
+    "full_precision_only",
     "register_metric",
     "register_model_factory",
     "register_optimizer_factory",

@@ -6,13 +6,15 @@ owns the whole update: forward under the run's autocast, the task's masked
 loss, the inline NaN guard, accumulation over windows of
 ``accumulate_grad_batches`` microbatches normalized by the window's total
 loss weight (uneven batches and a short last window reduce exactly like one
-full batch), unscale, clipping, step, and ``report_update``.
+full batch), and the window's close (unscale, clipping, step,
+``report_update``, zero_grad), which is :mod:`nnx.update_window`'s, shared
+with the update engine and ``finalize_step``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +23,7 @@ import torch
 from nnx.objectives.ownership import imperative_step
 from nnx.precision import ResolvedPrecision
 from nnx.records import NNEvaluationDataPoint
+from nnx.update_window import WindowStepper, holds_gradients
 
 if TYPE_CHECKING:
     from nnx.model import NNModel
@@ -69,6 +72,7 @@ class TrainStepContext:
     _on_update: Callable[[], None] = field(repr=False, default=lambda: None)
     summary: Any = None  # the epoch's training-summary accumulator, when declared
     distributed: Any = None  # the DistributedSession under DDP (nnx.distributed)
+    _stepper: WindowStepper | None = field(repr=False, default=None)  # built at first close
 
     @property
     def device(self) -> torch.device:
@@ -85,6 +89,9 @@ class TrainStepContext:
             raise ValueError("NNModel.train has one optimizer: call report_update() without "
                              "a name")
         self._on_update()
+
+    def _report_stepped(self, stepped: Sequence[int]) -> None:
+        self._on_update()  # the default step's one optimizer stepped: one update
 
 
 @dataclass(eq=False)
@@ -103,48 +110,30 @@ class EvalStepContext:
         return self.epoch_idx
 
 
-def _scale_grads(optimizer: torch.optim.Optimizer, factor: float) -> None:
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            if p.grad is not None:
-                p.grad.mul_(factor)
+def _stepper(ctx: TrainStepContext) -> WindowStepper:
+    """The context's one-optimizer stepper, built at its first window close."""
+    stepper = ctx._stepper
+    if stepper is None or stepper.optimizers[0] is not ctx.optimizer:
+        stepper = ctx._stepper = WindowStepper(
+            (ctx.optimizer,), (ctx.grad_clip_norm,), ctx.scaler, report=ctx._report_stepped)
+    return stepper
 
 
 def _close_window(ctx: TrainStepContext) -> None:
-    window, opt = ctx.window, ctx.optimizer
-    weighted = window.has_targets if ctx.distributed is None else window.global_denominator > 0
-    if window.poisoned or not weighted:
-        opt.zero_grad(set_to_none=True)  # a masked or NaN-guarded window takes no update
-        return
-    if ctx.scaler is not None:
-        ctx.scaler.unscale_(opt)
-    if ctx.distributed is not None:
-        # DDP averaged Σ numerators over the ranks: × world size / the global weight.
-        world = ctx.distributed.world_size
-        _scale_grads(opt, world if window.summed else world / window.global_denominator)
-    elif not window.summed and not window.normalized:
-        _scale_grads(opt, 1.0 / window.denominator)  # Σ numerators / Σ weights over the window
-    if ctx.grad_clip_norm is not None:
-        params = [p for g in opt.param_groups for p in g["params"] if p.grad is not None]
-        torch.nn.utils.clip_grad_norm_(params, ctx.grad_clip_norm)
-    if ctx.scaler is None:
-        opt.step()
-        ctx.report_update()
-    else:
-        before = ctx.scaler.get_scale()
-        ctx.scaler.step(opt)
-        ctx.scaler.update()
-        if ctx.scaler.get_scale() >= before:  # a skipped step lowers the scale
-            ctx.report_update()
-    opt.zero_grad(set_to_none=True)
-
-
-def _holds_gradients(optimizer: torch.optim.Optimizer) -> bool:
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            if p.grad is not None:
-                return True
-    return False
+    """Close the default step's window through the one update window (nnx.update_window):
+    the NaN guard or an all-masked window takes no update; otherwise the gradients, which
+    hold Σ numerators, are divided by the window's Σ weights."""
+    window = ctx.window
+    dist = ctx.distributed
+    weighted = window.has_targets if dist is None else window.global_denominator > 0
+    takes_update = weighted and not window.poisoned
+    coefficient = 1.0
+    if takes_update and dist is not None:  # DDP averaged Σ numerators: × world / global weight
+        coefficient = float(dist.world_size) if window.summed else (
+            dist.world_size / window.global_denominator)
+    elif takes_update and not window.summed and not window.normalized:
+        coefficient = 1.0 / window.denominator  # Σ numerators / Σ weights over the window
+    _stepper(ctx).close(takes_update=takes_update, coefficient=coefficient)
 
 
 def _distributed_backward(ctx: TrainStepContext, batch: Any, output: torch.Tensor) -> None:
@@ -181,7 +170,7 @@ def default_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
     """
     model, window = ctx.model, ctx.window
     inputs, target = model.split_batch(ctx.batch)
-    if window.position == 0 and _holds_gradients(ctx.optimizer):
+    if window.position == 0 and holds_gradients(ctx.optimizer):
         ctx.optimizer.zero_grad(set_to_none=True)
     if ctx.precision.is_reduced:
         with ctx.precision.autocast():

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from nnx.components import is_component
 from nnx.fit_loop import EvalFn, FitLoop, RunExistsError, RunLeaseError
 from nnx.loop_support import phase_epochs, transform_states
-from nnx.objectives.ownership import check_update_owner
+from nnx.objectives.ownership import check_precision_owner, check_update_owner
 from nnx.optimizers import build_optimizer
 from nnx.params.train import NNTrainParams
 from nnx.precision import resolve_precision
@@ -53,6 +53,8 @@ class _Loop(FitLoop):
         params, model = self.params, self.model
         optimizer = build_optimizer(model.net, params.optim)
         self.precision = resolve_precision(model.params, model.device)
+        if self.custom_step:  # before any run is reserved (§6.1)
+            check_precision_owner(self.step_fn, self.precision, step_name="train_step_fn")
         self.scaler = self.precision.make_scaler()
         self.accumulate = params.optim.accumulate_grad_batches
         schedule = None

@@ -6,11 +6,13 @@ microbatch takes a single backward pass through its combined loss instead.
 When the window closes (``accumulate_grad_batches`` microbatches, or the
 epoch's end) a normalized term becomes Σ weighted numerators / Σ denominators
 and a summed one Σ weighted numerators, so uneven microbatches, a short final
-window and ignored targets give exactly the full-batch update. Then, in order:
-unscale (FP16), the all-or-nothing overflow check across optimizers, clipping
-(each optimizer its own ``grad_clip_norm``), step, scaler update, and the
-commit: counters, ``after_update``, one :class:`UpdateEvent` per stepped
-optimizer, and update-clock schedules.
+window and ignored targets give exactly the full-batch update. The window then
+closes through the one update window (:mod:`nnx.update_window`, shared with
+the default step and ``finalize_step``): under DDP the sum over ranks, unscale
+(FP16), the all-or-nothing overflow check across optimizers, clipping (each
+optimizer its own ``grad_clip_norm``), step, scaler update, and the commit
+reported back here: counters, ``after_update``, one :class:`UpdateEvent` per
+stepped optimizer, and update-clock schedules.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import torch
 from nnx.nonfinite import NonFiniteSkips
 from nnx.objectives._core import ObjectiveContext, ObjectiveResult, UpdateEvent, nonfinite_policy
 from nnx.records import NNEvaluationDataPoint
+from nnx.update_window import GradientBuffer, WindowStepper
 
 if TYPE_CHECKING:
     from nnx.model import NNModel
@@ -99,6 +102,14 @@ class UpdateEngine:
         self.session = session
         self.skips = NonFiniteSkips()  # the epoch's non-finite windows (the loop's tally)
         self.dropped: str | None = None  # why the window being closed was dropped
+        # The window closes through the one update window (nnx.update_window), which
+        # reports each committed update back here (_report → _commit).
+        self.stepper = WindowStepper(
+            tuple(s.optimizer for s in self.slots),
+            tuple(s.config.grad_clip_norm for s in self.slots), scaler,
+            report=self._report, nonfinite_norm="skip" if self.policy == "skip" else "fail",
+            session=session)
+        self._closing: tuple[_Window, int, int] = (self.window, 0, 0)
 
     # -- the epoch --------------------------------------------------------------------
     def begin_epoch(self, skips: NonFiniteSkips | None = None) -> None:
@@ -211,59 +222,35 @@ class UpdateEngine:
             return 1.0
         return 1.0 / denominators[name]
 
-    def _assemble(self, window: _Window, denominators: dict[str, float],
-                  params: list[torch.Tensor]) -> None:
-        if window.first is not None:
-            c = self._coefficient(window, denominators, window.first)
-            if c != 1.0:
-                for p in params:
-                    if p.grad is not None:
-                        p.grad.mul_(c)
-        for name, buffer in window.buffers.items():
-            c = self._coefficient(window, denominators, name)
-            for p in params:
-                g = buffer.get(id(p))
-                if g is None:
-                    continue
-                if p.grad is None:
-                    p.grad = g.mul_(c)
-                else:
-                    p.grad.add_(g, alpha=c)
+    def _buffers(self, window: _Window, denominators: dict[str, float]) -> list[GradientBuffer]:
+        return [(self._coefficient(window, denominators, name), buffer)
+                for name, buffer in window.buffers.items()]
 
     def _close(self, epoch: int, batch_idx: int, params: list[torch.Tensor]) -> None:
         window, self.window = self.window, _Window()
         self.dropped = None
-        try:
-            self._update(window, epoch, batch_idx, params)
-        finally:
-            for p in params:
-                p.grad = None
-        self.skips.closed(batch_idx, self.dropped)
-
-    def _update(self, window: _Window, epoch: int, batch_idx: int,
-                params: list[torch.Tensor]) -> None:
         poisoned, denominators = self._denominators(window)
+        takes_update = not poisoned
         if poisoned:  # a dropped window (nonfinite="skip") counts nowhere
             self.dropped = window.cause or "loss term (on some rank)"
-            return
-        for name, sums in window.terms.items():
-            total = self.epoch_terms.setdefault(name, _TermSums(sums.reduction))
-            total.weighted += sums.weighted
-            total.plain += sums.plain
-            total.denominator += sums.denominator
-        unmasked = [n for n, s in window.terms.items()
-                    if s.reduction == "sum" or denominators[n] > 0]
-        if not unmasked:
-            return  # every term masked: no update
-        self._assemble(window, denominators, params)
-        if self.session is not None:
-            self.session.sum_gradients(params)
-        stepped = [s for s in self.slots if any(p.grad is not None for p in s.params())]
-        if not stepped:
-            return
-        if not self._step(stepped, epoch, batch_idx):
-            return
-        self._commit(stepped, window, epoch, batch_idx)
+        else:
+            for name, sums in window.terms.items():
+                total = self.epoch_terms.setdefault(name, _TermSums(sums.reduction))
+                total.weighted += sums.weighted
+                total.plain += sums.plain
+                total.denominator += sums.denominator
+            takes_update = any(s.reduction == "sum" or denominators[n] > 0
+                               for n, s in window.terms.items())  # else every term masked
+        first = 1.0 if window.first is None or not takes_update else self._coefficient(
+            window, denominators, window.first)
+        self._closing = (window, epoch, batch_idx)
+        closed = self.stepper.close(
+            takes_update=takes_update, coefficient=first,
+            buffers=self._buffers(window, denominators) if takes_update else (),
+            params=params, where=f"epoch {epoch}, batch {batch_idx}")
+        if closed == "gradient norm":
+            self.dropped = "gradient norm"  # the loop warns once per epoch
+        self.skips.closed(batch_idx, self.dropped)
 
     def _denominators(self, window: _Window) -> tuple[bool, dict[str, float]]:
         """(poisoned?, each term's denominator) of the window: under DDP poisoned on any
@@ -274,40 +261,9 @@ class UpdateEngine:
         totals = local if self.session is None else self.session.sum(local)
         return totals[0] > 0, dict(zip(names, totals[1:], strict=True))
 
-    def _step(self, stepped: list[OptimizerSlot], epoch: int, batch_idx: int) -> bool:
-        """Unscale, check, clip and step every optimizer holding gradients; False when the
-        window was skipped (an FP16 overflow, or a non-finite gradient under "skip")."""
-        scaler = self.scaler
-        if scaler is not None:
-            for slot in stepped:
-                scaler.unscale_(slot.optimizer)
-            grads = [p.grad for s in stepped for p in s.params() if p.grad is not None]
-            if not torch.isfinite(torch.nn.utils.get_total_norm(grads)):
-                scaler.update()  # all or nothing: no optimizer steps; the scale backs off
-                return False
-        for slot in stepped:
-            clip = slot.config.grad_clip_norm
-            if clip is None:
-                continue
-            owned = [p for p in slot.params() if p.grad is not None]
-            norm = torch.nn.utils.clip_grad_norm_(owned, clip)
-            if not torch.isfinite(norm):
-                if self.policy == "fail":
-                    raise FloatingPointError(
-                        f"non-finite gradient norm at epoch {epoch}, batch {batch_idx}; nothing "
-                        "was stepped (declare nonfinite='skip' to drop such windows)")
-                self.dropped = "gradient norm"  # the loop warns once per epoch
-                if scaler is not None:
-                    scaler.update()
-                return False
-        for slot in stepped:
-            if scaler is None:
-                slot.optimizer.step()
-            else:
-                scaler.step(slot.optimizer)
-        if scaler is not None:
-            scaler.update()
-        return True
+    def _report(self, stepped: Sequence[int]) -> None:
+        window, epoch, batch_idx = self._closing
+        self._commit([self.slots[i] for i in stepped], window, epoch, batch_idx)
 
     def _commit(self, stepped: list[OptimizerSlot], window: _Window, epoch: int,
                 batch_idx: int) -> None:

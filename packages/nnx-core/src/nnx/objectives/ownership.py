@@ -15,12 +15,14 @@ from torch import nn
 
 from nnx.objectives._core import Objective
 
-__all__ = ["check_strict_ownership", "check_update_owner",
-           "imperative_step", "is_imperative_step"]
+__all__ = ["check_precision_owner", "check_strict_ownership", "check_update_owner",
+           "full_precision_only", "imperative_step", "is_full_precision_only",
+           "is_imperative_step"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _MARK = "__nnx_imperative_step__"
+_FULL_PRECISION = "__nnx_full_precision_only__"
 _SHOWN = 5  # how many shared parameter names a refusal lists before eliding the rest
 
 
@@ -33,6 +35,28 @@ def imperative_step(fn: F) -> F:
 
 def is_imperative_step(fn: Any) -> bool:
     return bool(getattr(fn, _MARK, False))
+
+
+def full_precision_only(fn: F) -> F:
+    """Mark a step function that trains in full precision only (one built on
+    ``nnx._step_helpers.finalize_step``), so a run whose precision resolves to FP16 or
+    BF16 refuses it before any run is reserved (§6.1)."""
+    setattr(fn, _FULL_PRECISION, True)
+    return fn
+
+
+def is_full_precision_only(fn: Any) -> bool:
+    return bool(getattr(fn, _FULL_PRECISION, False))
+
+
+def check_precision_owner(step_fn: Any, precision: Any, *, step_name: str) -> None:
+    """Refuse a full-precision-only step under a reduced resolved precision."""
+    if step_fn is not None and precision.is_reduced and is_full_precision_only(step_fn):
+        raise ValueError(f"{step_name} {_name(step_fn)} is full-precision-only, but the run's "
+                         f"precision resolves to {precision.policy.name}: set "
+                         "NNModelParams.precision=FP32 (or drop mixed_precision), or train its "
+                         "objective counterpart, whose shared update engine applies autocast "
+                         "and the FP16 scaler")
 
 
 def _hidden_objective(fn: Any) -> bool:
