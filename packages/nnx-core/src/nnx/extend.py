@@ -20,6 +20,7 @@ unchanged, so an add-on (and the reference plugin under
 
 from __future__ import annotations
 
+from nnx._step_helpers import FinalizedStep, finalize_step, full_precision_only
 from nnx._validation import (
     MAX_SEED,
     NON_NEGATIVE,
@@ -44,7 +45,6 @@ from nnx._validation import (
     enum_spelling,
     enum_spellings,
 )
-from nnx._step_helpers import FinalizedStep, finalize_step, full_precision_only
 from nnx.components import Component, ComponentSpec
 from nnx.enums.nets import NetRegistration
 from nnx.metrics.registry import (
