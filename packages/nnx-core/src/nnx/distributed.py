@@ -98,8 +98,16 @@ class DistributedSession:
         self.world_size = dist.get_world_size()
         self.is_main = self.rank == 0
 
-    def close(self) -> None:
+    def close(self, *, completed: bool = False) -> None:
+        """Leave the group NNx created. After a completed fit every rank first meets at a
+        barrier: a rank that tore its end of the group down (and exited) while a peer was
+        still inside its last collective or its own teardown left gloo's threads to be
+        killed at interpreter exit (an abort, "terminate called without an active
+        exception"). After a failure no barrier is taken: a dead peer would make it wait
+        for the whole timeout."""
         if self.owns_group and dist.is_initialized():
+            if completed:
+                dist.barrier()
             dist.destroy_process_group()
 
     # -- the model --------------------------------------------------------------------

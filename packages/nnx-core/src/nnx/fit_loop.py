@@ -668,17 +668,20 @@ class FitLoop(ABC):
                 "generation": self.resume.checkpoint.generation}
 
     def execute(self) -> NNRun:
+        completed = False
         try:
             with contextlib.ExitStack() as locks:
                 self.reserve(locks)
                 try:
-                    return self._fit()
+                    run = self._fit()
                 except BaseException:
                     self._release()  # still under the lease
                     raise
+                completed = True
+                return run
         finally:
             if self.dist is not None:
-                self.dist.close()
+                self.dist.close(completed=completed)
 
     def _release(self) -> None:
         """A run that failed before its first commit leaves nothing behind: its directory
