@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
 import yaml
 
 from nnx._atomic import atomic_write_text
 from nnx._locking import file_lock
 from nnx._validation import check_run_id
 from nnx.checkpoint import NNCheckpoint
+from nnx.checkpoint_format import read_record
 from nnx.enums.nets import Nets
 from nnx.environment import environment_snapshot
 from nnx.history_csv import IdpsCsv, read_idps_csv
@@ -266,9 +266,8 @@ class NNRun:
         last = self.checkpoints_dir / "last.pt"
         if not last.is_file():
             return None
-        with _reading(self.id, last):
-            payload = torch.load(last, map_location="cpu", weights_only=True, mmap=True)
-            epoch: int = payload["epoch"]
+        with _reading(self.id, last):  # the one safe reader: nothing unpickled, no tensor read
+            epoch = int(read_record(last)["epoch"])
         return epoch
 
     @classmethod

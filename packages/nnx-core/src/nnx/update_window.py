@@ -158,7 +158,6 @@ class WindowStepper:
             scaler.update()
 
 
-
 def _normalize(params: list[torch.Tensor], coefficient: float,
                buffers: Sequence[GradientBuffer]) -> None:
     """p.grad × coefficient + Σ buffer × its coefficient: each term's Σ weighted
