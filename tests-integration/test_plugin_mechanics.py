@@ -79,12 +79,12 @@ ABSENT_CHECKS = {
     "unknown": "from nnx import NoSuchThing",
     "unknown_net": "from nnx import Nets; Nets.NO_SUCH_NET",
     "factory": (
-        "from nnx.plugins import versioned_registry\n"
-        "out = versioned_registry('nnx.optimizer_factories').get('example.sgd', 1)"
+        "from nnx._foundation.plugins import versioned_registry\n"
+        "out = versioned_registry('nnx._engine.optimizer_factories').get('example.sgd', 1)"
     ),
     "module": "import nnx.example_plugin",
     "factory_hint": (
-        "from nnx.optimizer_factories import resolve_optimizer_factory\n"
+        "from nnx._engine.optimizer_factories import resolve_optimizer_factory\n"
         "from nnx.params.optim_factory import OptimizerFactorySpec\n"
         "resolve_optimizer_factory(OptimizerFactorySpec('example.sgd', 1))"
     ),
@@ -127,8 +127,8 @@ PRESENT_CHECKS = {
         "out = [type(p).__name__, p.scale]"
     ),
     "factory": (
-        "from nnx.plugins import versioned_registry\n"
-        "f = versioned_registry('nnx.optimizer_factories').get('example.sgd', 1)\n"
+        "from nnx._foundation.plugins import versioned_registry\n"
+        "f = versioned_registry('nnx._engine.optimizer_factories').get('example.sgd', 1)\n"
         "out = f'{f.__module__}:{f.__name__}'"
     ),
     "unknown": "from nnx import NoSuchThing",

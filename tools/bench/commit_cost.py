@@ -20,8 +20,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from nnx.checkpoint import NNCheckpoint
-from nnx.seeding import capture_rng_state
+from nnx._foundation.seeding import capture_rng_state
+from nnx._persistence.checkpoint import NNCheckpoint
 
 
 def state_for(width: int) -> tuple[nn.Module, torch.optim.Optimizer]:

@@ -267,7 +267,7 @@ def run_plain(work: Workload, directory: Path, stamps: Stamps) -> nn.Module:
 
 
 def run_nnx(work: Workload, directory: Path, stamps: Stamps) -> nn.Module:
-    from nnx.fit_loop import FitLoop
+    from nnx._engine.fit_loop import FitLoop
 
     model = work.make_model()
     params = NNTrainParams(

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from nnx._atomic import atomic_write, atomic_write_text
+from nnx._foundation.atomic import atomic_write, atomic_write_text
 
 
 def leftovers(directory):
@@ -81,7 +81,7 @@ def test_a_full_disk_names_the_destination_keeps_the_errno_and_the_previous_file
         tmp_path, monkeypatch):
     import errno
 
-    import nnx._atomic as atomic
+    import nnx._foundation.atomic as atomic
 
     target = tmp_path / "run.yaml"
     atomic_write_text(target, "old\n")

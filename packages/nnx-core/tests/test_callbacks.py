@@ -29,7 +29,7 @@ from nnx import (
     NNSchedulerParams,
     NNTrainParams,
 )
-from nnx.checkpoint import checkpoint_files, sidecar_path
+from nnx._persistence.checkpoint import checkpoint_files, sidecar_path
 
 B = 3  # microbatches per epoch
 

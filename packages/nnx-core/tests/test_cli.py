@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 
-from nnx.cli import installed_distributions, main
+from nnx._surface.cli import installed_distributions, main
 
 
 @pytest.fixture(autouse=True)

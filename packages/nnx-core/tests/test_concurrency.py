@@ -65,8 +65,8 @@ def test_a_second_process_on_the_same_run_gets_the_lease_error(tmp_path):
 OVERWRITE = textwrap.dedent("""
     import os, sys, pathlib, torch
     from nnx import NNEvaluationDataPoint, NNModel, NNParams, NNTrainParams
-    from nnx._locking import file_lock
-    from nnx.best import elect_best
+    from nnx._foundation.locking import file_lock
+    from nnx._persistence.best import elect_best
     root, role, rounds = pathlib.Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     g = torch.Generator().manual_seed(0)
     batches = [(torch.randn(8, 3, generator=g), torch.randint(0, 2, (8,), generator=g))]

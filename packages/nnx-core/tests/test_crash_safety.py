@@ -52,11 +52,11 @@ import torch
 import yaml
 
 from nnx import NNCheckpoint, NNRun
-from nnx.best import current_best
-from nnx.checkpoint import checkpoint_files
+from nnx._persistence.best import current_best
+from nnx._persistence.checkpoint import checkpoint_files
+from nnx._persistence.history_csv import read_idps_csv
+from nnx._persistence.resume_point import ResumePointError, stray_files, verify_point
 from nnx.cli import main
-from nnx.history_csv import read_idps_csv
-from nnx.resume_point import ResumePointError, stray_files, verify_point
 
 TRAINER = r'''
 """Trainer server for the crash-safety test.
@@ -76,9 +76,9 @@ import torch
 
 torch.set_num_threads(1)
 
-import nnx.resume_point as resume_point
-import nnx.run as run_module
-import nnx.training as training
+import nnx._persistence.resume_point as resume_point
+import nnx._persistence.run as run_module
+import nnx._engine.training as training
 from nnx import (Callback, NNDataset, NNModel, NNOptimParams, NNParams, NNSchedulerParams,
                  NNTrainParams)
 
@@ -729,7 +729,7 @@ def _save_dying_after(monkeypatch: pytest.MonkeyPatch, path: Path, epoch: int,
                       dies_after: Callable[[str], bool] | None) -> None:
     """Save a resume point for ``path``; the writer dies once a file ``dies_after``
     accepts has landed (None: it completes)."""
-    import nnx.resume_point as resume_point
+    import nnx._persistence.resume_point as resume_point
 
     write = resume_point.atomic_write_bytes
 

@@ -18,7 +18,7 @@ from _nnx_core_tiny import tiny_batches, tiny_model
 from torch import nn
 
 from nnx import NNOptimParams, NNTrainParams, TaskSpec
-from nnx.records import NNEvaluationDataPoint, deferred_record
+from nnx._foundation.records import NNEvaluationDataPoint, deferred_record
 from nnx.tasks import task_adapter
 
 SCORES = {"error": 0.25, "accuracy": 0.75, "f1": 0.5, "recall": 0.625, "precision": 0.4375}

@@ -14,14 +14,14 @@ import torch
 from _nnx_core_tiny import tiny_batches, tiny_loader, tiny_train_params, weights
 
 import nnx
-import nnx._validation as validation
+import nnx._foundation.config_base as params_base
+import nnx._foundation.validation as validation
 import nnx.extend as extend
-import nnx.params._base as params_base
 from nnx import Devices, Losses, NNModel, NNModelParams, NNParams
+from nnx._foundation.plugins import registry
 from nnx.components import Component, ComponentSpec, discover_components
 from nnx.objectives import supervised_objective
 from nnx.objectives.supervised import SupervisedObjective
-from nnx.plugins import registry
 from nnx.tasks import CategoricalAdapter, MultilabelAdapter, RegressionAdapter, Task
 from nnx.tasks.adapters import task_adapter
 
@@ -236,7 +236,7 @@ def _declared_entry_points() -> dict[str, dict[str, list[str]]]:
 
 
 def test_the_catalog_agrees_with_every_declared_entry_point():
-    from nnx._catalog import GROUP_KINDS, catalog
+    from nnx._foundation.catalog import GROUP_KINDS, catalog
 
     table = catalog()
     declared = _declared_entry_points()
@@ -256,7 +256,10 @@ def test_the_catalog_agrees_with_every_declared_entry_point():
 
 
 def test_a_missing_add_on_optimizer_factory_names_its_distribution():
-    from nnx.optimizer_factories import MissingOptimizerFactoryError, resolve_optimizer_factory
+    from nnx._engine.optimizer_factories import (
+        MissingOptimizerFactoryError,
+        resolve_optimizer_factory,
+    )
     from nnx.params.optim_factory import OptimizerFactorySpec
 
     with pytest.raises(MissingOptimizerFactoryError,
@@ -270,7 +273,7 @@ def test_a_missing_add_on_optimizer_factory_names_its_distribution():
 
 @pytest.mark.parametrize("kind", ["model_factory", "metric", "transform"])
 def test_every_versioned_registry_miss_gives_the_install_hint(monkeypatch, kind):
-    import nnx._catalog as catalog
+    import nnx._foundation.catalog as catalog
     from nnx.metrics import MetricSpec
     from nnx.metrics.registry import MissingMetricError, resolve_metric
     from nnx.models import MissingModelFactoryError, ModelSpec, resolve_model_factory

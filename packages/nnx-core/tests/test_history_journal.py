@@ -13,6 +13,8 @@ import pytest
 import torch
 import yaml
 
+from nnx._foundation.records import MonitorRecord, NNEvaluationDataPoint, NNIterationDataPoint
+from nnx._persistence.history_csv import read_idps_csv, render_idps_csv
 from nnx.history import (
     HistoryCorruptionError,
     HistoryJournal,
@@ -27,8 +29,6 @@ from nnx.history import (
     read_manifest,
     read_tail,
 )
-from nnx.history_csv import read_idps_csv, render_idps_csv
-from nnx.records import MonitorRecord, NNEvaluationDataPoint, NNIterationDataPoint
 
 NAN, INF = float("nan"), float("inf")
 

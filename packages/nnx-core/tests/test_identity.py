@@ -22,8 +22,8 @@ from nnx import (
     NNTrainParams,
     run_id,
 )
-from nnx._hashing import canonical_bytes
-from nnx.identity import run_identity
+from nnx._foundation.hashing import canonical_bytes
+from nnx._foundation.identity import run_identity
 
 
 def base():

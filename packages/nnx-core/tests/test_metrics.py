@@ -17,7 +17,8 @@ from sklearn.metrics import (
 )
 from torch import nn
 
-from nnx._hashing import md5_hex
+from nnx._foundation.hashing import md5_hex
+from nnx._foundation.plugins import versioned_registry
 from nnx.metrics import (
     MetricRegistration,
     MetricSpec,
@@ -27,7 +28,6 @@ from nnx.metrics import (
     register_metric,
     resolve_metric,
 )
-from nnx.plugins import versioned_registry
 from nnx.tasks import TaskSpec, task_adapter
 
 RNG = np.random.default_rng(0)

@@ -36,8 +36,8 @@ from nnx import (
     register_model_factory,
     run_id,
 )
+from nnx._foundation.plugins import versioned_registry
 from nnx.models import build_from_spec, describe, descriptor_from_state, topology_fingerprint
-from nnx.plugins import versioned_registry
 
 
 class Encoder(nn.Module):

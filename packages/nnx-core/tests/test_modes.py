@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from torch import nn
 
-from nnx.modes import preserved_state
+from nnx._foundation.modes import preserved_state
 
 
 def mixed_tree() -> nn.Sequential:

@@ -244,7 +244,7 @@ def test_loading_another_monitors_state_is_refused() -> None:
 
 
 def test_read_takes_the_splits_record_value() -> None:
-    from nnx.records import NNEvaluationDataPoint
+    from nnx._foundation.records import NNEvaluationDataPoint
 
     edp = NNEvaluationDataPoint(loss=0.4, error=0.1, metrics={"nll": 0.3})
     assert MonitorSpec().read(edp) == 0.4

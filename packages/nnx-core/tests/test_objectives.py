@@ -31,8 +31,8 @@ from nnx import (
     kd_objective,
     supervised_objective,
 )
-from nnx.precision import ResolvedPrecision
-from nnx.update_engine import OptimizerSlot, UpdateEngine
+from nnx._engine.precision import ResolvedPrecision
+from nnx._engine.update_engine import OptimizerSlot, UpdateEngine
 
 FP32 = ResolvedPrecision(Precision.FP32, "cpu")
 

@@ -32,9 +32,9 @@ from nnx import (
     build_param_groups,
     register_optimizer_factory,
 )
+from nnx._foundation.plugins import versioned_registry
 from nnx.components import ComponentRestoreError
 from nnx.optimizers import MissingOptimizerFactoryError, resolve_optimizer_factory
-from nnx.plugins import versioned_registry
 
 CALLS: list[tuple[list[dict], object]] = []
 
@@ -47,7 +47,7 @@ def lion(param_groups, config):
 @pytest.fixture(autouse=True)
 def registry(monkeypatch):
     """Each test sees acme.lion@v1 and nothing it registers leaks into another test."""
-    names = versioned_registry("nnx.optimizer_factories")._names
+    names = versioned_registry("nnx._engine.optimizer_factories")._names
     monkeypatch.setattr(names, "_explicit", dict(names._explicit))
     register_optimizer_factory("acme.lion", 1, lion)
     CALLS.clear()
@@ -276,11 +276,11 @@ def test_a_bad_factory_result_fails_before_any_run_directory(tmp_path, factory, 
 RELOAD = textwrap.dedent("""
     import sys
     from nnx import NNOptimFactoryParams, NNRun
-    from nnx.plugins import versioned_registry
+    from nnx._foundation.plugins import versioned_registry
 
     run = NNRun.load(sys.argv[1], root=sys.argv[2])
     assert isinstance(run.train_params.optim, NNOptimFactoryParams)
-    assert versioned_registry("nnx.optimizer_factories").versions("acme.lion") == []
+    assert versioned_registry("nnx._engine.optimizer_factories").versions("acme.lion") == []
     assert "Lion" not in sys.modules and "test_optimizer_factories" not in str(sys.modules)
     print(run)
 """)

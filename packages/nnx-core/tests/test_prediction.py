@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from nnx import TaskSpec
-from nnx.prediction import (
+from nnx._engine.prediction import (
     PredictionResult,
     PredictResult,
     ProbabilitySpec,

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from nnx import ModelCheckpoint, NNCheckpoint, NNModel, NNParams, NNTrainParams
+from nnx._persistence.resume_point import ResumePointError, manifest_path
 from nnx.cli import main
-from nnx.resume_point import ResumePointError, manifest_path
 
 
 def net_params() -> NNParams:
@@ -179,7 +179,7 @@ def test_a_manifest_naming_another_checkpoint_is_torn(tmp_path, field):
 # -- 5. the compatibility copy and orphans ----------------------------------------------
 def test_a_save_killed_before_its_publish_leaves_the_compatibility_copy_on_the_live_point(
         tmp_path, monkeypatch):
-    import nnx.resume_point as resume_point
+    import nnx._persistence.resume_point as resume_point
 
     root = tmp_path / "runs"
     run, _ = trained(root)

@@ -26,10 +26,10 @@ from nnx import (
     NNTrainParams,
     default_train_step,
 )
-from nnx._hashing import md5_hex
-from nnx.best import current_best, elect_best, promote_best
-from nnx.checkpoint import checkpoint_files
-from nnx.training import phase_epochs
+from nnx._engine.training import phase_epochs
+from nnx._foundation.hashing import md5_hex
+from nnx._persistence.best import current_best, elect_best, promote_best
+from nnx._persistence.checkpoint import checkpoint_files
 
 # -- helpers ----------------------------------------------------------------------------
 
@@ -397,7 +397,7 @@ def test_an_empty_last_is_rejected_rather_than_erasing_history(tmp_path):
 
 
 def test_a_failed_reservation_write_releases_the_run_for_a_retry(tmp_path, monkeypatch):
-    import nnx.fit_loop as fit_loop
+    import nnx._engine.fit_loop as fit_loop
 
     root = tmp_path / "runs"
     calls = []
@@ -438,7 +438,7 @@ def test_an_election_interleaved_with_an_overwrite_never_advertises_the_old_run(
     the window where the overwrite holds no lock, and A's old score is replayed through
     promote_best too. Neither may point runs/best at A's old artifacts, which are being
     deleted: the pointer never dangles nor names a run without a committed BEST."""
-    from nnx._locking import file_lock
+    from nnx._foundation.locking import file_lock
 
     root, elsewhere = tmp_path / "runs", tmp_path / "elsewhere"
     a = _run(root, "a", [0.1])

@@ -28,7 +28,7 @@ from nnx import (
     Schedulers,
     default_train_step,
 )
-from nnx.checkpoint import checkpoint_files
+from nnx._persistence.checkpoint import checkpoint_files
 
 # -- helpers ----------------------------------------------------------------------------
 

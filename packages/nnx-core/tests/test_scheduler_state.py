@@ -124,7 +124,7 @@ def test_a_mismatched_update_clock_budget_is_refused_before_anything_is_restored
 
 def test_a_checkpoint_without_component_state_is_refused_for_an_update_clock(
         tmp_path, monkeypatch):
-    from nnx.fit_loop import FitLoop
+    from nnx._engine.fit_loop import FitLoop
 
     schedule = update_clock(NNSchedulerParams.builder().cosine_annealing(T_max=8))
     training_state = FitLoop._training_state

@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from nnx.seeding import (
+from nnx._foundation.seeding import (
     capture_rng_state,
     dataloader_worker_init_fn,
     restore_rng_state,

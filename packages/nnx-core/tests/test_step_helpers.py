@@ -17,9 +17,9 @@ from nnx import (
     NNTrainParams,
     Precision,
 )
+from nnx._engine.precision import ResolvedPrecision
+from nnx._engine.steps import TrainStepContext, UpdateWindow
 from nnx._step_helpers import finalize_step, full_precision_only
-from nnx.precision import ResolvedPrecision
-from nnx.steps import TrainStepContext, UpdateWindow
 
 
 def _loss(ctx: TrainStepContext) -> torch.Tensor:

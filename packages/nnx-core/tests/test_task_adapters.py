@@ -22,8 +22,8 @@ from sklearn.metrics import (
 )
 from torch import nn
 
+from nnx._foundation.records import NNEvaluationDataPoint
 from nnx.metrics import MetricSpec
-from nnx.records import NNEvaluationDataPoint
 from nnx.tasks import (
     CategoricalAdapter,
     LossOnlyAdapter,

@@ -48,9 +48,9 @@ from nnx import (
     register_optimizer_factory,
     supervised_objective,
 )
+from nnx._foundation.plugins import versioned_registry
 from nnx.components import ComponentRestoreError
 from nnx.optimizers import MissingOptimizerFactoryError
-from nnx.plugins import versioned_registry
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -220,7 +220,7 @@ def lion_factory(param_groups, config):
 @pytest.fixture(autouse=True)
 def registry(monkeypatch):
     """Every test sees test.lion@v1, and nothing a test (un)registers leaks out of it."""
-    names = versioned_registry("nnx.optimizer_factories")._names
+    names = versioned_registry("nnx._engine.optimizer_factories")._names
     monkeypatch.setattr(names, "_explicit", dict(names._explicit))
     register_optimizer_factory("test.lion", 1, lion_factory)
     FACTORY_CALLS.clear()
@@ -293,9 +293,9 @@ def test_gan_recipe_steps_each_half_by_its_own_optimizer_and_resumes_bit_for_bit
 RELOAD = textwrap.dedent("""
     import sys
     from nnx import NNOptimFactoryParams, NNOptimParams, NNRun
-    from nnx.plugins import versioned_registry
+    from nnx._foundation.plugins import versioned_registry
 
-    assert versioned_registry("nnx.optimizer_factories").versions("test.lion") == []
+    assert versioned_registry("nnx._engine.optimizer_factories").versions("test.lion") == []
     run = NNRun.load(sys.argv[1], root=sys.argv[2])
     assert run.id == sys.argv[1] and run.train_params is None
     assert type(run.trainer_params.optims["lion"]) is NNOptimFactoryParams

@@ -29,7 +29,7 @@ from nnx import (
     register_transform,
     run_id,
 )
-from nnx.plugins import versioned_registry
+from nnx._foundation.plugins import versioned_registry
 from nnx.transforms import LowRankLinear, materialize_low_rank
 
 RECIPE = TransformRecipe("nnx.low_rank", 1, {"targets": ["layers.0"], "rank": 2})
@@ -350,7 +350,7 @@ def test_an_unknown_or_unfitting_recipe_fails_before_anything_loads(tmp_path, mo
         raise AssertionError("nothing may be built before the recipes resolve")
 
     with monkeypatch.context() as patched:
-        patched.setattr("nnx.model.build_net", no_build)
+        patched.setattr("nnx._surface.model.build_net", no_build)
         unknown = dataclasses.replace(best, transforms=(
             *best.transforms, {"op": "acme.missing", "version": 1, "config": {}}))
         with pytest.raises(TransformCompatibilityError,

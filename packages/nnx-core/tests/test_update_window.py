@@ -1,10 +1,10 @@
-"""The one update window (nnx.update_window): its named steps on a real optimizer."""
+"""The one update window (nnx._engine.update_window): its named steps on a real optimizer."""
 
 from __future__ import annotations
 
 import torch
 
-from nnx.update_window import WindowStepper
+from nnx._engine.update_window import WindowStepper
 
 
 def _stepper(clip=None):

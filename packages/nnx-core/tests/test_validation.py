@@ -20,8 +20,8 @@ from nnx import (
     Optims,
     Schedulers,
 )
-from nnx._hashing import md5_hex
-from nnx._validation import (
+from nnx._foundation.hashing import md5_hex
+from nnx._foundation.validation import (
     NON_NEGATIVE,
     POSITIVE,
     UNIT_HALF_OPEN,

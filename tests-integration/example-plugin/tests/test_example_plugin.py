@@ -19,6 +19,7 @@ import torch
 
 import nnx
 from nnx import Nets, NNParams
+from nnx._foundation.plugins import registry, versioned_registry
 from nnx.example_plugin import (
     EXAMPLE_MLP,
     ExampleMLP,
@@ -26,7 +27,6 @@ from nnx.example_plugin import (
     ExampleScaler,
     example_sgd,
 )
-from nnx.plugins import registry, versioned_registry
 from nnx.testing import tiny_batches, tiny_loader, tiny_model, tiny_train_params, weights
 
 
@@ -77,7 +77,7 @@ def test_nets_member_pickles_by_name() -> None:
 
 
 def test_optimizer_factory_resolves_by_id_and_version() -> None:
-    reg = versioned_registry("nnx.optimizer_factories")
+    reg = versioned_registry("nnx._engine.optimizer_factories")
     assert reg.get("example.sgd", 1) is example_sgd
     assert reg.get("example.sgd", 2) is None
     assert 1 in reg.versions("example.sgd")

@@ -4,7 +4,7 @@ Top-level names are imported lazily: ``import nnx`` loads no submodule, no
 add-on and no optional dependency. Core names resolve from the table below;
 names an add-on provides resolve through the ``nnx.exports`` entry-point
 group, and a name whose distribution is missing raises
-:class:`nnx.plugins.MissingDistributionError` naming what to install.
+:class:`nnx._foundation.plugins.MissingDistributionError` naming what to install.
 """
 
 # Add-on distributions contribute nnx/<sub> directories to this package.
@@ -45,9 +45,9 @@ _CORE_EXPORTS: dict[str, str] = {
     # optimizers, identity, plugins
     "build_optimizer": "nnx.optimizers",
     "build_param_groups": "nnx.optimizers",
-    "register_optimizer_factory": "nnx.optimizer_factories",
-    "registered_optimizer_factories": "nnx.optimizer_factories",
-    "unregister_optimizer_factory": "nnx.optimizer_factories",
+    "register_optimizer_factory": "nnx._engine.optimizer_factories",
+    "registered_optimizer_factories": "nnx._engine.optimizer_factories",
+    "unregister_optimizer_factory": "nnx._engine.optimizer_factories",
     # models beyond the Nets enum (§3.2)
     "ModelSpec": "nnx.models",
     "RuntimeModule": "nnx.models",
@@ -61,12 +61,12 @@ _CORE_EXPORTS: dict[str, str] = {
     "register_transform": "nnx.transforms",
     "registered_transforms": "nnx.transforms",
     "unregister_transform": "nnx.transforms",
-    "BatchAdapter": "nnx.batch_adapters",
-    "PositionalInputs": "nnx.batch_adapters",
-    "KeywordInputs": "nnx.batch_adapters",
-    "LinearWarmupDecayLR": "nnx.lr_schedules",
-    "run_id": "nnx.identity",
-    "MissingDistributionError": "nnx.plugins",
+    "BatchAdapter": "nnx._engine.batch_adapters",
+    "PositionalInputs": "nnx._engine.batch_adapters",
+    "KeywordInputs": "nnx._engine.batch_adapters",
+    "LinearWarmupDecayLR": "nnx.enums._lr_schedules",
+    "run_id": "nnx._foundation.identity",
+    "MissingDistributionError": "nnx._foundation.plugins",
     # built-in nets
     "FeedFwdNN": "nnx.nets.feedforward",
     "ConvNN": "nnx.nets.conv",
@@ -74,17 +74,17 @@ _CORE_EXPORTS: dict[str, str] = {
     "MoEFeedFwdNN": "nnx.nets.moe",
     "MoELinear": "nnx.nets.moe",
     # training, runs and checkpoints
-    "NNModel": "nnx.model",
-    "NNRun": "nnx.run",
-    "DamagedRun": "nnx.run",
-    "RunDamagedError": "nnx.run",
-    "NNCheckpoint": "nnx.checkpoint",
-    "NNEvaluationDataPoint": "nnx.records",
-    "NNIterationDataPoint": "nnx.records",
-    "RunExistsError": "nnx.training",
-    "RunLeaseError": "nnx.training",
-    "ResumePointError": "nnx.resume_point",
-    "ResumeStatus": "nnx.resume",
+    "NNModel": "nnx._surface.model",
+    "NNRun": "nnx._persistence.run",
+    "DamagedRun": "nnx._persistence.run",
+    "RunDamagedError": "nnx._persistence.run",
+    "NNCheckpoint": "nnx._persistence.checkpoint",
+    "NNEvaluationDataPoint": "nnx._foundation.records",
+    "NNIterationDataPoint": "nnx._foundation.records",
+    "RunExistsError": "nnx._engine.training",
+    "RunLeaseError": "nnx._engine.training",
+    "ResumePointError": "nnx._persistence.resume_point",
+    "ResumeStatus": "nnx._engine.resume",
     "ComponentSpec": "nnx.components",
     "ComponentRestoreError": "nnx.components",
     "Callback": "nnx.callbacks.base",
@@ -103,10 +103,10 @@ _CORE_EXPORTS: dict[str, str] = {
     "UpdateEvent": "nnx.objectives",
     "supervised_objective": "nnx.objectives",
     "kd_objective": "nnx.objectives",
-    "TrainStepContext": "nnx.steps",
-    "EvalStepContext": "nnx.steps",
-    "default_train_step": "nnx.steps",
-    "ScheduleExhaustedError": "nnx.schedule",
+    "TrainStepContext": "nnx._engine.steps",
+    "EvalStepContext": "nnx._engine.steps",
+    "default_train_step": "nnx._engine.steps",
+    "ScheduleExhaustedError": "nnx._engine.schedule",
     "TaskValidationError": "nnx.tasks.adapters",
     "MetricSpec": "nnx.metrics.spec",
     "register_metric": "nnx.metrics.registry",
@@ -115,17 +115,17 @@ _CORE_EXPORTS: dict[str, str] = {
     "MonitorSpec": "nnx.monitors",
     "MonitorRecord": "nnx.monitors",
     "MonitorUnavailableError": "nnx.monitors",
-    "NonFiniteRunError": "nnx.nonfinite",
-    "ProbabilitySpec": "nnx.prediction",
-    "PredictionResult": "nnx.prediction",
-    "PredictResult": "nnx.prediction",
-    "prediction_from_logits": "nnx.prediction",
+    "NonFiniteRunError": "nnx._engine.nonfinite",
+    "ProbabilitySpec": "nnx._engine.prediction",
+    "PredictionResult": "nnx._engine.prediction",
+    "PredictResult": "nnx._engine.prediction",
+    "prediction_from_logits": "nnx._engine.prediction",
     "freeze": "nnx.finetune",
     "unfreeze": "nnx.finetune",
     "frozen": "nnx.finetune",
     "load_pretrained": "nnx.finetune",
-    "set_seed": "nnx.seeding",
-    "dataloader_worker_init_fn": "nnx.seeding",
+    "set_seed": "nnx._foundation.seeding",
+    "dataloader_worker_init_fn": "nnx._foundation.seeding",
     "NNDataset": "nnx.datasets.dataset",
     "NNTabularDataset": "nnx.datasets.tabular",
 }
@@ -140,7 +140,7 @@ def __getattr__(name: str) -> Any:
     if module is not None:
         value = getattr(importlib.import_module(module), name)
     else:
-        from nnx.plugins import missing, registry
+        from nnx._foundation.plugins import missing, registry
 
         value = registry("nnx.exports").get(name)
         if value is None:
@@ -155,16 +155,62 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     # Installed add-ons' names come from their nnx.exports entry points: reading the
     # metadata imports no add-on.
-    from nnx.plugins import registry
+    from nnx._foundation.plugins import registry
 
     return sorted(set(globals()) | set(_CORE_EXPORTS) | registry("nnx.exports").names())
 
 
 if TYPE_CHECKING:
     # Explicit re-exports for type checkers (runtime resolution is lazy, above).
-    from nnx.batch_adapters import BatchAdapter as BatchAdapter
-    from nnx.batch_adapters import KeywordInputs as KeywordInputs
-    from nnx.batch_adapters import PositionalInputs as PositionalInputs
+    from nnx._engine.batch_adapters import BatchAdapter as BatchAdapter
+    from nnx._engine.batch_adapters import KeywordInputs as KeywordInputs
+    from nnx._engine.batch_adapters import PositionalInputs as PositionalInputs
+    from nnx._engine.components import ComponentRestoreError as ComponentRestoreError
+    from nnx._engine.components import ComponentSpec as ComponentSpec
+    from nnx._engine.finetune import freeze as freeze
+    from nnx._engine.finetune import frozen as frozen
+    from nnx._engine.finetune import load_pretrained as load_pretrained
+    from nnx._engine.finetune import unfreeze as unfreeze
+    from nnx._engine.monitors import MonitorRecord as MonitorRecord
+    from nnx._engine.monitors import MonitorSpec as MonitorSpec
+    from nnx._engine.monitors import MonitorUnavailableError as MonitorUnavailableError
+    from nnx._engine.nonfinite import NonFiniteRunError as NonFiniteRunError
+    from nnx._engine.optimizer_factories import (
+        register_optimizer_factory as register_optimizer_factory,
+    )
+    from nnx._engine.optimizer_factories import (
+        registered_optimizer_factories as registered_optimizer_factories,
+    )
+    from nnx._engine.optimizer_factories import (
+        unregister_optimizer_factory as unregister_optimizer_factory,
+    )
+    from nnx._engine.optimizers import build_optimizer as build_optimizer
+    from nnx._engine.optimizers import build_param_groups as build_param_groups
+    from nnx._engine.prediction import PredictionResult as PredictionResult
+    from nnx._engine.prediction import PredictResult as PredictResult
+    from nnx._engine.prediction import ProbabilitySpec as ProbabilitySpec
+    from nnx._engine.prediction import prediction_from_logits as prediction_from_logits
+    from nnx._engine.resume import ResumeStatus as ResumeStatus
+    from nnx._engine.schedule import ScheduleExhaustedError as ScheduleExhaustedError
+    from nnx._engine.steps import EvalStepContext as EvalStepContext
+    from nnx._engine.steps import TrainStepContext as TrainStepContext
+    from nnx._engine.steps import default_train_step as default_train_step
+    from nnx._engine.training import RunExistsError as RunExistsError
+    from nnx._engine.training import RunLeaseError as RunLeaseError
+    from nnx._foundation.identity import run_id as run_id
+    from nnx._foundation.plugins import MissingDistributionError as MissingDistributionError
+    from nnx._foundation.records import NNEvaluationDataPoint as NNEvaluationDataPoint
+    from nnx._foundation.records import NNIterationDataPoint as NNIterationDataPoint
+    from nnx._foundation.seeding import dataloader_worker_init_fn as dataloader_worker_init_fn
+    from nnx._foundation.seeding import set_seed as set_seed
+    from nnx._persistence.checkpoint import NNCheckpoint as NNCheckpoint
+    from nnx._persistence.resume_point import ResumePointError as ResumePointError
+    from nnx._persistence.run import DamagedRun as DamagedRun
+    from nnx._persistence.run import NNRun as NNRun
+    from nnx._persistence.run import RunDamagedError as RunDamagedError
+    from nnx._surface.model import NNModel as NNModel
+    from nnx._surface.trainer import Trainer as Trainer
+    from nnx._surface.trainer import TrainerStepContext as TrainerStepContext
     from nnx.callbacks.base import Callback as Callback
     from nnx.callbacks.base import CallbackContext as CallbackContext
     from nnx.callbacks.early_stopping import EarlyStopping as EarlyStopping
@@ -172,11 +218,9 @@ if TYPE_CHECKING:
     from nnx.callbacks.model_checkpoint import ModelCheckpoint as ModelCheckpoint
     from nnx.callbacks.tensorboard import TensorBoardCallback as TensorBoardCallback
     from nnx.callbacks.wandb import WandbCallback as WandbCallback
-    from nnx.checkpoint import NNCheckpoint as NNCheckpoint
-    from nnx.components import ComponentRestoreError as ComponentRestoreError
-    from nnx.components import ComponentSpec as ComponentSpec
     from nnx.datasets.dataset import NNDataset as NNDataset
     from nnx.datasets.tabular import NNTabularDataset as NNTabularDataset
+    from nnx.enums._lr_schedules import LinearWarmupDecayLR as LinearWarmupDecayLR
     from nnx.enums.activations import Activations as Activations
     from nnx.enums.checkpoints import Checkpoints as Checkpoints
     from nnx.enums.devices import Devices as Devices
@@ -186,32 +230,21 @@ if TYPE_CHECKING:
     from nnx.enums.optims import Optims as Optims
     from nnx.enums.precision import Precision as Precision
     from nnx.enums.schedulers import Schedulers as Schedulers
-    from nnx.finetune import freeze as freeze
-    from nnx.finetune import frozen as frozen
-    from nnx.finetune import load_pretrained as load_pretrained
-    from nnx.finetune import unfreeze as unfreeze
-    from nnx.identity import run_id as run_id
-    from nnx.lr_schedules import LinearWarmupDecayLR as LinearWarmupDecayLR
     from nnx.metrics.registry import register_metric as register_metric
     from nnx.metrics.registry import registered_metrics as registered_metrics
     from nnx.metrics.registry import unregister_metric as unregister_metric
     from nnx.metrics.spec import MetricSpec as MetricSpec
-    from nnx.model import NNModel as NNModel
     from nnx.models import MissingModelFactoryError as MissingModelFactoryError
     from nnx.models import ModelSpec as ModelSpec
     from nnx.models import RuntimeModule as RuntimeModule
     from nnx.models import register_model_factory as register_model_factory
     from nnx.models import registered_model_factories as registered_model_factories
     from nnx.models import unregister_model_factory as unregister_model_factory
-    from nnx.monitors import MonitorRecord as MonitorRecord
-    from nnx.monitors import MonitorSpec as MonitorSpec
-    from nnx.monitors import MonitorUnavailableError as MonitorUnavailableError
     from nnx.nets.conv import ConvNN as ConvNN
     from nnx.nets.feedforward import FeedFwdNN as FeedFwdNN
     from nnx.nets.moe import MoEFeedFwdNN as MoEFeedFwdNN
     from nnx.nets.moe import MoELinear as MoELinear
     from nnx.nets.vit import ViTNN as ViTNN
-    from nnx.nonfinite import NonFiniteRunError as NonFiniteRunError
     from nnx.objectives import LossTerm as LossTerm
     from nnx.objectives import Objective as Objective
     from nnx.objectives import ObjectiveContext as ObjectiveContext
@@ -219,15 +252,6 @@ if TYPE_CHECKING:
     from nnx.objectives import UpdateEvent as UpdateEvent
     from nnx.objectives import kd_objective as kd_objective
     from nnx.objectives import supervised_objective as supervised_objective
-    from nnx.optimizer_factories import register_optimizer_factory as register_optimizer_factory
-    from nnx.optimizer_factories import (
-        registered_optimizer_factories as registered_optimizer_factories,
-    )
-    from nnx.optimizer_factories import (
-        unregister_optimizer_factory as unregister_optimizer_factory,
-    )
-    from nnx.optimizers import build_optimizer as build_optimizer
-    from nnx.optimizers import build_param_groups as build_param_groups
     from nnx.params.conv import NNConvParams as NNConvParams
     from nnx.params.model import NNModelParams as NNModelParams
     from nnx.params.moe import NNMoEParams as NNMoEParams
@@ -243,30 +267,8 @@ if TYPE_CHECKING:
     from nnx.params.trainer import NNTrainerParams as NNTrainerParams
     from nnx.params.trainer_builder import NNTrainerParamsBuilder as NNTrainerParamsBuilder
     from nnx.params.vit import NNViTParams as NNViTParams
-    from nnx.plugins import MissingDistributionError as MissingDistributionError
-    from nnx.prediction import PredictionResult as PredictionResult
-    from nnx.prediction import PredictResult as PredictResult
-    from nnx.prediction import ProbabilitySpec as ProbabilitySpec
-    from nnx.prediction import prediction_from_logits as prediction_from_logits
-    from nnx.records import NNEvaluationDataPoint as NNEvaluationDataPoint
-    from nnx.records import NNIterationDataPoint as NNIterationDataPoint
-    from nnx.resume import ResumeStatus as ResumeStatus
-    from nnx.resume_point import ResumePointError as ResumePointError
-    from nnx.run import DamagedRun as DamagedRun
-    from nnx.run import NNRun as NNRun
-    from nnx.run import RunDamagedError as RunDamagedError
-    from nnx.schedule import ScheduleExhaustedError as ScheduleExhaustedError
-    from nnx.seeding import dataloader_worker_init_fn as dataloader_worker_init_fn
-    from nnx.seeding import set_seed as set_seed
-    from nnx.steps import EvalStepContext as EvalStepContext
-    from nnx.steps import TrainStepContext as TrainStepContext
-    from nnx.steps import default_train_step as default_train_step
     from nnx.tasks.adapters import TaskValidationError as TaskValidationError
     from nnx.tasks.spec import TaskSpec as TaskSpec
-    from nnx.trainer import Trainer as Trainer
-    from nnx.trainer import TrainerStepContext as TrainerStepContext
-    from nnx.training import RunExistsError as RunExistsError
-    from nnx.training import RunLeaseError as RunLeaseError
     from nnx.transforms import TransformCompatibilityError as TransformCompatibilityError
     from nnx.transforms import TransformRecipe as TransformRecipe
     from nnx.transforms import register_transform as register_transform

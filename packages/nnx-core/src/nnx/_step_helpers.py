@@ -1,97 +1,24 @@
 """finalize_step: how an imperative paradigm step finishes its update (spec §6.1, §2.5).
 
-The paradigm, diffusion and embeddings step factories compute a loss their
-own way and hand it here. ``finalize_step`` runs the NaN guard before
-backward, back-propagates, and closes the window through the one update
-window (:mod:`nnx.update_window`, the default step's and the update engine's
-too): clip by ``ctx.grad_clip_norm``, step, ``ctx.report_update()`` (so an
-update-clock schedule steps once per batch), zero_grad.
-
-These steps train in full precision, one microbatch per update: a scaler, a
-reduced ``ctx.precision`` or ``accumulate_grad_batches > 1`` is refused with
-a ValueError instead of silently dropped. Mark the step function with
-:func:`full_precision_only` so NNModel.train refuses a reduced precision
-before any run is reserved; an objective (§6.5) gets both from the engine.
+The public face of :mod:`nnx._engine.step_helpers`; the code lives there (docs/architecture.md).
 """
 
-from __future__ import annotations
+from nnx._engine.step_helpers import (
+    FinalizedStep as FinalizedStep,
+)
+from nnx._engine.step_helpers import (
+    finalize_step as finalize_step,
+)
+from nnx._engine.step_helpers import (
+    full_precision_only as full_precision_only,
+)
+from nnx._engine.step_helpers import (
+    is_full_precision_only as is_full_precision_only,
+)
 
-import math
-from collections.abc import Sequence
-from dataclasses import dataclass
-
-import torch
-
-from nnx.objectives.ownership import full_precision_only, is_full_precision_only
-from nnx.records import NNEvaluationDataPoint
-from nnx.steps import TrainStepContext
-from nnx.update_window import WindowStepper, holds_gradients
-
-__all__ = ["FinalizedStep", "finalize_step", "full_precision_only", "is_full_precision_only"]
-
-
-@dataclass(frozen=True)
-class FinalizedStep:
-    """What finalize_step did: the loss value read once (the guard and the record) and
-    whether the optimizer stepped (False when the NaN guard dropped the batch)."""
-
-    loss: float
-    stepped: bool
-
-    def record(self, **extra: float) -> NNEvaluationDataPoint:
-        """The batch's record: the loss, as error too (BEST tracking stays meaningful)."""
-        return NNEvaluationDataPoint(loss=self.loss, error=self.loss, extra=dict(extra))
-
-
-def _refuse_unsupported(ctx: TrainStepContext, loss: object) -> None:
-    if ctx.scaler is not None:
-        raise ValueError("finalize_step trains in full precision and cannot apply ctx.scaler "
-                         "(an FP16 GradScaler); train the objective counterpart instead")
-    if ctx.precision.is_reduced:
-        raise ValueError(f"finalize_step trains in full precision; ctx.precision is "
-                         f"{ctx.precision.policy.name}: set NNModelParams.precision=FP32, or "
-                         "train the objective counterpart")
-    if ctx.accumulate_grad_batches != 1:
-        raise ValueError(f"finalize_step steps once per batch and cannot accumulate: "
-                         f"accumulate_grad_batches={ctx.accumulate_grad_batches}; set it to 1, "
-                         "or train the objective counterpart")
-    if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-        shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
-        raise ValueError(f"finalize_step: loss must be a scalar tensor; got {shape}")
-
-
-def finalize_step(ctx: TrainStepContext, loss: torch.Tensor) -> FinalizedStep:
-    """Guard, back-propagate and step ``ctx.optimizer`` on ``loss`` (a scalar tensor).
-
-    A non-finite loss is never back-propagated: the batch's gradients are dropped and
-    the loop warns once per epoch (and refuses an epoch left without updates), as the
-    default step's guard does. The step reports its own update, so the calling step
-    function must not call ``ctx.report_update()`` for it.
-    """
-    _refuse_unsupported(ctx, loss)
-    value = float(loss.detach())
-    bad = not math.isfinite(value)
-    if ctx.distributed is not None:
-        bad = ctx.distributed.any(bad)  # every rank drops the batch, or none does
-    window = ctx.window
-    if bad:
-        window.poisoned = True
-        window.nonfinite = window.nonfinite or "training loss"
-    else:
-        if holds_gradients(ctx.optimizer):
-            # Gradients left from before this batch never join its update (every window
-            # this helper closes zeroes its own).
-            ctx.optimizer.zero_grad(set_to_none=True)
-        torch.autograd.backward(loss)
-    stepper = WindowStepper((ctx.optimizer,), (ctx.grad_clip_norm,), None,
-                            report=_Report(ctx))
-    closed = stepper.close(takes_update=not bad)
-    return FinalizedStep(loss=value, stepped=closed == "stepped")
-
-
-@dataclass(frozen=True)
-class _Report:
-    ctx: TrainStepContext
-
-    def __call__(self, stepped: Sequence[int]) -> None:
-        self.ctx.report_update()
+__all__ = [
+    "FinalizedStep",
+    "finalize_step",
+    "full_precision_only",
+    "is_full_precision_only",
+]

@@ -20,8 +20,26 @@ unchanged, so an add-on (and the reference plugin under
 
 from __future__ import annotations
 
-from nnx._step_helpers import FinalizedStep, finalize_step, full_precision_only
-from nnx._validation import (
+from nnx._engine.components import Component, ComponentSpec
+from nnx._engine.optimizer_factories import (
+    register_optimizer_factory,
+    registered_optimizer_factories,
+    unregister_optimizer_factory,
+)
+from nnx._engine.step_helpers import FinalizedStep, finalize_step, full_precision_only
+from nnx._foundation.config_base import (
+    Params,
+    always,
+    empty_mapping,
+    encode,
+    enum_decoder,
+    frozen_mapping,
+    require_exact,
+    runtime,
+    set_field,
+)
+from nnx._foundation.plugins import MissingDistributionError
+from nnx._foundation.validation import (
     MAX_SEED,
     NON_NEGATIVE,
     OPEN_UNIT,
@@ -45,7 +63,6 @@ from nnx._validation import (
     enum_spelling,
     enum_spellings,
 )
-from nnx.components import Component, ComponentSpec
 from nnx.enums.nets import NetRegistration
 from nnx.metrics.registry import (
     MetricRegistration,
@@ -54,23 +71,6 @@ from nnx.metrics.registry import (
     unregister_metric,
 )
 from nnx.models import register_model_factory, registered_model_factories, unregister_model_factory
-from nnx.optimizer_factories import (
-    register_optimizer_factory,
-    registered_optimizer_factories,
-    unregister_optimizer_factory,
-)
-from nnx.params._base import (
-    Params,
-    always,
-    empty_mapping,
-    encode,
-    enum_decoder,
-    frozen_mapping,
-    require_exact,
-    runtime,
-    set_field,
-)
-from nnx.plugins import MissingDistributionError
 from nnx.tasks.protocol import Task
 from nnx.transforms import register_transform, registered_transforms, unregister_transform
 

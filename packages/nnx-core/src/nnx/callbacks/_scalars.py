@@ -32,11 +32,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from nnx.records import EDP_FIELDS
+from nnx._foundation.records import EDP_FIELDS
 
 if TYPE_CHECKING:
+    from nnx._foundation.records import NNEvaluationDataPoint, NNIterationDataPoint
     from nnx.callbacks.base import CallbackContext
-    from nnx.records import NNEvaluationDataPoint, NNIterationDataPoint
 
 __all__ = ["batch_scalars", "edp_scalars", "epoch_scalars"]
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-    from nnx.records import NNIterationDataPoint
+    from nnx._foundation.records import NNIterationDataPoint
 
 __all__ = ["Callback", "CallbackContext", "_CallbackContext"]
 

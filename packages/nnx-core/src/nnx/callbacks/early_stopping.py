@@ -16,7 +16,7 @@ import math
 import warnings
 from typing import Any
 
-from nnx._validation import NON_NEGATIVE, check_count, check_real
+from nnx._foundation.validation import NON_NEGATIVE, check_count, check_real
 from nnx.callbacks.base import Callback, CallbackContext
 
 __all__ = ["MONITOR_KEYS", "EarlyStopping"]
@@ -37,7 +37,7 @@ class EarlyStopping(Callback):
 
     def __init__(self, monitor: Any = None, mode: str = "min", patience: int = 5,
                  min_delta: float = 0.0, *, name: str | None = None) -> None:
-        from nnx.monitors import MonitorSpec
+        from nnx._engine.monitors import MonitorSpec
 
         if mode not in ("min", "max"):
             raise ValueError(f"EarlyStopping.mode must be 'min' or 'max'; got {mode!r}")
@@ -68,7 +68,7 @@ class EarlyStopping(Callback):
         self._warned = False
         self.tracker: Any = None
         if self.spec is not None:
-            from nnx.monitors import MonitorTracker
+            from nnx._engine.monitors import MonitorTracker
 
             self.tracker = MonitorTracker(self.spec, self.spec.mode or "min")
 
@@ -84,8 +84,8 @@ class EarlyStopping(Callback):
         if self.spec is not None and self.spec.mode is None:
             # A declared metric's natural direction is its registered mode (accuracy:
             # "max"), exactly as the run's own monitor resolves it (spec §6.4).
+            from nnx._engine.monitors import MonitorTracker
             from nnx.metrics import metric_modes
-            from nnx.monitors import MonitorTracker
 
             run = ctx.run
             params = getattr(run, "trainer_params", None) or getattr(run, "train_params", None)
@@ -149,7 +149,7 @@ class EarlyStopping(Callback):
 
     # -- component protocol (§14.1) ----------------------------------------------------
     def component_spec(self) -> Any:
-        from nnx.components import ComponentSpec
+        from nnx._engine.components import ComponentSpec
 
         return ComponentSpec(self.name or "early_stopping", 1, required=False,
                              numbered=self.name is None)

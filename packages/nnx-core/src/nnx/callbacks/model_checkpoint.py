@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from nnx._validation import check_count
+from nnx._foundation.validation import check_count
+from nnx._persistence.checkpoint import NNCheckpoint
 from nnx.callbacks.base import Callback, CallbackContext
-from nnx.checkpoint import NNCheckpoint
 
 __all__ = ["ModelCheckpoint"]
 
@@ -56,8 +56,8 @@ class ModelCheckpoint(Callback):
         ctx.defer(self._save)
 
     def _save(self, ctx: CallbackContext) -> None:
-        # Imported here: nnx.training imports the callbacks package at load time.
-        from nnx.loop_support import transform_states
+        # Imported here: nnx._engine.training imports the callbacks package at load time.
+        from nnx._engine.loop_support import transform_states
 
         run, model = ctx.run, ctx.model
         tag = f"{self.prefix}_e{ctx.epoch}"

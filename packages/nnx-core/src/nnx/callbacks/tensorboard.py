@@ -27,13 +27,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nnx._validation import check_count
+from nnx._foundation.validation import check_count
 from nnx.callbacks._optional import import_extra, require_extra
 from nnx.callbacks._scalars import batch_scalars, epoch_scalars
 from nnx.callbacks.base import Callback, CallbackContext
 
 if TYPE_CHECKING:
-    from nnx.records import NNIterationDataPoint
+    from nnx._foundation.records import NNIterationDataPoint
 
 __all__ = ["TensorBoardCallback"]
 

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, cast
 import torch
 from torch.utils.data import Dataset, random_split
 
-from nnx._validation import UNIT_HALF_OPEN, check_batch_sizes, check_count, check_real
+from nnx._foundation.validation import UNIT_HALF_OPEN, check_batch_sizes, check_count, check_real
 
 __all__ = ["SplitConfig", "SplitIndices", "check_split_config", "random_split_indices"]
 

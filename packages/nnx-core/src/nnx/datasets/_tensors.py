@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from nnx._hashing import plain
+from nnx._foundation.hashing import plain
 
 __all__ = ["ClassLabel", "as_rows", "check_classes", "is_index_dtype"]
 

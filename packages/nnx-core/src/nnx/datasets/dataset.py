@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Subset, TensorDataset
 
-from nnx._hashing import canonical_bytes, plain, sha256_hex
+from nnx._foundation.hashing import canonical_bytes, plain, sha256_hex
 from nnx.datasets._split import SplitConfig, SplitIndices, check_split_config, random_split_indices
 from nnx.datasets._tensors import ClassLabel, as_rows, check_classes, is_index_dtype
 

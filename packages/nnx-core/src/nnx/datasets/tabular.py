@@ -13,8 +13,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from nnx._hashing import plain
-from nnx._validation import check_choice
+from nnx._foundation.hashing import plain
+from nnx._foundation.validation import check_choice
 from nnx.datasets._split import check_split_config
 from nnx.datasets._tensors import ClassLabel
 from nnx.datasets.dataset import NNDataset

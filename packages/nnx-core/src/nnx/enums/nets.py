@@ -4,7 +4,7 @@ Core members are built in. Members implemented by add-ons (``TRANSFORMER`` in
 nnx-lm, ``GRAPH_CONV`` in nnx-graph, …) resolve on first access through the
 ``nnx.nets`` entry-point group, whose entries point at a
 :class:`NetRegistration`. Accessing one whose distribution is absent raises
-:class:`~nnx.plugins.MissingDistributionError` naming what to install.
+:class:`~nnx._foundation.plugins.MissingDistributionError` naming what to install.
 
 ``Nets`` behaves like an enum (``Nets["FEED_FWD"]``, iteration, ``.name``,
 identity comparison, pickling by name) but can grow members at runtime, which
@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from torch import nn
 
-from nnx.plugins import missing, registry
+from nnx._foundation.plugins import missing, registry
 
 __all__ = ["NetRegistration", "Nets"]
 

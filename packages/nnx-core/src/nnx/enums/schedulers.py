@@ -58,7 +58,7 @@ class Schedulers(enum.Enum):
             if max_lr is None:
                 max_lr = [group["lr"] for group in optimizer.param_groups]
             return lr_scheduler.OneCycleLR(optimizer, max_lr=max_lr, total_steps=total)
-        from nnx.lr_schedules import LinearWarmupDecayLR
+        from nnx.enums._lr_schedules import LinearWarmupDecayLR
 
         warmup = p.warmup_steps
         if warmup is None:

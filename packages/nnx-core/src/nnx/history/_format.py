@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from nnx._hashing import sha256_hex
+from nnx._foundation.hashing import sha256_hex
 from nnx.history.errors import HistoryCorruptionError
 
 __all__ = [

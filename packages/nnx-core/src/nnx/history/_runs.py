@@ -9,10 +9,10 @@ from typing import Any
 
 import yaml
 
+from nnx._foundation.records import NNIterationDataPoint
+from nnx._persistence.history_csv import read_idps_csv
 from nnx.history._format import HISTORY_DIR
 from nnx.history._store import iter_journal, load_manifest
-from nnx.history_csv import read_idps_csv
-from nnx.records import NNIterationDataPoint
 
 __all__ = ["checkpoint_epoch", "committed_epoch", "own_records", "read_yaml", "resolve_run"]
 

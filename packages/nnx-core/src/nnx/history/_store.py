@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from nnx._hashing import sha256_hex
+from nnx._foundation.hashing import sha256_hex
+from nnx._foundation.records import NNIterationDataPoint
 from nnx.history._format import (
     EPOCHS,
     GENESIS,
@@ -26,7 +27,6 @@ from nnx.history._format import (
     line_hash,
 )
 from nnx.history.errors import HistoryCorruptionError
-from nnx.records import NNIterationDataPoint
 
 __all__ = ["epoch_rows", "iter_journal", "load_manifest", "read_chunk", "read_index", "tail"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nnx._atomic import atomic_write_text
+from nnx._foundation.atomic import atomic_write_text
+from nnx._persistence.history_csv import render_idps_csv
 from nnx.history._runs import RunRef
 from nnx.history.reader import iter_history
-from nnx.history_csv import render_idps_csv
 
 __all__ = ["export_history_csv"]
 

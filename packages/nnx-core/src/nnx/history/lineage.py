@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nnx._foundation.records import NNIterationDataPoint
 from nnx.history._runs import checkpoint_epoch, committed_epoch, own_records, read_yaml
-from nnx.records import NNIterationDataPoint
 
 __all__ = ["MAX_ANCESTORS", "lineage_records"]
 

@@ -16,15 +16,15 @@ import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from nnx._atomic import fsync_dir
+from nnx._foundation.atomic import fsync_dir
+from nnx._foundation.records import NNIterationDataPoint
+from nnx._persistence.history_csv import read_idps_csv
 from nnx.history._format import HISTORY_DIR, JournalManifest, encode_line
 from nnx.history._runs import committed_epoch
 from nnx.history._store import iter_journal, load_manifest
 from nnx.history.errors import HistoryCorruptionError
 from nnx.history.spec import HistoryJournal
 from nnx.history.writer import JournalWriter, epoch_summary
-from nnx.history_csv import read_idps_csv
-from nnx.records import NNIterationDataPoint
 
 __all__ = ["migrate_history"]
 

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from nnx._validation import check_count
+from nnx._foundation.records import NNIterationDataPoint
+from nnx._foundation.validation import check_count
 from nnx.history._format import HISTORY_DIR, JournalManifest
 from nnx.history._runs import RunRef, committed_epoch, own_records, resolve_run
 from nnx.history._store import epoch_rows, load_manifest, read_index, tail
 from nnx.history.lineage import lineage_records
-from nnx.records import NNIterationDataPoint
 
 __all__ = ["check_history", "iter_history", "read_epochs", "read_manifest", "read_tail"]
 

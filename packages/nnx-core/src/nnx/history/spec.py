@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from nnx._validation import check_count, check_optional_count
+from nnx._foundation.validation import check_count, check_optional_count
 
 __all__ = ["DEFAULT_CHUNK", "HistoryJournal"]
 

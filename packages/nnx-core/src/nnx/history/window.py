@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any, SupportsIndex, overload
 
-from nnx.records import NNIterationDataPoint
+from nnx._foundation.records import NNIterationDataPoint
 
 __all__ = ["HistoryWindow"]
 

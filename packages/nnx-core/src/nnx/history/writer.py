@@ -40,8 +40,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nnx._atomic import append_at, atomic_write_bytes, atomic_write_text, fsync_dir, fsync_file
-from nnx._hashing import sha256_hex
+from nnx._foundation.atomic import (
+    append_at,
+    atomic_write_bytes,
+    atomic_write_text,
+    fsync_dir,
+    fsync_file,
+)
+from nnx._foundation.hashing import sha256_hex
+from nnx._foundation.records import NNIterationDataPoint
 from nnx.history._format import (
     EPOCHS,
     HISTORY_DIR,
@@ -57,7 +64,6 @@ from nnx.history._store import load_manifest, read_index, tail
 from nnx.history.errors import HistoryCorruptionError
 from nnx.history.spec import HistoryJournal
 from nnx.history.window import HistoryWindow
-from nnx.records import NNIterationDataPoint
 
 __all__ = ["JournalWriter", "epoch_summary"]
 

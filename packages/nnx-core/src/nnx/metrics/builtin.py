@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from nnx._validation import check_choice
+from nnx._foundation.validation import check_choice
 from nnx.metrics.registry import MetricSource, register_metric
 
 __all__ = ["F1_AVERAGES", "register_builtin_metrics"]

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from nnx._validation import check_choice
+from nnx._foundation.plugins import VersionedRegistry, versioned_registry
+from nnx._foundation.validation import check_choice
 from nnx.metrics.spec import MetricSpec
-from nnx.plugins import VersionedRegistry, versioned_registry
 
 __all__ = [
     "METRIC_INPUTS",

@@ -6,9 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nnx._hashing import canonical_bytes
-from nnx._validation import check_count, check_optional_str, check_spec_config, check_spec_id
-from nnx.params._base import Params, always, empty_mapping, set_field
+from nnx._foundation.config_base import Params, always, empty_mapping, set_field
+from nnx._foundation.hashing import canonical_bytes
+from nnx._foundation.validation import (
+    check_count,
+    check_optional_str,
+    check_spec_config,
+    check_spec_id,
+)
 
 __all__ = ["MetricSpec"]
 

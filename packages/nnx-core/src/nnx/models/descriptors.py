@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeAlias
 
-from nnx._hashing import canonical_bytes, plain
-from nnx._validation import check_count, check_seed, check_spec_config, check_spec_id
+from nnx._foundation.hashing import canonical_bytes, plain
+from nnx._foundation.validation import check_count, check_seed, check_spec_config, check_spec_id
 
 __all__ = ["ModelDescriptor", "ModelSpec", "RuntimeModule", "describe", "descriptor_from_state"]
 
@@ -33,7 +33,7 @@ def _empty() -> Mapping[str, Any]:
 
 
 def _set(obj: Any, name: str, value: Any) -> None:
-    # Not nnx.params._base's: importing nnx.params from here would be circular.
+    # Not nnx._foundation.config_base's: importing nnx.params from here would be circular.
     object.__setattr__(obj, name, value)
 
 
@@ -101,7 +101,7 @@ class RuntimeModule:
     ``module`` is the class's qualified name (``"pkg.Class"``); ``fingerprint``
     is :func:`nnx.models.topology_fingerprint` of the instance. Nothing can
     rebuild it from artifacts, so ``reconstructible`` is always False.
-    :class:`~nnx.model.NNModel` fills it in for ``NNModel(module=...)``.
+    :class:`~nnx._surface.model.NNModel` fills it in for ``NNModel(module=...)``.
     """
 
     module: str

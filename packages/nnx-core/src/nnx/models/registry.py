@@ -16,9 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from nnx._foundation.plugins import VersionedRegistry, versioned_registry
+from nnx._foundation.seeding import capture_rng_state, restore_rng_state
 from nnx.models.descriptors import ModelSpec
-from nnx.plugins import VersionedRegistry, versioned_registry
-from nnx.seeding import capture_rng_state, restore_rng_state
 
 __all__ = [
     "MissingModelFactoryError",

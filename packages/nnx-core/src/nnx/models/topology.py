@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
-from nnx._hashing import canonical_bytes, sha256_hex
+from nnx._foundation.hashing import canonical_bytes, sha256_hex
 from nnx.models.descriptors import RuntimeModule
 
 __all__ = ["check_weights_fit", "runtime_descriptor", "topology_fingerprint"]

@@ -2,7 +2,7 @@
 
 An objective describes the loss of one microbatch and nothing else: it never
 zeroes, back-propagates, scales or steps. The shared update engine
-(:mod:`nnx.update_engine`) owns the update. Each :class:`LossTerm` carries a
+(:mod:`nnx._engine.update_engine`) owns the update. Each :class:`LossTerm` carries a
 differentiable numerator (the term summed over its samples) and either a
 denominator (``reduction="mean"``: how many samples, or how much weight, the
 numerator sums over) or none (``reduction="sum"``). The engine divides summed
@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from nnx._validation import check_choice
+from nnx._foundation.validation import check_choice
 
 if TYPE_CHECKING:
-    from nnx.model import NNModel
-    from nnx.precision import ResolvedPrecision
+    from nnx._engine.precision import ResolvedPrecision
+    from nnx._surface.model import NNModel
 
 __all__ = ["LossTerm", "Objective", "ObjectiveContext", "ObjectiveResult", "UpdateEvent"]
 

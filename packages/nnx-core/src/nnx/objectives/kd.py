@@ -30,7 +30,7 @@ __all__ = ["KDObjective", "kd_objective"]
 
 class KDObjective(Objective):
     def __init__(self, teacher: Any, alpha: float, temperature: float) -> None:
-        from nnx._validation import POSITIVE, PROBABILITY, check_real
+        from nnx._foundation.validation import POSITIVE, PROBABILITY, check_real
 
         self.alpha = check_real("kd_objective alpha", alpha, PROBABILITY)
         self.temperature = check_real("kd_objective temperature", temperature, POSITIVE)

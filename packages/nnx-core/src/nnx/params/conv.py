@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from nnx._validation import check_count, check_counts
-from nnx.params._base import always, set_field
+from nnx._foundation.config_base import always, set_field
+from nnx._foundation.validation import check_count, check_counts
 from nnx.params.net import NNParams
 
 __all__ = ["NNConvParams"]

@@ -7,22 +7,29 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from nnx._validation import (
+from nnx._foundation.config_base import (
+    Params,
+    always,
+    empty_mapping,
+    frozen_mapping,
+    runtime,
+    set_field,
+)
+from nnx._foundation.validation import (
     check_choice,
     check_count,
     check_optional_str,
     check_run_id,
     check_seed,
 )
-from nnx.params._base import Params, always, empty_mapping, frozen_mapping, runtime, set_field
 from nnx.params._loaders import check_loader
 
 if TYPE_CHECKING:
     # Imported lazily at run time: nnx.metrics.spec and nnx.monitors build on
-    # nnx.params._base, so importing them here would make ``from nnx import
+    # nnx._foundation.config_base, so importing them here would make ``from nnx import
     # MetricSpec`` (or MonitorSpec) a circular import in a fresh interpreter.
+    from nnx._engine.monitors import MonitorSpec
     from nnx.metrics.spec import MetricSpec
-    from nnx.monitors import MonitorSpec
 
 __all__ = ["LOOP_DECODERS", "RESUME_MODES", "LoopParams"]
 
@@ -40,7 +47,7 @@ def _metrics(items: Any) -> tuple[MetricSpec, ...]:
 
 
 def _monitor(item: Any) -> MonitorSpec | None:
-    from nnx.monitors import MonitorSpec
+    from nnx._engine.monitors import MonitorSpec
 
     return None if item is None else MonitorSpec.from_state(item)
 
@@ -95,8 +102,8 @@ class LoopParams(Params):
         self._validate_lineage(n)
 
     def _validate_declarations(self, n: str) -> None:
+        from nnx._engine.monitors import MonitorSpec, check_monitor
         from nnx.metrics.spec import MetricSpec
-        from nnx.monitors import MonitorSpec, check_monitor
 
         specs = tuple(self.metrics)
         for i, spec in enumerate(specs):

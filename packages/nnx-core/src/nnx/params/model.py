@@ -10,13 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from nnx._validation import check_enum
+from nnx._foundation.config_base import Params, always, enum_decoder, set_field
+from nnx._foundation.validation import check_enum
 from nnx.enums.devices import Devices
 from nnx.enums.losses import Losses
 from nnx.enums.nets import Nets
 from nnx.enums.precision import PRECISION_ALIASES, Precision
 from nnx.models.descriptors import ModelDescriptor, ModelSpec, RuntimeModule, descriptor_from_state
-from nnx.params._base import Params, always, enum_decoder, set_field
 from nnx.tasks.spec import TaskSpec
 
 __all__ = ["NNModelParams"]

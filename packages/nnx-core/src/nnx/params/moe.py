@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nnx._validation import NON_NEGATIVE, check_count, check_real
-from nnx.params._base import always, set_field
+from nnx._foundation.config_base import always, set_field
+from nnx._foundation.validation import NON_NEGATIVE, check_count, check_real
 from nnx.params.net import NNParams
 
 __all__ = ["NNMoEParams"]

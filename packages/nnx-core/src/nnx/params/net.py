@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from nnx._validation import (
+from nnx._foundation.config_base import Params, always, enum_decoder, set_field
+from nnx._foundation.validation import (
     PROBABILITY,
     check_count,
     check_counts,
@@ -15,7 +16,6 @@ from nnx._validation import (
     check_real,
 )
 from nnx.enums.activations import Activations
-from nnx.params._base import Params, always, enum_decoder, set_field
 
 __all__ = ["NNParams"]
 

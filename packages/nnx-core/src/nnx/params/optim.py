@@ -6,7 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from nnx._validation import (
+from nnx._foundation.config_base import Params, always, enum_decoder, set_field
+from nnx._foundation.validation import (
     NON_NEGATIVE,
     POSITIVE,
     UNIT_HALF_OPEN,
@@ -16,7 +17,6 @@ from nnx._validation import (
     check_real,
 )
 from nnx.enums.optims import Optims
-from nnx.params._base import Params, always, enum_decoder, set_field
 
 if TYPE_CHECKING:
     from nnx.params.optim_builder import NNOptimParamsBuilder

@@ -12,8 +12,8 @@ import copy as _copy
 from collections.abc import Iterable
 from typing import Any
 
+from nnx._foundation.config_base import require_exact
 from nnx.enums.optims import DEFAULT_EPS, Optims
-from nnx.params._base import require_exact
 from nnx.params.optim import NNOptimParams, NNParamGroupSpec
 
 __all__ = ["NNOptimParamsBuilder"]

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias
 
-from nnx._hashing import canonical_bytes
-from nnx._validation import check_count, check_spec_config, check_spec_id
-from nnx.params._base import Params, always, empty_mapping, set_field
+from nnx._foundation.config_base import Params, always, empty_mapping, set_field
+from nnx._foundation.hashing import canonical_bytes
+from nnx._foundation.validation import check_count, check_spec_config, check_spec_id
 from nnx.params.optim import (
     SHARED_OPTIM_DECODERS,
     NNOptimParams,

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from nnx._validation import (
+from nnx._foundation.config_base import Params, always, enum_decoder, set_field
+from nnx._foundation.validation import (
     NON_NEGATIVE,
     OPEN_UNIT,
     POSITIVE,
@@ -18,7 +19,6 @@ from nnx._validation import (
     check_real,
 )
 from nnx.enums.schedulers import Schedulers
-from nnx.params._base import Params, always, enum_decoder, set_field
 
 if TYPE_CHECKING:
     from nnx.params.scheduler_builder import NNSchedulerParamsBuilder

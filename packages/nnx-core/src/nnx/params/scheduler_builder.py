@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from nnx._foundation.config_base import require_exact
 from nnx.enums.schedulers import Schedulers
-from nnx.params._base import require_exact
 from nnx.params.scheduler import NNSchedulerParams
 
 __all__ = ["NNSchedulerParamsBuilder"]

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from nnx._validation import check_choice
-from nnx.params._base import always
+from nnx._foundation.config_base import always
+from nnx._foundation.validation import check_choice
 from nnx.params.loop import LOOP_DECODERS, LoopParams
 from nnx.params.optim import NNOptimParams
 from nnx.params.optim_factory import NNOptimFactoryParams, OptimConfig, decode_optim

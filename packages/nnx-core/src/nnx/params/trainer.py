@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from nnx.params._base import always, empty_mapping, frozen_mapping, set_field
+from nnx._foundation.config_base import always, empty_mapping, frozen_mapping, set_field
 from nnx.params.loop import LOOP_DECODERS, LoopParams
 from nnx.params.optim import NNOptimParams
 from nnx.params.optim_factory import NNOptimFactoryParams, OptimConfig, decode_optim

@@ -12,15 +12,15 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from nnx._validation import check_run_id
-from nnx.params._base import require_exact
+from nnx._foundation.config_base import require_exact
+from nnx._foundation.validation import check_run_id
 from nnx.params.optim_factory import OptimConfig
 from nnx.params.scheduler import NNSchedulerParams
 from nnx.params.trainer import NNTrainerParams
 
 if TYPE_CHECKING:
+    from nnx._engine.monitors import MonitorSpec
     from nnx.metrics.spec import MetricSpec
-    from nnx.monitors import MonitorSpec
 
 __all__ = ["NNTrainerParamsBuilder"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nnx._validation import check_count
-from nnx.params._base import always, set_field
+from nnx._foundation.config_base import always, set_field
+from nnx._foundation.validation import check_count
 from nnx.params.net import NNParams
 
 __all__ = ["NNViTParams"]

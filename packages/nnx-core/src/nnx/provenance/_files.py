@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from nnx._atomic import atomic_write_text
+from nnx._foundation.atomic import atomic_write_text
 from nnx.provenance._values import thaw
 
 __all__ = ["ATTEMPT_FILE", "PROVENANCE_FILE", "loads", "read_json", "write_json"]

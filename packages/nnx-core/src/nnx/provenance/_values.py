@@ -1,6 +1,6 @@
 """JSON-like values in immutable form, refused by path (spec §4.4).
 
-:func:`freeze` accepts what :func:`nnx._hashing.plain` accepts (the project's
+:func:`freeze` accepts what :func:`nnx._foundation.hashing.plain` accepts (the project's
 one definition of serializable data) plus :class:`IdentityRef` objects, and
 returns read-only mappings and tuples. Anything else (non-finite floats, sets,
 bytes, callables, other objects) is a ``ValueError`` naming its path.
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from nnx._hashing import plain
+from nnx._foundation.hashing import plain
 from nnx.provenance.identity import IdentityRef, is_reference
 
 __all__ = ["freeze", "thaw"]

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nnx._validation import check_choice, check_count
+from nnx._foundation.validation import check_choice, check_count
 from nnx.provenance._files import ATTEMPT_FILE, PROVENANCE_FILE, write_json
 from nnx.provenance.manifest import ExperimentManifest
 from nnx.provenance.reading import load_manifest

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from nnx._hashing import canonical_bytes
+from nnx._foundation.hashing import canonical_bytes
 from nnx.provenance.identity import KINDS, is_reference
 from nnx.provenance.manifest import ExperimentManifest
 from nnx.provenance.reading import RunProvenance, read_provenance

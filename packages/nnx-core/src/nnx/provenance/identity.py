@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nnx._hashing import sha256_hex
+from nnx._foundation.hashing import sha256_hex
 
 __all__ = ["KINDS", "IdentityRef", "declared", "hash_bytes", "hash_file", "is_reference"]
 

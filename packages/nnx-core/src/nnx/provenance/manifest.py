@@ -1,7 +1,7 @@
 """ExperimentManifest: the declared intent and its fingerprint (spec §4.4).
 
 The hashed document is ``{"format": "nnx.provenance/1", <field>: <value>...}``
-with unset fields omitted, encoded by :func:`nnx._hashing.canonical_bytes`
+with unset fields omitted, encoded by :func:`nnx._foundation.hashing.canonical_bytes`
 (UTF-8 JSON, sorted keys, arrays in order). The fingerprint is its SHA-256.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NoReturn
 
-from nnx._hashing import canonical_bytes, sha256_hex
+from nnx._foundation.hashing import canonical_bytes, sha256_hex
 from nnx.provenance._describe import model_descriptor, model_task, training_config
 from nnx.provenance._files import loads
 from nnx.provenance._values import freeze, thaw

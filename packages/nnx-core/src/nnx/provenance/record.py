@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nnx._validation import check_choice, check_count, check_optional_str
+from nnx._foundation.validation import check_choice, check_count, check_optional_str
 from nnx.provenance._values import freeze, thaw
 
 __all__ = ["ATTEMPT_FORMAT", "FINAL_STATUSES", "STATUSES", "AttemptRecord"]

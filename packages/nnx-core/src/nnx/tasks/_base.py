@@ -12,7 +12,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor, nn
 
-from nnx.records import NNEvaluationDataPoint
+from nnx._foundation.records import NNEvaluationDataPoint
 from nnx.tasks._losses import family, is_torch_loss, reduction_of
 from nnx.tasks.spec import TaskSpec
 

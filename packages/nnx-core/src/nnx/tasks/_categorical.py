@@ -10,7 +10,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor, nn
 
-from nnx.records import NNEvaluationDataPoint, deferred_record
+from nnx._foundation.records import NNEvaluationDataPoint, deferred_record
 from nnx.tasks._base import (
     _NO_NUMPY,
     Arrays,

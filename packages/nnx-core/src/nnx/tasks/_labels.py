@@ -62,7 +62,7 @@ class BatchLabels:
 class PendingLabels:
     """A batch's detached output and a copy of its targets, until they are counted.
 
-    ``fields()`` is a deferred record's source (``nnx.records.deferred_record``):
+    ``fields()`` is a deferred record's source (``nnx._foundation.records.deferred_record``):
     the scores, and the count of valid targets when the record carries it.
     """
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nnx._validation import OPEN_UNIT, check_choice, check_count, check_real
+from nnx._foundation.validation import OPEN_UNIT, check_choice, check_count, check_real
 from nnx.enums.losses import Losses
 
 __all__ = ["TaskSpec"]

@@ -18,7 +18,7 @@ from nnx.transforms.recipe import TransformRecipe
 from nnx.transforms.registry import TransformCompatibilityError, resolve_transform
 
 if TYPE_CHECKING:
-    from nnx.model import NNModel
+    from nnx._surface.model import NNModel
 
 __all__ = ["apply_transform", "checkpoint_recipes", "refuse_runtime", "replay_transforms"]
 

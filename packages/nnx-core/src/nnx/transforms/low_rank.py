@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from nnx._validation import check_count
+from nnx._foundation.validation import check_count
 
 __all__ = ["LowRankLinear", "materialize_low_rank"]
 

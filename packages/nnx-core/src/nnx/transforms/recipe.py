@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from nnx._hashing import canonical_bytes, plain
-from nnx._validation import check_count, check_spec_config, check_spec_id
+from nnx._foundation.hashing import canonical_bytes, plain
+from nnx._foundation.validation import check_count, check_spec_config, check_spec_id
 
 __all__ = ["TransformRecipe"]
 

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from torch import nn
 
-from nnx.plugins import VersionedRegistry, versioned_registry
+from nnx._foundation.plugins import VersionedRegistry, versioned_registry
 from nnx.transforms.low_rank import materialize_low_rank
 from nnx.transforms.recipe import TransformRecipe
 

@@ -1,0 +1,316 @@
+"""Resuming a run from a checkpoint (spec §14, §14.2, §14.3).
+
+``plan_resume`` reads and checks everything before the new run is reserved:
+the source checkpoint, the mode (``auto`` / ``stateful`` / ``weights_only``),
+the epochs to train (``resume_epochs="additional"`` or ``"planned"``), the
+schedule's shared horizon, and whether the saved optimizer, precision,
+schedule and components fit this run. ``apply_resume`` then restores them
+after the reset hooks ran; if anything fails, the model and every RNG stream
+are put back before the error propagates.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from nnx._engine.components import ComponentRestoreError, check_components, restore_components
+from nnx._engine.optimizer_factories import optimizer_factory_state
+from nnx._foundation.seeding import capture_rng_state, restore_rng_state
+from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.resume_point import verify_point
+from nnx.enums.schedulers import Schedulers
+
+if TYPE_CHECKING:
+    from nnx._engine.fit_loop import FitLoop
+    from nnx._engine.update_engine import OptimizerSlot
+
+__all__ = ["ResumePlan", "ResumeStatus", "apply_resume", "check_resume", "loader_generators",
+           "plan_resume"]
+
+
+@dataclass
+class ResumeStatus:
+    """What a run's start restored; stored in metadata.yaml under ``resume``."""
+
+    mode: str = "fresh"  # "fresh", "stateful" or "weights_only"
+    source_run: str | None = None
+    source_checkpoint: str | None = None
+    source_epoch: int | None = None
+    source_generation: int | None = None
+    source_checkpoint_id: str | None = None
+    restored_components: list[str] = field(default_factory=list)
+    fresh_components: list[str] = field(default_factory=list)
+
+    def state(self) -> dict[str, Any]:
+        return {"mode": self.mode, "source_run": self.source_run,
+                "source_checkpoint": self.source_checkpoint, "source_epoch": self.source_epoch,
+                "source_generation": self.source_generation,
+                "source_checkpoint_id": self.source_checkpoint_id,
+                "restored_components": list(self.restored_components),
+                "fresh_components": list(self.fresh_components)}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> ResumeStatus:
+        return cls(**dict(state))
+
+
+@dataclass
+class ResumePlan:
+    checkpoint: NNCheckpoint
+    training_state: dict[str, Any] | None
+    mode: str  # "stateful" or "weights_only"
+    start_epoch: int
+    end_epoch: int  # exclusive
+    status: ResumeStatus
+
+
+_BOUNDED = (Schedulers.ONE_CYCLE, Schedulers.LINEAR_WARMUP_DECAY)
+
+
+def _check_horizon(params: Any, schedule: Any) -> None:
+    """A stateful resume of a bounded schedule needs one explicit, shared horizon."""
+    if params.resume_mode == "weights_only":
+        return
+    if schedule.resolved_kind in _BOUNDED and schedule.total_steps is None:
+        raise ValueError(
+            f"resuming a {schedule.resolved_kind.name} schedule needs an explicit total_steps "
+            "covering the original and the resumed epochs (or resume_mode='weights_only')")
+    if (schedule.resolved_kind is Schedulers.LINEAR_WARMUP_DECAY and schedule.clock == "epoch"
+            and schedule.warmup_steps is None and params.resume_epochs != "planned"):
+        raise ValueError("resuming an epoch-clock warm-up schedule needs an explicit "
+                         "warmup_steps unless resume_epochs='planned'")
+
+
+def plan_resume(params: Any, root: Path, loop: FitLoop) -> ResumePlan | None:
+    """Read and check the resume request; None when the run starts fresh."""
+    # A Trainer always resumes "additional" (§14.3): it has no resume_epochs.
+    planned = getattr(params, "resume_epochs", "additional") == "planned"
+    if params.resume_from_run_id is None:
+        if planned:
+            raise ValueError("resume_epochs='planned' needs a resume (resume_from_run_id)")
+        return None
+    for schedule in loop.schedule_params():
+        _check_horizon(params, schedule)
+    source, tag = params.resume_from_run_id, params.resume_from_checkpoint or "last"
+    path = root / source / "checkpoints" / f"{tag}.pt"
+    if not path.is_file():
+        raise FileNotFoundError(f"cannot resume: run {source} has no {tag!r} checkpoint "
+                                f"({path.as_posix()})")
+    verify_point(path)  # torn, mixed or corrupted points are refused before anything is read
+    checkpoint = NNCheckpoint.from_file(path)
+    state = checkpoint.training_state()
+    mode = params.resume_mode
+    if mode == "stateful" and state is None:
+        raise ValueError(f"resume_mode='stateful' needs training state, but {tag!r} of run "
+                         f"{source} holds weights only")
+    if mode == "auto":
+        mode = "stateful" if state is not None else "weights_only"
+        if state is None:
+            warnings.warn(f"checkpoint {tag!r} of run {source} holds weights only: the "
+                          "optimizer, schedule, scaler and RNG start fresh", RuntimeWarning,
+                          stacklevel=3)
+    if mode == "weights_only":
+        state = None
+    start = checkpoint.epoch + 1
+    if planned:
+        loop_state = None if state is None else state.get("loop")
+        if state is None:
+            raise ValueError("resume_epochs='planned' needs a stateful resume")
+        if loop_state is None or loop_state.get("planned_n_epochs") is None:
+            raise ValueError("resume_epochs='planned': the checkpoint records no plan")
+        if loop_state["planned_n_epochs"] != params.n_epochs:
+            raise ValueError(f"resume_epochs='planned': the source planned "
+                             f"{loop_state['planned_n_epochs']} epochs, this run {params.n_epochs}")
+        if start >= params.n_epochs:
+            raise ValueError(f"resume_epochs='planned': the source already finished its plan of "
+                             f"{params.n_epochs} epochs")
+    end = params.n_epochs if planned else start + params.n_epochs
+    status = ResumeStatus(mode=mode, source_run=source, source_checkpoint=tag,
+                          source_epoch=checkpoint.epoch, source_generation=checkpoint.generation,
+                          source_checkpoint_id=checkpoint.checkpoint_id)
+    return ResumePlan(checkpoint, state, mode, start, end, status)
+
+
+def check_resume(plan: ResumePlan, loop: FitLoop) -> None:
+    """Refuse a checkpoint that does not fit this run, before anything is reserved."""
+    expected = {k: tuple(v.shape) for k, v in loop.model.net.state_dict().items()}
+    saved = {k: tuple(v.shape) for k, v in plan.checkpoint.state_dict.items()}
+    if expected != saved:
+        missing = sorted(set(expected) - set(saved))[:5]
+        extra = sorted(set(saved) - set(expected))[:5]
+        shapes = sorted(k for k in set(expected) & set(saved) if expected[k] != saved[k])[:5]
+        raise ValueError(f"the checkpoint's weights do not fit this net (missing {missing}, "
+                         f"unexpected {extra}, other shapes {shapes})")
+    saved_transforms = [dict(t) for t in plan.checkpoint.transforms]
+    if saved_transforms != [dict(t) for t in loop.transforms]:
+        raise ValueError(f"the checkpoint was trained with the transform recipes "
+                         f"{saved_transforms}, this model has materialized "
+                         f"{list(loop.transforms)}: materialize the same recipes before "
+                         "resuming")
+    state = plan.training_state
+    if state is None:
+        return
+    _check_loop_kind(state, loop)
+    problems = []
+    saved_slots = loop.saved_slots(state)
+    if set(saved_slots) != set(loop.slots):
+        problems.append(f"optimizer names: saved {sorted(map(str, saved_slots))}, now "
+                        f"{sorted(map(str, loop.slots))}")
+    for name, slot in loop.slots.items():
+        if name in saved_slots:
+            problems += _slot_problems(saved_slots[name], slot, loop,
+                                       plan.end_epoch - plan.start_epoch)
+    saved_precision = state.get("precision", {}).get("policy")
+    if saved_precision is not None and saved_precision != loop.precision.policy.name:
+        problems.append(f"precision: saved {saved_precision}, now {loop.precision.policy.name} "
+                        "(a weights_only resume may switch)")
+    problems += check_components(loop.components, state.get("components"))
+    clocked = [slot for slot in loop.slots.values()
+               if slot.schedule is not None and slot.schedule.clock == "optimizer_update"]
+    if clocked and state.get("components") is None:
+        problems.append("the checkpoint carries no component state, so its scheduler position "
+                        "counts epochs: an optimizer_update-clock schedule cannot continue it "
+                        "(resume_mode='weights_only' starts the schedule fresh)")
+    if problems:
+        raise ComponentRestoreError(problems)
+
+
+def _check_loop_kind(state: Mapping[str, Any], loop: FitLoop) -> None:
+    """A checkpoint resumes statefully only through the loop that wrote it (§8.4)."""
+    saved = state.get("loop_kind", "model")
+    if saved == loop.kind:
+        return
+    writer, reader = ("Trainer.train", "NNModel.train") if saved == "trainer" else (
+        "NNModel.train", "Trainer.train")
+    raise ValueError(f"this checkpoint was written by {writer} and resumes statefully only "
+                     f"through {writer}, not {reader}; pass resume_mode='weights_only' to "
+                     "warm-start from its weights alone")
+
+
+def _slot_problems(saved: Mapping[str, Any], slot: OptimizerSlot, loop: FitLoop,
+                   epochs: int) -> list[str]:
+    label = "optimizer" if slot.name is None else f"optimizer {slot.name!r}"
+    problems = []
+    optimizer_class = saved.get("optimizer_class")
+    if optimizer_class is not None and optimizer_class != type(slot.optimizer).__name__:
+        problems.append(f"{label}: saved {optimizer_class}, now {type(slot.optimizer).__name__}")
+    factory = optimizer_factory_state(slot.config)
+    if saved.get("optimizer_factory") != factory:  # built-in ↔ factory, or id/version/config
+        problems.append(f"{label} factory: saved {_factory(saved.get('optimizer_factory'))}, "
+                        f"now {_factory(factory)}")
+    groups = saved["optimizer"]["param_groups"]
+    if [len(g["params"]) for g in groups] != [len(g["params"]) for g in
+                                              slot.optimizer.param_groups]:
+        problems.append(f"{label}: the parameter groups differ in number or size")
+    elif saved.get("param_names") is not None:
+        now = loop.slot_state(slot)["param_names"]
+        if saved["param_names"] != now:
+            problems.append(f"{label}: the ordered named-parameter topology differs")
+    problems += _schedule_problems(saved.get("schedule"), slot.schedule, label, epochs)
+    return problems
+
+
+def _factory(identity: Mapping[str, Any] | None) -> str:
+    if identity is None:
+        return "a built-in optimizer"
+    return f"{identity.get('id')}@v{identity.get('version')} config {identity.get('config')!r}"
+
+
+def _schedule_problems(saved: Mapping[str, Any] | None, schedule: Any,
+                       label: str, epochs: int) -> list[str]:
+    if (saved is None) != (schedule is None):
+        return [f"{label} schedule: the checkpoint and this run disagree on having a schedule"]
+    if saved is None or schedule is None:
+        return []
+    problems = []
+    if saved.get("kind") not in (None, schedule.kind.name):
+        problems.append(f"{label} schedule: saved {saved.get('kind')}, now {schedule.kind.name}")
+    if saved.get("clock") != schedule.clock:
+        problems.append(f"{label} schedule clock: saved {saved.get('clock')}, now {schedule.clock}")
+    if schedule.is_plateau:
+        now = schedule.scheduler
+        before = saved["scheduler"]
+        for key in ("mode", "threshold_mode", "threshold"):
+            if before.get(key) != getattr(now, key):
+                problems.append(f"{label} plateau {key}: saved {before.get(key)!r}, now "
+                                f"{getattr(now, key)!r} (resume with the original monitor and "
+                                "threshold, or resume_mode='weights_only')")
+    elif schedule.clock != "epoch" and saved.get("horizon") != schedule.horizon:
+        pass  # an update clock's budget is its nnx.scheduler_clock component's to check
+    elif schedule.kind in _BOUNDED and saved.get("horizon") != schedule.horizon:
+        problems.append(f"{label} schedule total_steps: saved {saved.get('horizon')}, now "
+                        f"{schedule.horizon}")
+    elif schedule.explicit_budget and saved.get("horizon") != schedule.horizon:
+        # Loading the saved state would silently keep the old period (a cosine's T_max,
+        # a step schedule's step_size): a mismatched budget is refused (§2.5).
+        budget = "T_max" if schedule.kind is Schedulers.COSINE_ANNEALING else "step_size"
+        problems.append(f"{label} schedule {budget}: saved {saved.get('horizon')}, now "
+                        f"{schedule.horizon} (a stateful resume keeps the checkpoint's "
+                        f"period: omit {budget} or set it to {saved.get('horizon')}, or "
+                        "resume_mode='weights_only')")
+    elif schedule.kind in _BOUNDED:
+        # The resumed epochs must fit the one horizon (§2.5, §8.4): refuse now rather than
+        # stop mid-run. Unknowable when a custom step owns an update clock's updates.
+        unit = 1 if schedule.clock == "epoch" else schedule.updates_per_epoch
+        taken = saved.get("steps")
+        if unit is not None and taken is not None and taken + epochs * unit > schedule.horizon:
+            problems.append(f"{label} schedule total_steps ({schedule.horizon}) does not cover "
+                            f"the resumed run: {taken} {schedule.clock} step(s) taken + "
+                            f"{epochs * unit} planned = {taken + epochs * unit}")
+    return problems
+
+
+def loader_generators(loader: Any) -> dict[int, torch.Generator]:
+    """The torch Generators a loader draws from, keyed by their stable seed."""
+    found = {}
+    for owner in (loader, getattr(loader, "sampler", None),
+                  getattr(getattr(loader, "batch_sampler", None), "sampler", None)):
+        gen = getattr(owner, "generator", None)
+        if isinstance(gen, torch.Generator):
+            found[gen.initial_seed()] = gen
+    return found
+
+
+def apply_resume(plan: ResumePlan, loop: FitLoop) -> None:
+    """Restore weights (and, when stateful, everything else); roll back on failure."""
+    net = loop.model.net
+    model_before = {k: v.detach().clone() for k, v in net.state_dict().items()}
+    rng_before = capture_rng_state()
+    try:
+        net.load_state_dict(plan.checkpoint.state_dict)
+        state = plan.training_state
+        if state is None:
+            plan.status.fresh_components = list(loop.components)
+            return
+        saved_slots = loop.saved_slots(state)
+        for name, slot in loop.slots.items():
+            saved = saved_slots[name]
+            slot.optimizer.load_state_dict(saved["optimizer"])
+            if slot.schedule is not None and saved.get("schedule") is not None:
+                slot.schedule.load_state_dict(saved["schedule"])
+            slot.updates = int(saved.get("updates", 0))
+        if loop.scaler is not None and state.get("scaler") is not None:
+            loop.scaler.load_state_dict(state["scaler"])
+        counters = state.get("loop", {})
+        loop.ctx.committed_updates = int(state.get("committed_updates", 0))
+        loop.iter_idx = int(counters.get("iter_idx", 0))
+        best = counters.get("best_score")
+        loop.best_score = math.inf if best is None else float(best)
+        restored, fresh = restore_components(loop.components, state.get("components"))
+        plan.status.restored_components, plan.status.fresh_components = restored, fresh
+        generators = loader_generators(loop.params.train_loader)
+        for seed, gen_state in (state.get("loaders") or {}).items():
+            if int(seed) in generators:
+                generators[int(seed)].set_state(gen_state)
+        restore_rng_state(state["rng"])
+    except BaseException:
+        net.load_state_dict(model_before)
+        restore_rng_state(rng_before)
+        raise

@@ -1,0 +1,147 @@
+"""NNModel.train's loop (spec §6, §6.1, §6.5): one optimizer, and a step function or an
+objective as the update owner. The epoch loop, the commit and resume are
+:class:`nnx._engine.fit_loop.FitLoop`'s.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from nnx._engine.components import is_component
+from nnx._engine.fit_loop import EvalFn, FitLoop, RunExistsError, RunLeaseError
+from nnx._engine.loop_support import phase_epochs, transform_states
+from nnx._engine.optimizers import build_optimizer
+from nnx._engine.precision import resolve_precision
+from nnx._engine.schedule import ScheduleDriver, planned_updates_per_epoch
+from nnx._engine.steps import TrainStepContext, UpdateWindow, default_train_step
+from nnx._engine.update_engine import OptimizerSlot
+from nnx._foundation.records import NNEvaluationDataPoint
+from nnx._persistence.run import NNRun
+from nnx.objectives.ownership import check_precision_owner, check_update_owner
+from nnx.params.train import NNTrainParams
+from nnx.tasks.protocol import refuse_default_path
+
+if TYPE_CHECKING:
+    from nnx._surface.model import NNModel
+
+__all__ = ["RunExistsError", "RunLeaseError", "phase_epochs", "train_model",
+           "transform_states"]
+
+StepFn = Callable[[TrainStepContext], NNEvaluationDataPoint]
+
+
+class _Loop(FitLoop):
+    kind = "model"
+
+    def __init__(self, model: NNModel, params: NNTrainParams, *, step_fn: StepFn | None,
+                 objective: Any = None, **kwargs: Any) -> None:
+        if not isinstance(params, NNTrainParams):
+            raise TypeError(f"NNModel.train needs an NNTrainParams; got {type(params).__name__}")
+        check_update_owner(step_fn, objective, step_name="train_step_fn")
+        if step_fn is not None and not callable(step_fn):
+            raise TypeError("train_step_fn must be callable")
+        self.step_fn: StepFn = step_fn or default_train_step
+        self.custom_step = objective is not None or (
+            step_fn is not None and step_fn is not default_train_step)
+        self.owns_windows = objective is not None or not self.custom_step
+        super().__init__(model, params, objective=objective, **kwargs)
+        self._report = functools.partial(self.report_update, None)  # one per run, not batch
+
+    def _build(self) -> None:
+        params, model = self.params, self.model
+        optimizer = build_optimizer(model.net, params.optim)
+        self.precision = resolve_precision(model.params, model.device)
+        if self.custom_step:  # before any run is reserved (§6.1)
+            check_precision_owner(self.step_fn, self.precision, step_name="train_step_fn")
+        self.scaler = self.precision.make_scaler()
+        self.accumulate = params.optim.accumulate_grad_batches
+        schedule = None
+        if params.scheduler is not None:
+            per_epoch = planned_updates_per_epoch(params.train_loader, self.accumulate) if (
+                self.owns_windows) else None
+            schedule = ScheduleDriver(params.scheduler, optimizer, params.n_epochs,
+                                      updates_per_epoch=per_epoch,
+                                      plateau_rule=self.plateau_rule(),
+                                      build=model._build_scheduler)
+        self.slots = {None: OptimizerSlot(None, optimizer, params.optim, schedule)}
+
+    def _new_run(self, salt: str | None, root: str) -> NNRun:
+        model = self.model
+        return NNRun(model_params=model.params, net_params=model.net_params,
+                     train_params=self.params, salt=salt, transforms=self.transforms, root=root)
+
+    def _update_owner(self) -> Any:
+        return self.objective if self.objective is not None else self.step_fn
+
+    def schedule_params(self) -> list[Any]:
+        return [] if self.params.scheduler is None else [self.params.scheduler]
+
+    def run_batch(self, batch: Any, batch_idx: int, epoch: int,
+                  window: UpdateWindow) -> NNEvaluationDataPoint:
+        if self.engine is not None:
+            return super().run_batch(batch, batch_idx, epoch, window)
+        ctx = self._step_ctx
+        if ctx is None:
+            ctx = TrainStepContext(
+                model=self.model, batch=batch, batch_idx=batch_idx, epoch=epoch,
+                optimizer=self.primary.optimizer, precision=self.precision, scaler=self.scaler,
+                grad_clip_norm=self.params.optim.grad_clip_norm,
+                accumulate_grad_batches=self.accumulate, window=window,
+                _on_update=self._report, summary=self.step_summary, distributed=self.dist)
+            if not self.custom_step:  # the default step keeps no context: one per epoch
+                self._step_ctx = ctx
+        else:
+            ctx.batch, ctx.batch_idx, ctx.window = batch, batch_idx, window
+        return self.step_fn(ctx)
+
+    step_summary: Any = None  # the default step's task accumulator, fed per microbatch
+    _step_ctx: TrainStepContext | None = None  # the default step's context this epoch
+
+    def _epoch_summary(self) -> Any:
+        declared = bool(self.metrics) or self.monitor is not None
+        self.step_summary = self._step_ctx = None
+        if declared and self.engine is None and not self.custom_step:
+            # The default step feeds the task accumulator with every microbatch (§6.4).
+            self.step_summary = self.model.task_adapter.accumulator(metrics=self.metrics)
+            return self.step_summary
+        return super()._epoch_summary()
+
+
+def train_model(model: NNModel, params: NNTrainParams, *, train_step_fn: StepFn | None = None,
+                objective: Any = None, eval_step_fn: EvalFn | None = None,
+                callbacks: Sequence[Any] = (), salt: str | None = None,
+                verbose: bool | None = None, root: str = "runs", components: Sequence[Any] = (),
+                history: Any = None, provenance: Any = None, distributed: Any = None) -> NNRun:
+    train_step_fn, objective, eval_step_fn, components = _task_hooks(
+        model, params, train_step_fn, objective, eval_step_fn, components)
+    loop = _Loop(model, params, step_fn=train_step_fn, objective=objective, eval_fn=eval_step_fn,
+                 callbacks=callbacks, salt=salt, verbose=verbose, root=root,
+                 components=components, history=history, provenance=provenance,
+                 distributed=distributed)
+    return loop.execute()
+
+
+def _task_hooks(model: NNModel, params: NNTrainParams, step_fn: StepFn | None, objective: Any,
+                eval_fn: EvalFn | None, components: Sequence[Any]
+                ) -> tuple[StepFn | None, Any, EvalFn | None, Sequence[Any]]:
+    """What the model's task (nnx.tasks.protocol.Task) supplies where the caller gave nothing.
+
+    Runs before the loop is built, so a task refusing a default path leaves no run
+    directory, reservation or changed weight behind.
+    """
+    task = model.task_adapter
+    if step_fn is None and objective is None:
+        hook = getattr(task, "objective", None)
+        objective = hook() if callable(hook) else None
+        if objective is None:
+            refuse_default_path(task, "train")
+    if eval_fn is None:
+        hook = getattr(task, "eval_step", None)
+        eval_fn = hook() if callable(hook) else None
+        if eval_fn is None and getattr(params, "val_loader", None) is not None:
+            refuse_default_path(task, "evaluate")
+    if is_component(task) and all(c is not task for c in components):
+        components = [*components, task]
+    return step_fn, objective, eval_fn, components

@@ -1,0 +1,181 @@
+"""The runs/best pointer (spec §4.1): the committed run with the lowest score.
+
+A candidate is a real run directory whose run.yaml and history load, with a
+readable BEST checkpoint no later than its committed LAST, not selected by a
+named monitor. The score is the BEST checkpoint's first finite of val error →
+val loss → train error → train loss (+inf when none). Ties keep the
+incumbent, then the lexicographically smallest id. The pointer is a relative
+symlink ``runs/best -> <id>``; where symlinks are unavailable,
+``runs/best/POINTER.txt`` holds the run's path. When no candidate remains the
+pointer is removed: a missing pointer means "no winner yet".
+
+Overwriting a run hands the pointer on and makes the old run ineligible in one
+``.best.lock`` critical section (:func:`retire_run`): the old directory is
+renamed aside to a dot-named trash directory, which is never a candidate, and
+deleted only after the lock is released. So no election that interleaves with
+the overwrite, from any process, can advertise the emptied run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from nnx._foundation.atomic import atomic_write_text
+from nnx._foundation.locking import file_lock
+from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.run import NNRun
+
+__all__ = ["BEST_NAME", "current_best", "discard_retired", "elect_best", "promote_best",
+           "retire_run", "run_score"]
+
+BEST_NAME = "best"
+_POINTER = "POINTER.txt"
+
+
+def run_score(run_dir: Path) -> float | None:
+    """The run's BEST score if it is a candidate, else None."""
+    if run_dir.name == BEST_NAME or run_dir.name.startswith(".") or run_dir.is_symlink():
+        return None
+    best = run_dir / "checkpoints" / "best.pt"
+    if not (run_dir / "run.yaml").is_file() or not best.is_file():
+        return None
+    try:
+        checkpoint = NNCheckpoint.from_file(best)
+        if checkpoint.named_monitor:
+            return None
+        # A committed BEST: the run and its history load, and BEST is no later than LAST.
+        committed = NNRun.load(run_dir.name, root=run_dir.parent).committed_epoch()
+    except Exception:  # a malformed artifact is never a candidate
+        return None
+    if committed is None or checkpoint.epoch > committed:
+        return None
+    return checkpoint.score
+
+
+def current_best(root: Path) -> str | None:
+    """The run id runs/best points at, or None."""
+    pointer = root / BEST_NAME
+    if pointer.is_symlink():
+        return Path(os.readlink(pointer)).name
+    marker = pointer / _POINTER
+    if marker.is_file():
+        return Path(marker.read_text(encoding="utf-8").strip()).name
+    return None
+
+
+def _point(root: Path, run_id: str | None) -> None:
+    pointer = root / BEST_NAME
+    if run_id is None:
+        if pointer.is_symlink() or pointer.is_file():
+            pointer.unlink()
+        elif pointer.is_dir():
+            shutil.rmtree(pointer)
+        return
+    tmp = root / f".best.{os.getpid()}.{uuid.uuid4().hex}"
+    try:
+        os.symlink(run_id, tmp, target_is_directory=True)
+    except (OSError, NotImplementedError):
+        # No symlinks (Windows without developer mode): a directory with a pointer file.
+        if pointer.is_symlink():
+            pointer.unlink()
+        pointer.mkdir(exist_ok=True)
+        atomic_write_text(pointer / _POINTER, f"{root.name}/{run_id}\n")
+        return
+    try:
+        if pointer.is_dir() and not pointer.is_symlink():
+            shutil.rmtree(pointer)
+        os.replace(tmp, pointer)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def _has_best(run_dir: Path) -> bool:
+    return (run_dir / "run.yaml").is_file() and (run_dir / "checkpoints" / "best.pt").is_file()
+
+
+def promote_best(root: str | os.PathLike[str], run_id: str, score: float) -> str | None:
+    """After ``run_id``'s BEST improved to ``score``: the same winner as a full
+    :func:`elect_best`, reading only the incumbent. Only this run's score changed,
+    and it only went down, so it either beats the incumbent or nothing moves (ties
+    keep the incumbent). A missing or no longer valid incumbent takes the full path.
+    """
+    root = Path(root)
+    if not _has_best(root / run_id):
+        # The caller's BEST is not (or no longer) on disk, e.g. its run was renamed
+        # aside by an overwrite: it cannot claim the slot, so elect from what is there.
+        return elect_best(root)
+    incumbent = current_best(root)
+    if incumbent == run_id and (root / BEST_NAME).exists():
+        return run_id
+    held = None if incumbent is None else run_score(root / incumbent)
+    if held is None:
+        return elect_best(root, known={run_id: score})
+    if score < held:
+        _point(root, run_id)
+        return run_id
+    return incumbent
+
+
+def elect_best(root: str | os.PathLike[str], *, exclude: str | None = None,
+               known: Mapping[str, float] | None = None) -> str | None:
+    """Re-elect runs/best among the committed runs under ``root``; returns the winner.
+
+    ``exclude`` drops one run from the candidates (a run about to be overwritten);
+    ``known`` gives the scores of runs the caller has just committed, which are not
+    read back.
+    """
+    known = known or {}
+    root = Path(root)
+    if not root.is_dir():
+        return None
+    incumbent = current_best(root)
+    scored = []
+    for entry in root.iterdir():
+        if entry.name == exclude or not entry.is_dir():
+            continue
+        score = known[entry.name] if entry.name in known else run_score(entry)
+        if score is not None:
+            scored.append((score, entry.name))
+    if not scored:
+        _point(root, None)
+        return None
+    low = min(score for score, _ in scored)
+    tied = sorted(name for score, name in scored if score == low or (
+        math.isinf(low) and math.isinf(score)))
+    winner = incumbent if incumbent in tied else tied[0]
+    if winner != incumbent or not (root / BEST_NAME).exists():
+        _point(root, winner)
+    return winner
+
+
+def retire_run(root: str | os.PathLike[str], run_id: str) -> Path:
+    """Take ``runs/<run_id>`` out of the election before an overwrite deletes it.
+
+    Under ``.best.lock`` (the caller holds the lease and the admission lock, in
+    that order): if the run owns runs/best, the best surviving committed run is
+    elected first, so the pointer never names a missing directory; then the
+    run directory is renamed to ``.<run_id>.overwritten.<nonce>``. A rename is
+    atomic and dot names are never candidates, so once the lock is released no
+    election (another run's promotion included) can pick the old artifacts.
+    Returns the renamed directory; :func:`discard_retired` deletes it.
+    """
+    root = Path(root)
+    with file_lock(root / ".best.lock"):
+        if current_best(root) == run_id:
+            elect_best(root, exclude=run_id)
+        retired = root / f".{run_id}.overwritten.{uuid.uuid4().hex[:8]}"
+        os.rename(root / run_id, retired)
+    return retired
+
+
+def discard_retired(retired: Path) -> None:
+    """Delete a directory :func:`retire_run` renamed aside (outside every lock: it may
+    be large). A leftover is harmless, a dot name is never listed nor elected."""
+    shutil.rmtree(retired, ignore_errors=True)

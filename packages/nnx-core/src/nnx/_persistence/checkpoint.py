@@ -1,0 +1,289 @@
+"""NNCheckpoint: a model's weights at an epoch, with what is needed to read them back.
+
+A checkpoint file ``checkpoints/<tag>.pt`` holds the net's state dict, the
+run's configuration states, the epoch and its last record (which scores it).
+Training state (optimizer, scheduler, scaler, RNG streams, components) goes
+to the generation-addressed sidecar ``<tag>.pt.opt.<generation>.pt``, written
+first; a manifest written last makes the three a resume point
+(:mod:`nnx._persistence.resume_point`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nnx._foundation.records import NNIterationDataPoint, first_finite
+from nnx._foundation.validation import check_run_id
+from nnx._persistence.checkpoint_format import decode_checkpoint, is_safetensors
+from nnx._persistence.resume_point import (
+    ResumePoint,
+    ResumePointError,
+    manifest_path,
+    read_point,
+    verify_point,
+    write_point,
+)
+from nnx.enums.checkpoints import Checkpoints
+
+__all__ = ["CHECKPOINT_FORMAT", "NNCheckpoint", "checkpoint_files", "sidecar_path"]
+
+CHECKPOINT_FORMAT = "nnx._persistence.checkpoint/1"
+
+
+def sidecar_path(checkpoint: str | os.PathLike[str]) -> Path:
+    """Where a checkpoint's training state lives: ``<tag>.pt.opt.pt``."""
+    return Path(f"{os.fspath(checkpoint)}.opt.pt")
+
+
+def checkpoint_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """The checkpoint files of a checkpoints directory (sidecars, manifests and locks
+    excluded), sorted by name."""
+    found = [*Path(directory).glob("*.pt"), *Path(directory).glob("*.safetensors")]
+    return sorted(p for p in found if ".opt." not in p.name)
+
+
+def _checkpoint_path(run: str, tag: str, root: str | os.PathLike[str]) -> Path:
+    """``<tag>.pt``; a tag spelled with ``.safetensors`` names that file, and a bare tag with
+    no ``.pt`` point (file or manifest) but a ``.safetensors`` one names the latter."""
+    check_run_id("run", run)
+    directory = Path(root) / run / "checkpoints"
+    if is_safetensors(tag):
+        return directory / tag
+    pickle_path = directory / f"{tag}.pt"
+    portable = directory / f"{tag}.safetensors"
+    if not _addressed(pickle_path) and _addressed(portable):
+        return portable
+    return pickle_path
+
+
+def _addressed(path: Path) -> bool:
+    return path.is_file() or manifest_path(path).is_file()
+
+
+def _load_training_state(side: Path, map_location: Any) -> dict[str, Any]:
+    """A sidecar through ``torch.load(weights_only=True)``: a training state is tensors,
+    numbers, strings and containers of those (spec §14.1), so anything else in it (a
+    planted pickle, even one whose digest a rewritten manifest vouches for) is refused
+    unexecuted."""
+    try:
+        state = torch.load(side, map_location=map_location, weights_only=True)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ResumePointError("corrupted", f"training state {side.name} cannot be read as "
+                               f"plain data and is not unpickled ({first})") from None
+    if not isinstance(state, dict):
+        raise ResumePointError("corrupted", f"training state {side.name} holds a "
+                               f"{type(state).__name__}, not a mapping")
+    return state
+
+
+def _tags_of(directory: Path) -> str:
+    tags = sorted({path.name.removesuffix(".pt") for path in checkpoint_files(directory)})
+    return f"it has {', '.join(tags)}" if tags else "it has no checkpoint yet"
+
+
+def missing_checkpoint(path: Path) -> FileNotFoundError:
+    """Why ``path`` names no checkpoint, in a run's terms where it is one of a run's:
+    which run, under which root, which tag and what the run has instead."""
+    shown = path.as_posix()
+    if path.parent.name == "checkpoints":
+        run_dir = path.parent.parent
+        root, run = run_dir.parent.as_posix(), run_dir.name
+        if not run_dir.is_dir():
+            return FileNotFoundError(f"no run {run!r} under {root}/ (looked for {shown})")
+        tag = path.name.removesuffix(".pt")
+        return FileNotFoundError(f"run {run} under {root}/ has no {tag!r} checkpoint "
+                                 f"({shown}); {_tags_of(path.parent)}")
+    if len(path.parts) == 1 and (Path("runs") / path.name).is_dir():
+        run = path.name  # a run id where a checkpoint file was expected
+        return FileNotFoundError(
+            f"{run!r} is a run id, not a checkpoint file; name one of its checkpoints, e.g. "
+            f"runs/{run}/checkpoints/best.pt or NNCheckpoint.load({run!r}, 'best') "
+            f"({_tags_of(Path('runs') / run / 'checkpoints')})")
+    if len(path.parts) == 1 and re.fullmatch(r"[0-9a-f]{32}", path.name):
+        return FileNotFoundError(f"no run {path.name!r} under runs/, and no checkpoint file "
+                                 f"of that name")
+    return FileNotFoundError(f"no checkpoint file {shown}")
+
+
+def _tag(type: Checkpoints | str) -> str:
+    return type.value if isinstance(type, Checkpoints) else type
+
+
+@dataclass(eq=False)
+class NNCheckpoint:
+    """One saved model state. ``score`` is its control signal (lower is better)."""
+
+    tag: str
+    epoch: int
+    run_id: str
+    state_dict: Mapping[str, torch.Tensor]
+    model: Mapping[str, Any]
+    train: Mapping[str, Any]
+    net: Mapping[str, Any] | None = None
+    idp: NNIterationDataPoint | None = None
+    named_monitor: bool = False
+    monitor_value: float | None = None
+    training_state_present: bool = False
+    reconstructible: bool = True
+    transforms: tuple[Any, ...] = ()
+    generation: int | None = None
+    checkpoint_id: str | None = None
+    sidecar: str | None = None
+    path: Path | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        # A runtime module (spec §3.2) is never reconstructible, whoever writes its checkpoint.
+        net = self.model.get("net") if isinstance(self.model, Mapping) else None
+        if isinstance(net, Mapping) and net.get("kind") == "runtime":
+            self.reconstructible = False
+
+    @property
+    def score(self) -> float:
+        """The first finite of val error → val loss → train error → train loss; +inf if none.
+
+        A named-monitor run scores by its monitor's value instead.
+        """
+        if self.named_monitor:
+            value = self.monitor_value
+            return value if value is not None and math.isfinite(value) else math.inf
+        found = None if self.idp is None else first_finite(self.idp)
+        return math.inf if found is None else found[1]
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "tag": self.tag,
+            "epoch": self.epoch,
+            "run_id": self.run_id,
+            "model": dict(self.model),
+            "net": None if self.net is None else dict(self.net),
+            "train": dict(self.train),
+            "idp": None if self.idp is None else self.idp.state(),
+            "named_monitor": self.named_monitor,
+            "monitor_value": self.monitor_value,
+            "training_state_present": self.training_state_present,
+            "reconstructible": self.reconstructible,
+            "transforms": list(self.transforms),
+            "state_dict": dict(self.state_dict),
+        }
+
+    def save(self, path: str | os.PathLike[str], training_state: Mapping[str, Any] | None = None,
+             *, position: Mapping[str, Any] | None = None) -> Path:
+        """Write a resume point: the sidecar (when given), the checkpoint, the manifest."""
+        dest = Path(path)
+        if is_safetensors(dest) and not self.reconstructible:
+            from nnx.models import MissingModelFactoryError
+
+            raise MissingModelFactoryError(
+                f"{dest.name}: a safetensors checkpoint is a portable save, but this runtime "
+                f"module has no factory to rebuild it (reconstructible=False); register a "
+                f"model factory and use a ModelSpec, or save a pickle checkpoint")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        self.training_state_present = training_state is not None
+        point = write_point(dest, self.payload(), training_state,
+                            position or {"completed_epoch": self.epoch})
+        self.generation, self.checkpoint_id = point.generation, point.checkpoint_id
+        self.sidecar, self.path = point.sidecar, dest
+        return dest
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], map_location: Any = "cpu") -> NNCheckpoint:
+        """Read a checkpoint; tensors land on ``map_location`` (CPU by default). A missing
+        file raises FileNotFoundError naming the run, its root, the tag and the tags the
+        run has."""
+        if not Path(path).is_file():
+            raise missing_checkpoint(Path(path))
+        payload = decode_checkpoint(Path(path), map_location)
+        if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"{path} is not an NNx checkpoint ({CHECKPOINT_FORMAT})")
+        idp = payload.get("idp")
+        return cls(
+            tag=payload["tag"], epoch=payload["epoch"], run_id=payload["run_id"],
+            state_dict=payload["state_dict"], model=payload["model"], net=payload["net"],
+            train=payload["train"],
+            idp=None if idp is None else NNIterationDataPoint.from_state(idp),
+            named_monitor=payload.get("named_monitor", False),
+            monitor_value=payload.get("monitor_value"),
+            training_state_present=payload.get("training_state_present", False),
+            reconstructible=payload.get("reconstructible", True),
+            transforms=tuple(payload.get("transforms", ())), path=Path(path),
+            generation=payload.get("generation"), checkpoint_id=payload.get("checkpoint_id"),
+            sidecar=payload.get("sidecar"),
+        )
+
+    @classmethod
+    def load(cls, run: str, type: Checkpoints | str = Checkpoints.LAST, map_location: Any = "cpu",
+             *, root: str | os.PathLike[str] = "runs") -> NNCheckpoint:
+        """The checkpoint ``type`` (a Checkpoints member or a tag) of run ``run``."""
+        tag = _tag(type)
+        path = _checkpoint_path(run, tag, root)
+        if not path.is_file():
+            raise missing_checkpoint(path)
+        return cls.from_file(path, map_location=map_location)
+
+    def training_state(self, map_location: Any = "cpu") -> dict[str, Any] | None:
+        """The sidecar's training state, or None when the checkpoint carries none."""
+        if self.path is None or not self.training_state_present:
+            return None
+        side = self.path.with_name(self.sidecar) if self.sidecar else sidecar_path(self.path)
+        if not side.is_file():
+            raise FileNotFoundError(f"checkpoint {self.path} names training state {side.name}, "
+                                    "which is missing: the resume point is corrupt")
+        state = _load_training_state(side, map_location)
+        if self.generation is not None and state.get("generation") != self.generation:
+            raise ValueError(f"{side.name} is of generation {state.get('generation')}, the "
+                             f"checkpoint of {self.generation}: the resume point is corrupt")
+        return state
+
+    # -- observational probes (never create runs/<id>/) ---------------------------------
+    @classmethod
+    def load_with_training_state(
+        cls, run: str, type: Checkpoints | str = Checkpoints.LAST, map_location: Any = "cpu",
+        *, root: str | os.PathLike[str] = "runs",
+    ) -> tuple[NNCheckpoint | None, dict[str, Any] | None]:
+        """(checkpoint, training state), or (None, None) when the run or tag does not exist."""
+        path = _checkpoint_path(run, _tag(type), root)
+        if not path.is_file():
+            return None, None
+        checkpoint = cls.from_file(path, map_location=map_location)
+        return checkpoint, checkpoint.training_state(map_location)
+
+    @classmethod
+    def load_training_state(cls, run: str, type: Checkpoints | str = Checkpoints.LAST,
+                            map_location: Any = "cpu", *,
+                            root: str | os.PathLike[str] = "runs") -> dict[str, Any] | None:
+        return cls.load_with_training_state(run, type, map_location, root=root)[1]
+
+    @classmethod
+    def load_optimizer_state(cls, run: str, type: Checkpoints | str = Checkpoints.LAST,
+                             map_location: Any = "cpu", *,
+                             root: str | os.PathLike[str] = "runs") -> dict[str, Any] | None:
+        state = cls.load_training_state(run, type, map_location, root=root)
+        return None if state is None else state.get("optimizer")
+
+    # -- resume points ------------------------------------------------------------------
+    @classmethod
+    def verify(cls, run: str, type: Checkpoints | str = Checkpoints.LAST, *,
+               root: str | os.PathLike[str] = "runs") -> ResumePoint | None:
+        """Check a resume point (ResumePointError if torn, mixed or corrupted); None for a
+        checkpoint written before manifests (its payload records no generation). Nothing
+        is unpickled. ``type`` may name a ``.safetensors`` snapshot (``"snap_e1"`` or
+        ``"snap_e1.safetensors"``)."""
+        return verify_point(_checkpoint_path(run, _tag(type), root))
+
+    @classmethod
+    def resume_point(cls, run: str, type: Checkpoints | str = Checkpoints.LAST, *,
+                     root: str | os.PathLike[str] = "runs") -> ResumePoint | None:
+        """The live manifest of a checkpoint, or None before manifests existed (or while a
+        first publish is staged); ResumePointError (torn) when a checkpoint that records a
+        generation has lost its manifest."""
+        return read_point(_checkpoint_path(run, _tag(type), root))

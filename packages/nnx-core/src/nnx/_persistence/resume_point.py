@@ -1,0 +1,366 @@
+"""Resume points (spec §14.3): a checkpoint, its generation's sidecar, and a manifest.
+
+Saving tag ``T`` as generation ``g``:
+
+1. the training state goes to ``T.pt.opt.<g>.pt``, flushed to stable
+   storage and renamed in;
+2. the manifest naming both files with their SHA-256 digests (computed from
+   the bytes as they are written, never by reading back), the generation,
+   the checkpoint id and the logical position is staged as
+   ``T.pt.manifest.json.staged``;
+3. the compatibility copy ``T.pt.opt.pt`` is pointed at the new sidecar, the
+   checkpoint ``T.pt`` is published, then the manifest is made live and the
+   directory flushed. A Ctrl-C inside 2–3 is held until the point is complete;
+4. every sidecar and compatibility temp no manifest names is removed.
+
+So a crash leaves either the previous complete point, or a staged manifest
+that matches every new file (verification accepts it), never new weights
+paired with stale optimizer state. The compatibility copy changes only while a
+staged manifest exists, so it always equals the sidecar of the live point or of
+the staged one being published; the next save settles it.
+
+Verification reads; it writes nothing but the checkpoint's lock file, and it
+never unpickles: digests are compared on raw bytes, and the checkpoint's own
+record of its identity is read with ``torch.load(weights_only=True)`` (or a
+safetensors header).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nnx._foundation.atomic import atomic_write_bytes, fsync_dir, interrupts_held, serialized
+from nnx._foundation.locking import file_lock
+from nnx._persistence.checkpoint_format import encode_checkpoint, read_record
+
+__all__ = ["MANIFEST_FORMAT", "ResumePoint", "ResumePointError", "read_point", "repair_point",
+           "stray_files", "verify_point", "write_point"]
+
+MANIFEST_FORMAT = "nnx._persistence.resume_point/1"
+
+
+class ResumePointError(RuntimeError):
+    """A resume point that cannot be trusted: ``kind`` is torn, mixed or corrupted."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind} resume point: {message}")
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    tag: str
+    generation: int
+    checkpoint_id: str
+    position: Mapping[str, Any]
+    files: Mapping[str, Mapping[str, Any]]
+    staged: bool = False
+
+    @property
+    def sidecar(self) -> str | None:
+        entry = self.files.get("sidecar")
+        return None if entry is None else str(entry["name"])
+
+
+def manifest_path(checkpoint: Path) -> Path:
+    return checkpoint.with_name(checkpoint.name + ".manifest.json")
+
+
+def _staged_path(checkpoint: Path) -> Path:
+    return checkpoint.with_name(checkpoint.name + ".manifest.json.staged")
+
+
+def lock_path(checkpoint: Path) -> Path:
+    return checkpoint.with_name(checkpoint.name + ".lock")
+
+
+def _parse(path: Path, staged: bool) -> ResumePoint:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if doc.get("format") != MANIFEST_FORMAT:
+            raise ValueError("unknown format")
+        return ResumePoint(tag=doc["tag"], generation=int(doc["generation"]),
+                           checkpoint_id=doc["checkpoint_id"], position=doc["position"],
+                           files=doc["files"], staged=staged)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ResumePointError("torn", f"{path.name} is unreadable ({exc})") from None
+
+
+def compat_path(checkpoint: Path) -> Path:
+    return checkpoint.with_name(checkpoint.name + ".opt.pt")
+
+
+def _record(checkpoint: Path) -> Mapping[str, Any]:
+    try:
+        return read_record(checkpoint)
+    except Exception as exc:  # any failure to read it safely: the file cannot be trusted
+        raise ResumePointError("corrupted", f"{checkpoint.name} is unreadable ({exc})") from None
+
+
+def _unmanifested(checkpoint: Path) -> None:
+    """No manifest at all: a checkpoint from before manifests (None), or one whose manifest
+    was lost (torn: deleting the manifest must not switch verification off)."""
+    record = _record(checkpoint)
+    if record.get("generation") is not None or record.get("checkpoint_id") is not None:
+        raise ResumePointError("torn", f"{checkpoint.name} records generation "
+                               f"{record.get('generation')} but its manifest "
+                               f"{manifest_path(checkpoint).name} is missing")
+
+
+def read_point(checkpoint: Path) -> ResumePoint | None:
+    """The live manifest of ``checkpoint``; None for a checkpoint written before manifests."""
+    live = manifest_path(checkpoint)
+    if live.is_file():
+        return _parse(live, staged=False)
+    if checkpoint.is_file() and not _staged_path(checkpoint).is_file():
+        _unmanifested(checkpoint)  # a staged one is a publish under way: no live one yet
+    return None
+
+
+def _manifest_or_none(path: Path, staged: bool) -> ResumePoint | None:
+    if not path.is_file():
+        return None
+    with contextlib.suppress(ResumePointError):
+        return _parse(path, staged)
+    return None
+
+
+def _digest(data: bytes) -> dict[str, Any]:
+    return {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+
+
+def _set_compat(checkpoint: Path, sidecar: str | None) -> None:
+    """Point ``<tag>.pt.opt.pt`` at ``sidecar``: a hard link when the filesystem has them
+    (no second copy of the bytes), else a second atomic write; removed when the point has
+    no sidecar, so it never holds a state that belongs to no point."""
+    dest = compat_path(checkpoint)
+    if sidecar is None:
+        with contextlib.suppress(FileNotFoundError):
+            dest.unlink()
+        return
+    source = checkpoint.with_name(sidecar)
+    tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:8]}")
+    try:
+        os.link(source, tmp)
+        os.replace(tmp, dest)
+    except OSError:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        atomic_write_bytes(dest, source.read_bytes(), strict=True)
+
+
+def _settle_staged(checkpoint: Path) -> None:
+    """The next save after a writer died in the publish window makes its staged manifest
+    live when it matches every file (its checkpoint was published), and drops it when not
+    (the live point is still the complete one). Otherwise this save would reuse the dead
+    writer's generation, overwrite the sidecar its staged point names and then replace the
+    staged manifest: killed in between, it would leave no point that verifies. The
+    compatibility copy is put back on the surviving point before the staged manifest goes,
+    so it is never left on the dropped one. Only this recovery path reads files back."""
+    staged = _staged_path(checkpoint)
+    if not staged.is_file():
+        return
+    try:
+        point = _parse(staged, staged=True)
+        _check(checkpoint, point)
+    except ResumePointError:
+        live = _manifest_or_none(manifest_path(checkpoint), staged=False)
+        if live is not None or not checkpoint.is_file():
+            _set_compat(checkpoint, None if live is None else live.sidecar)
+        with contextlib.suppress(FileNotFoundError):
+            staged.unlink()
+        return
+    _set_compat(checkpoint, point.sidecar)
+    os.replace(staged, manifest_path(checkpoint))
+    fsync_dir(checkpoint.parent, strict=True)
+
+
+def _side_pattern(checkpoint: Path) -> re.Pattern[str]:
+    """The generation sidecars and compatibility-link temps of one checkpoint."""
+    name = re.escape(checkpoint.name)
+    return re.compile(rf"^(?:{name}\.opt\.\d+\.pt|\.{name}\.opt\.pt\.[0-9a-f]{{8}})$")
+
+
+def _strays(checkpoint: Path, keep: set[str]) -> list[str]:
+    pattern = _side_pattern(checkpoint)
+    return sorted(p.name for p in checkpoint.parent.iterdir()
+                  if pattern.match(p.name) and p.name not in keep)
+
+
+def _remove(directory: Path, names: list[str]) -> None:
+    for name in names:
+        with contextlib.suppress(FileNotFoundError):
+            (directory / name).unlink()
+
+
+def stray_files(checkpoint: Path) -> list[str]:
+    """Sidecars no live or staged manifest names, and stranded compatibility-link temps
+    (what a kill between a publish and its clean-up leaves). Empty when no manifest
+    parses: without one nothing can be called stray."""
+    named = [_manifest_or_none(manifest_path(checkpoint), staged=False),
+             _manifest_or_none(_staged_path(checkpoint), staged=True)]
+    if all(point is None for point in named):
+        return []
+    return _strays(checkpoint, {p.sidecar for p in named if p is not None and p.sidecar})
+
+
+def repair_point(checkpoint: Path) -> list[str]:
+    """Remove :func:`stray_files` of a point that verifies; the names removed. A point
+    that does not verify raises ResumePointError and is left as it is (its files are the
+    evidence)."""
+    with file_lock(lock_path(checkpoint)):
+        _verified(checkpoint)
+        strays = stray_files(checkpoint)
+        _remove(checkpoint.parent, strays)
+        if strays:
+            fsync_dir(checkpoint.parent, strict=True)
+        return strays
+
+
+def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str, Any] | None,
+                position: Mapping[str, Any]) -> ResumePoint:
+    """Write one resume point for ``dest`` (a ``<tag>.pt`` path) as described above."""
+    directory = dest.parent
+    with file_lock(lock_path(dest)):
+        _settle_staged(dest)
+        previous = None
+        with contextlib.suppress(ResumePointError):
+            previous = read_point(dest)
+        generation = 1 if previous is None else previous.generation + 1
+        checkpoint_id = uuid.uuid4().hex
+        files: dict[str, Any] = {}
+        payload = {**payload, "generation": generation, "checkpoint_id": checkpoint_id}
+        if training_state is not None:
+            side_name = f"{dest.name}.opt.{generation}.pt"
+            state = {**training_state, "generation": generation, "checkpoint_id": checkpoint_id}
+            side_bytes = serialized(lambda f: torch.save(state, f))
+            atomic_write_bytes(directory / side_name, side_bytes, strict=True)
+            files["sidecar"] = {"name": side_name, **_digest(side_bytes)}
+            payload["sidecar"] = side_name
+        checkpoint_bytes = encode_checkpoint(dest, payload)
+        files["checkpoint"] = {"name": dest.name, **_digest(checkpoint_bytes)}
+        manifest = {"format": MANIFEST_FORMAT, "tag": payload["tag"], "generation": generation,
+                    "checkpoint_id": checkpoint_id, "position": dict(position), "files": files}
+        text = json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8")
+        side = files["sidecar"]["name"] if "sidecar" in files else None
+        with interrupts_held():
+            atomic_write_bytes(_staged_path(dest), text, strict=True)
+            # Moved only while the staged manifest exists: a kill from here to the
+            # manifest's rename leaves it on the staged point, before here on the live one.
+            _set_compat(dest, side)
+            atomic_write_bytes(dest, checkpoint_bytes, strict=True)
+            os.replace(_staged_path(dest), manifest_path(dest))
+            fsync_dir(directory, strict=True)
+        # The previous generation's sidecar, and whatever an earlier killed save stranded.
+        _remove(directory, _strays(dest, {side} if side else set()))
+        return ResumePoint(tag=payload["tag"], generation=generation,
+                           checkpoint_id=checkpoint_id, position=dict(position), files=files)
+
+
+def _file_digest(path: Path) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def _matches(path: Path, entry: Mapping[str, Any]) -> bool:
+    """The file's bytes are the ones the manifest recorded (size first: it costs nothing)."""
+    size = entry.get("size")
+    if size is not None and path.stat().st_size != size:
+        return False
+    return _file_digest(path) == str(entry["sha256"])
+
+
+def _check(checkpoint: Path, point: ResumePoint) -> None:
+    """Everything here reads bytes or a weights_only record: a digest mismatch is
+    "corrupted" without opening the file, since whatever it now holds cannot be trusted
+    to say which point it belongs to."""
+    directory = checkpoint.parent
+    for role, entry in point.files.items():
+        if not (directory / entry["name"]).is_file():
+            raise ResumePointError("torn", f"{role} {entry['name']} is missing")
+    if point.files["checkpoint"]["name"] != checkpoint.name:
+        raise ResumePointError("torn", f"the manifest names {point.files['checkpoint']['name']}")
+    side = point.sidecar
+    if side is not None and side != f"{checkpoint.name}.opt.{point.generation}.pt":
+        raise ResumePointError("mixed", f"sidecar {side} is not of generation {point.generation}")
+    for role, entry in point.files.items():
+        if not _matches(directory / entry["name"], entry):
+            raise ResumePointError("corrupted", f"{role} {entry['name']} does not match its "
+                                   "SHA-256")
+    # The checkpoint's bytes are the manifest's; does the manifest describe them?
+    record = _record(checkpoint)
+    found = (record.get("generation"), record.get("checkpoint_id"))
+    if found != (point.generation, point.checkpoint_id):
+        raise ResumePointError("torn", f"the manifest names checkpoint {point.checkpoint_id} "
+                               f"(generation {point.generation}), {checkpoint.name} is "
+                               f"{found[1]} (generation {found[0]})")
+    if record.get("sidecar") != side:
+        raise ResumePointError("mixed", f"{checkpoint.name} names sidecar "
+                               f"{record.get('sidecar')}, the manifest {side}")
+
+
+def _check_compat(checkpoint: Path, point: ResumePoint) -> None:
+    """The compatibility copy equals the point's sidecar, or (while a publish is under way)
+    the staged point's; with no sidecar there is none."""
+    compat = compat_path(checkpoint)
+    if not compat.is_file():
+        return
+    candidates = [point, _manifest_or_none(_staged_path(checkpoint), staged=True)]
+    for candidate in candidates:
+        entry = None if candidate is None else candidate.files.get("sidecar")
+        if entry is None:
+            continue
+        side = checkpoint.with_name(str(entry["name"]))
+        with contextlib.suppress(OSError):
+            if os.path.samefile(compat, side) or _matches(compat, entry):
+                return
+    raise ResumePointError("mixed", f"the compatibility copy {compat.name} is not the "
+                           f"sidecar {point.sidecar} of generation {point.generation}")
+
+
+def _verified(checkpoint: Path) -> ResumePoint | None:
+    live, staged = manifest_path(checkpoint), _staged_path(checkpoint)
+    if not live.is_file() and not staged.is_file():
+        if not checkpoint.is_file():
+            raise ResumePointError("torn", f"{checkpoint.name} is missing")
+        _unmanifested(checkpoint)
+        return None
+    error: ResumePointError | None = None
+    for path, is_staged in ((live, False), (staged, True)):
+        if not path.is_file():
+            continue
+        try:
+            point = _parse(path, is_staged)
+            _check(checkpoint, point)
+        except ResumePointError as exc:
+            error = error or exc
+            continue
+        _check_compat(checkpoint, point)
+        return point
+    assert error is not None
+    raise error
+
+
+def verify_point(checkpoint: Path) -> ResumePoint | None:
+    """Check a resume point; None for a checkpoint written before manifests (one whose
+    payload records no generation). Nothing is unpickled.
+
+    A live manifest that fails falls back to a staged one that matches every
+    file (a writer that died inside the publish window).
+    """
+    with file_lock(lock_path(checkpoint)):
+        return _verified(checkpoint)

@@ -1,0 +1,337 @@
+"""NNRun: a run's configuration, history and directory (spec §4).
+
+``runs/<id>/run.yaml`` is the configuration and hashes to ``<id>``;
+``metadata.yaml`` is the environment (never hashed); ``idps.csv`` the
+per-iteration history, rewritten each epoch. Every file goes through the
+atomic writer. LAST is the commit marker: loading a run drops history newer
+than LAST's epoch (what a killed process may have left behind).
+
+A run whose files cannot be read back (a garbage run.yaml, a torn idps.csv or
+LAST, a history LAST commits but that is gone) raises :class:`RunDamagedError`
+naming the file and the cause. :meth:`NNRun.scan` lists such runs beside the
+healthy ones instead of stopping at the first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nnx._foundation.atomic import atomic_write_text
+from nnx._foundation.environment import environment_snapshot
+from nnx._foundation.identity import check_salt, run_id, run_identity
+from nnx._foundation.locking import file_lock
+from nnx._foundation.records import NNIterationDataPoint
+from nnx._foundation.validation import check_run_id
+from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.checkpoint_format import read_record
+from nnx._persistence.history_csv import IdpsCsv, read_idps_csv
+from nnx._persistence.run_render import render_html, render_text
+from nnx.enums.nets import Nets
+from nnx.params.model import NNModelParams
+from nnx.params.net import NNParams
+from nnx.params.train import NNTrainParams
+
+__all__ = ["DEFAULT_ROOT", "DamagedRun", "NNRun", "RunDamagedError", "display_path"]
+
+#: Where runs live, relative to the working directory.
+DEFAULT_ROOT = "runs"
+
+
+def display_path(path: Path) -> str:
+    """``runs/<id>`` relative to the working directory, with ``/`` separators."""
+    try:
+        shown = os.path.relpath(path, Path.cwd())
+    except ValueError:  # another drive on Windows
+        shown = str(path)
+    return shown.replace(os.sep, "/")
+
+
+class RunDamagedError(ValueError):
+    """A run's file exists but cannot be read back; names the run, the file and why."""
+
+    def __init__(self, run_id: str, path: Path, reason: str) -> None:
+        super().__init__(f"run {run_id} is damaged: {display_path(path)}: {reason}")
+        self.run_id, self.path, self.reason = run_id, path, reason
+
+
+@dataclass(frozen=True, slots=True)
+class DamagedRun:
+    """One entry of :meth:`NNRun.scan`'s damaged list: which run, which file, why."""
+
+    run_id: str
+    path: Path
+    reason: str
+
+
+def _cause(exc: BaseException) -> str:
+    """An underlying error on one line (torch's and YAML's run to several)."""
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    text = text if len(text) <= 200 else text[:197] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _reading(run_id: str, path: Path) -> Iterator[None]:
+    """Any failure reading ``path`` is damage of that file. A missing add-on is not:
+    its install hint (an ImportError) passes through."""
+    try:
+        yield
+    except (RunDamagedError, ImportError):
+        raise
+    except Exception as exc:
+        # An empty file is the plainest diagnosis; torch's own message for one (about
+        # mmap and zip serialization) would send the user the wrong way.
+        empty = path.is_file() and path.stat().st_size == 0
+        raise RunDamagedError(run_id, path, "empty file (0 bytes)" if empty else _cause(exc)
+                              ) from exc
+
+
+class NNRun:
+    """One configuration's run: its params, its id, its history on disk."""
+
+    def __init__(
+        self,
+        *,
+        model_params: NNModelParams,
+        train_params: NNTrainParams | None = None,
+        net_params: NNParams | None = None,
+        trainer_params: Any = None,
+        salt: str | None = None,
+        transforms: Sequence[Any] = (),
+        root: str | os.PathLike[str] = DEFAULT_ROOT,
+    ) -> None:
+        self.model_params = model_params
+        self.net_params = net_params
+        self.train_params = train_params
+        self.trainer_params = trainer_params
+        self.salt = check_salt(salt)
+        self.transforms = tuple(transforms)
+        self.root = Path(root)
+        self.idps: list[NNIterationDataPoint] = []
+        self.metadata: dict[str, Any] = {}
+        self.resume_status: Any = None  # a ResumeStatus when this run started from a checkpoint
+        self.journal: Any = None  # the HistoryJournal when the history is a journal
+        self._csv: IdpsCsv | None = None  # renders idps.csv, reusing the lines of earlier saves
+        self.id = run_id(**self._parts())
+
+    def _parts(self) -> dict[str, Any]:
+        return {"model": self.model_params, "net": self.net_params, "train": self.train_params,
+                "trainer": self.trainer_params, "salt": self.salt,
+                "transforms": self.transforms}
+
+    def state(self) -> dict[str, Any]:
+        """run.yaml: the configuration document the id hashes."""
+        return run_identity(**self._parts())
+
+    @property
+    def loop_params(self) -> Any:
+        """The params of the loop that trained the run: NNTrainParams or NNTrainerParams."""
+        return self.trainer_params if self.trainer_params is not None else self.train_params
+
+    @property
+    def path(self) -> Path:
+        return self.root / self.id
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.path / "checkpoints"
+
+    def exists(self) -> bool:
+        return (self.path / "run.yaml").is_file()
+
+    # -- writing ----------------------------------------------------------------------
+    def save_config(self) -> None:
+        """run.yaml and metadata.yaml (the environment, refreshed on every save)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.metadata = {**self.metadata, "environment": environment_snapshot()}
+        with file_lock(self.path / ".run.lock"):
+            atomic_write_text(self.path / "run.yaml",
+                              yaml.safe_dump(self.state(), sort_keys=False))
+            atomic_write_text(self.path / "metadata.yaml",
+                              yaml.safe_dump(self.metadata, sort_keys=False))
+
+    @property
+    def has_journal(self) -> bool:
+        return (self.path / "history" / "journal.json").is_file() or self.journal is not None
+
+    def save_history(self) -> None:
+        """idps.csv, rewritten whole; a journal run's history is never rewritten."""
+        if self.has_journal:
+            return
+        if self._csv is None:
+            self._csv = IdpsCsv()
+        with file_lock(self.path / ".run.lock"):
+            atomic_write_text(self.path / "idps.csv", self._csv.render(self.idps))
+
+    def save(self) -> None:
+        self.save_config()
+        self.save_history()
+
+    # -- reading ----------------------------------------------------------------------
+    @classmethod
+    def load(cls, run_id: str, *, root: str | os.PathLike[str] = DEFAULT_ROOT) -> NNRun:
+        """Read a run back from disk; needs nothing registered and builds no model.
+
+        Raises FileNotFoundError without a run.yaml, and :class:`RunDamagedError`
+        (a ValueError) naming the file when one of the run's files cannot be read.
+        """
+        check_run_id("run_id", run_id)
+        path = Path(root) / run_id
+        if not (path / "run.yaml").is_file():
+            raise FileNotFoundError(f"no run {run_id!r} under {root} (no run.yaml)")
+        with _reading(run_id, path / "run.yaml"):
+            run = cls._from_config(path, root)
+        meta = path / "metadata.yaml"
+        if meta.is_file():
+            with _reading(run_id, meta):
+                run.metadata = yaml.safe_load(meta.read_text(encoding="utf-8")) or {}
+                if run.metadata.get("resume") is not None:
+                    from nnx._engine.resume import ResumeStatus
+
+                    run.resume_status = ResumeStatus.from_state(run.metadata["resume"])
+        last_epoch = run.committed_epoch()
+        # Under the history protocol LAST commits the history: before the first LAST, a
+        # killed process's history (epoch 0 written, LAST not yet) is all uncommitted.
+        uncommitted = last_epoch is None and (path / ".history-committed-by-last").is_file()
+        if run.has_journal:
+            from nnx.history import read_manifest, read_tail
+
+            with _reading(run_id, path / "history"):
+                manifest = read_manifest(path)
+                retention = 1000 if manifest is None else manifest.retention
+                run.idps = [] if uncommitted else read_tail(path, retention, last_epoch)
+            return run
+        history = path / "idps.csv"
+        if last_epoch is not None and not history.is_file():
+            # History is written before LAST: committed epochs without it are lost records,
+            # never an empty history to report silently.
+            raise RunDamagedError(run_id, history, f"missing, but LAST commits epoch "
+                                                   f"{last_epoch}")
+        if history.is_file() and not uncommitted:
+            with _reading(run_id, history):
+                run.idps = read_idps_csv(history.read_text(encoding="utf-8"))
+        if last_epoch is not None:
+            run.idps = [idp for idp in run.idps if idp.epoch <= last_epoch]
+        return run
+
+    @classmethod
+    def _from_config(cls, path: Path, root: str | os.PathLike[str]) -> NNRun:
+        """The run run.yaml describes, checked to hash to its directory's name."""
+        doc = yaml.safe_load((path / "run.yaml").read_text(encoding="utf-8"))
+        return cls._from_document(doc, path, root)
+
+    @classmethod
+    def _from_document(cls, doc: Any, path: Path, root: str | os.PathLike[str]) -> NNRun:
+        """The run a parsed run.yaml document describes, checked to hash to ``path``'s name."""
+        if not isinstance(doc, Mapping) or "model" not in doc or (
+                "train" not in doc and "trainer" not in doc):
+            raise ValueError("not an NNx run configuration")
+        model = NNModelParams.from_state(doc["model"])
+        if doc.get("net") is not None and not isinstance(model.net, Nets):
+            raise ValueError(f"it records net params for a {model.net.kind} model, which has "
+                             "none")
+        net = None if doc.get("net") is None else NNParams.resolve_from_state(doc["net"], model.net)
+        trainer = None
+        if doc.get("trainer") is not None:
+            from nnx.params.trainer import NNTrainerParams
+
+            trainer = NNTrainerParams.from_state(doc["trainer"])
+        run = cls(model_params=model, net_params=net,
+                  train_params=None if "train" not in doc else NNTrainParams.from_state(
+                      doc["train"]),
+                  trainer_params=trainer, salt=doc.get("salt"),
+                  transforms=doc.get("transforms", ()), root=root)
+        run_dir_name = path.resolve().name
+        if run.id != run_dir_name:
+            raise ValueError(f"it hashes to {run.id}, not to its directory name {run_dir_name}")
+        return run
+
+    @property
+    def provenance(self) -> Any:
+        """The run's provenance (fingerprint, manifest, attempt), or None without one."""
+        from nnx.provenance import read_provenance
+
+        return read_provenance(self.path) if self.path.is_dir() else None
+
+    def committed_epoch(self) -> int | None:
+        """LAST's epoch: the last committed epoch, or None before the first commit."""
+        last = self.checkpoints_dir / "last.pt"
+        if not last.is_file():
+            return None
+        with _reading(self.id, last):  # the one safe reader: nothing unpickled, no tensor read
+            epoch = int(read_record(last)["epoch"])
+        return epoch
+
+    @classmethod
+    def scan(cls, root: str | os.PathLike[str] = DEFAULT_ROOT
+             ) -> tuple[list[NNRun], list[DamagedRun]]:
+        """Every run under ``root`` (a directory with a run.yaml), sorted by id: the
+        runs that load, and the damaged ones with the file and the reason."""
+        base = Path(root)
+        if not base.is_dir():
+            return [], []
+        runs, damaged = [], []
+        for entry in sorted(base.iterdir()):
+            if entry.name.startswith(".") or entry.is_symlink() or not entry.is_dir():
+                continue
+            if (entry / "run.yaml").is_file():
+                try:
+                    runs.append(cls.load(entry.name, root=root))
+                except RunDamagedError as exc:
+                    damaged.append(DamagedRun(exc.run_id, exc.path, exc.reason))
+        return runs, damaged
+
+    @classmethod
+    def all(cls, *, root: str | os.PathLike[str] = DEFAULT_ROOT) -> list[NNRun]:
+        """Every readable run under ``root``, sorted by id. Damaged runs are skipped
+        with one RuntimeWarning naming them; :meth:`scan` returns them too."""
+        runs, damaged = cls.scan(root)
+        if damaged:
+            names = "; ".join(f"{d.run_id} ({display_path(d.path)}: {d.reason})"
+                              for d in damaged)
+            warnings.warn(f"NNRun.all skipped {len(damaged)} damaged run(s) under "
+                          f"{os.fspath(root)}: {names}; NNRun.scan lists them",
+                          RuntimeWarning, stacklevel=2)
+        return runs
+
+    # -- views ------------------------------------------------------------------------
+    def epoch_records(self) -> list[NNIterationDataPoint]:
+        """The last record of each epoch (the one carrying validation)."""
+        if self.has_journal and (self.path / "history").is_dir():
+            from nnx.history import read_epochs
+
+            committed = self.committed_epoch()
+            if committed is None and (self.path / ".history-committed-by-last").is_file():
+                return []  # before the first LAST nothing is committed
+            with _reading(self.id, self.path / "history"):
+                rows = read_epochs(self.path, last_epoch=committed)
+            return [NNIterationDataPoint.from_state(row["summary"]) for row in rows]
+        last: dict[int, NNIterationDataPoint] = {}
+        for idp in self.idps:
+            last[idp.epoch] = idp
+        return [last[e] for e in sorted(last)]
+
+    def best_checkpoint(self) -> NNCheckpoint | None:
+        best = self.checkpoints_dir / "best.pt"
+        if not best.is_file():
+            return None
+        with _reading(self.id, best):
+            checkpoint = NNCheckpoint.from_file(best)
+        return checkpoint
+
+    def __str__(self) -> str:
+        return render_text(self)
+
+    def _repr_html_(self) -> str:
+        return render_html(self)
+
+    def __repr__(self) -> str:
+        return f"NNRun(id={self.id!r}, epochs={len(self.epoch_records())})"

@@ -1,0 +1,102 @@
+"""Where a run's records go while it trains: the eager idps.csv or the history journal.
+
+Both keep the same protocol for the loop: ``append`` each microbatch's
+record, ``replace_last`` with the epoch's completed last record, ``commit``
+as the epoch transaction's history step (before LAST), ``rollback`` when LAST
+fails, ``discard_epoch`` for a partial epoch that will not commit. ``view`` is
+what ``ctx.idps`` and ``run.idps`` show; ``full()`` the whole committed history
+for callbacks that declare ``history_access = "full"`` (``open_epoch=True``, at
+``on_epoch_end``, which runs before the epoch commits: with the epoch's records).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from nnx._foundation.records import NNIterationDataPoint
+
+if TYPE_CHECKING:
+    from nnx._persistence.run import NNRun
+    from nnx.history import HistoryJournal
+
+__all__ = ["EagerHistory", "JournalHistory", "open_history"]
+
+
+class EagerHistory:
+    """Every record in memory; idps.csv rewritten whole at each commit."""
+
+    def __init__(self, run: NNRun) -> None:
+        self.run = run
+
+    @property
+    def view(self) -> list[NNIterationDataPoint]:
+        return self.run.idps
+
+    def append(self, idp: NNIterationDataPoint) -> None:
+        self.run.idps.append(idp)
+
+    def replace_last(self, idp: NNIterationDataPoint) -> None:
+        self.run.idps[-1] = idp
+
+    def _drop(self, epoch: int) -> None:
+        while self.run.idps and self.run.idps[-1].epoch == epoch:
+            self.run.idps.pop()
+
+    def discard_epoch(self, epoch: int) -> None:
+        self._drop(epoch)
+
+    def commit(self, epoch: int, idp: NNIterationDataPoint) -> None:
+        self.run.save_history()
+
+    def rollback(self, epoch: int) -> None:
+        self._drop(epoch)
+        self.run.save_history()
+
+    def full(self, open_epoch: bool = False) -> list[NNIterationDataPoint]:
+        return self.run.idps  # without a journal, the plain running list (open epoch too)
+
+
+class JournalHistory:
+    """A bounded window in memory; each epoch written once as journal chunks."""
+
+    def __init__(self, run: NNRun, journal: HistoryJournal) -> None:
+        from nnx.history import JournalWriter
+
+        self.run = run
+        self.writer = JournalWriter(run.path, journal)
+        run.journal = journal
+        run.idps = self.writer.window  # type: ignore[assignment]
+
+    @property
+    def view(self) -> Any:
+        return self.writer.window
+
+    def append(self, idp: NNIterationDataPoint) -> None:
+        self.writer.append(idp)
+
+    def replace_last(self, idp: NNIterationDataPoint) -> None:
+        self.writer.replace_last(idp)
+
+    def discard_epoch(self, epoch: int) -> None:
+        self.writer.discard_epoch()
+
+    def commit(self, epoch: int, idp: NNIterationDataPoint) -> None:
+        from nnx.history import epoch_summary
+
+        self.writer.commit_epoch(epoch, epoch_summary(idp))
+
+    def rollback(self, epoch: int) -> None:
+        self.writer.rollback()
+
+    def full(self, open_epoch: bool = False) -> tuple[NNIterationDataPoint, ...]:
+        from nnx.history import iter_history
+
+        # Up to the journal's own published epoch: LAST lags it while an epoch commits.
+        committed = tuple(iter_history(self.run.path, last_epoch=self.writer.committed_epoch))
+        if not open_epoch:
+            return committed  # read-only, like the window
+        return committed + tuple(self.writer.open_records())
+
+
+def open_history(run: NNRun, journal: HistoryJournal | None) -> EagerHistory | JournalHistory:
+    return EagerHistory(run) if journal is None else JournalHistory(run, journal)

@@ -1,0 +1,238 @@
+"""What ``nnx runs list`` shows of each run, read cheaply (spec §4, §4.1, §4.4).
+
+A row reads run.yaml and metadata.yaml, LAST's and BEST's records through the
+safe reader (:func:`nnx._persistence.checkpoint_format.read_record`: no tensor is read, nothing
+is unpickled), LAST's manifest, attempt.json and the ends of the history
+(idps.csv's header and last row, or a journal's manifest and index). The
+history is never parsed whole: ``nnx runs show`` does that.
+
+Status (documented in docs/durability.md):
+
+* ``running`` - the run's lease (``runs/.leases/<id>.lock``) is held by a live
+  process, probed without waiting and without creating the file;
+* else, with provenance (attempt.json): ``committed`` when the last attempt
+  completed, ``interrupted`` when it failed, was cancelled or still says
+  "running" (its process is gone);
+* else ``committed`` when LAST is the plan's last epoch or records a
+  deliberate stop (``should_stop``: an early stop, written into LAST's
+  manifest position as ``stopped``), and ``interrupted`` when there is no LAST
+  or it is an earlier epoch without that mark (a kill, a failure).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import os
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nnx._foundation.locking import lock_is_held
+from nnx._foundation.records import NNIterationDataPoint
+from nnx._foundation.validation import check_run_id
+from nnx._persistence.checkpoint import CHECKPOINT_FORMAT
+from nnx._persistence.checkpoint_format import read_record
+from nnx._persistence.resume_point import ResumePointError, read_point
+from nnx._persistence.run import DamagedRun, NNRun, RunDamagedError, _reading
+from nnx._persistence.run_render import score_label
+from nnx.enums.nets import Nets
+
+__all__ = ["RunSummary", "matching_run_ids", "summarize_run", "summarize_runs"]
+
+# The C parser when PyYAML has it: run.yaml dominates a listing's cost, and both
+# loaders build the same plain values through the same safe constructor.
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One row of ``nnx runs list``."""
+
+    run_id: str
+    created: datetime | None  # when the run was reserved (local time)
+    net: str
+    epochs: int  # epochs committed: LAST's epoch + 1, 0 before the first commit
+    planned: int  # the epoch the plan ends at (exclusive), as LAST records it
+    status: str  # running | committed | interrupted
+    best_epoch: int | None
+    best_what: str | None  # "val error", "val loss", ..., or the named monitor
+    best_value: float | None
+    salt: str | None
+    data_id: str | None
+
+
+def _yaml(path: Path) -> Any:
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+
+
+def _record(run_id: str, path: Path) -> Mapping[str, Any]:
+    with _reading(run_id, path):
+        record = read_record(path)
+        if record.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"not an NNx checkpoint ({CHECKPOINT_FORMAT})")
+        int(record["epoch"])
+    return record
+
+
+def _check_csv_ends(run_id: str, path: Path) -> None:
+    """idps.csv's header and last row agree on the columns: a torn tail is damage."""
+    with _reading(run_id, path):
+        with path.open("rb") as handle:
+            header = handle.readline()
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(len(header), size - 65536))
+            tail = handle.read().rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
+        if not header:
+            raise ValueError("no header row")
+        if not tail or size <= len(header):
+            return  # a header alone: no record yet
+        columns = next(csv.reader(io.StringIO(header.decode("utf-8"))))
+        row = next(csv.reader(io.StringIO(tail.decode("utf-8"))))
+        if len(row) != len(columns):
+            raise ValueError(f"its last row has {len(row)} of {len(columns)} fields (torn)")
+        int(row[columns.index("epoch")])
+
+
+def _check_history(run: NNRun, committed: int | None) -> None:
+    """What NNRun.load refuses, from the history's ends only."""
+    path = run.path
+    if committed is None and (path / ".history-committed-by-last").is_file():
+        return  # before the first LAST nothing is committed, so nothing is read
+    if (path / "history" / "journal.json").is_file():
+        from nnx.history.reader import check_history
+
+        with _reading(run.id, path / "history"):
+            check_history(path)
+        return
+    history = path / "idps.csv"
+    if not history.is_file():
+        if committed is not None:
+            raise RunDamagedError(run.id, history, f"missing, but LAST commits epoch "
+                                                   f"{committed}")
+        return
+    _check_csv_ends(run.id, history)
+
+
+def _net(run: NNRun) -> str:
+    net = run.model_params.net
+    if isinstance(net, Nets):
+        return net.name
+    label = getattr(net, "label", None)  # a registered factory: id@vN
+    return str(label) if label else str(getattr(net, "module", "module")).rsplit(".", 1)[-1]
+
+
+def _planned(run: NNRun, last: Path) -> tuple[int, bool]:
+    """(the plan's end, whether LAST records a deliberate stop) as LAST's manifest
+    says; the configured n_epochs and no stop without one."""
+    with contextlib.suppress(ResumePointError, OSError, ValueError):
+        point = read_point(last)
+        if point is not None and isinstance(point.position.get("planned_n_epochs"), int):
+            return int(point.position["planned_n_epochs"]), point.position.get("stopped") is True
+    return int(run.loop_params.n_epochs), False
+
+
+def _attempt_status(run: NNRun) -> str | None:
+    from nnx.provenance import read_provenance
+
+    with warnings.catch_warnings():  # unreadable provenance is ignored here as everywhere
+        warnings.simplefilter("ignore", RuntimeWarning)
+        prov = read_provenance(run.path)
+    return None if prov is None or prov.attempt is None else prov.attempt.status
+
+
+def _status(run: NNRun, epochs: int, planned: int, stopped: bool) -> str:
+    # FitLoop._reserve holds this lease for the whole fit.
+    if lock_is_held(run.root / ".leases" / f"{run.id}.lock"):
+        return "running"
+    attempt = _attempt_status(run)
+    if attempt is not None:
+        return "committed" if attempt == "completed" else "interrupted"
+    return "committed" if epochs and (epochs >= planned or stopped) else "interrupted"
+
+
+def _created(path: Path) -> datetime | None:
+    # The reservation marker is written once when the run is reserved; run.yaml
+    # (rewritten on a resume) stands in for a run older than the marker.
+    for name in (".history-committed-by-last", "run.yaml"):
+        with contextlib.suppress(OSError):
+            return datetime.fromtimestamp((path / name).stat().st_mtime)
+    return None
+
+
+def _best(run_id: str, path: Path) -> tuple[int | None, str | None, float | None]:
+    if not path.is_file():
+        return None, None, None
+    record = _record(run_id, path)
+    with _reading(run_id, path):
+        idp = None if record.get("idp") is None else NNIterationDataPoint.from_state(
+            record["idp"])
+    found = score_label(idp, named_monitor=bool(record.get("named_monitor", False)),
+                        monitor_value=record.get("monitor_value"))
+    what, value = (None, None) if found is None else found
+    return int(record["epoch"]), what, value
+
+
+def summarize_run(root: str | os.PathLike[str], run_id: str) -> RunSummary:
+    """One run's row; :class:`RunDamagedError` names the file that cannot be read."""
+    path = Path(root) / check_run_id("run_id", run_id)
+    with _reading(run_id, path / "run.yaml"):
+        run = NNRun._from_document(_yaml(path / "run.yaml"), path, root)
+    if (path / "metadata.yaml").is_file():
+        with _reading(run_id, path / "metadata.yaml"):
+            _yaml(path / "metadata.yaml")
+    last = run.checkpoints_dir / "last.pt"
+    committed = int(_record(run_id, last)["epoch"]) if last.is_file() else None
+    _check_history(run, committed)
+    epochs = 0 if committed is None else committed + 1
+    planned, stopped = (_planned(run, last) if committed is not None
+                        else (int(run.loop_params.n_epochs), False))
+    best_epoch, what, value = _best(run_id, run.checkpoints_dir / "best.pt")
+    return RunSummary(run_id=run.id, created=_created(path), net=_net(run), epochs=epochs,
+                      planned=planned, status=_status(run, epochs, planned, stopped),
+                      best_epoch=best_epoch, best_what=what, best_value=value,
+                      salt=run.salt, data_id=run.loop_params.data_id)
+
+
+def _run_dirs(root: Path) -> list[Path]:
+    if not root.is_dir():
+        return []
+    return sorted(entry for entry in root.iterdir()
+                  if not entry.name.startswith(".") and not entry.is_symlink()
+                  and entry.is_dir() and (entry / "run.yaml").is_file())
+
+
+def summarize_runs(root: str | os.PathLike[str]) -> tuple[list[RunSummary], list[DamagedRun]]:
+    """Every run under ``root`` sorted by id: the rows, and the damaged runs (as
+    :meth:`NNRun.scan` names them)."""
+    rows, damaged = [], []
+    for entry in _run_dirs(Path(root)):
+        try:
+            rows.append(summarize_run(root, entry.name))
+        except RunDamagedError as exc:
+            damaged.append(DamagedRun(exc.run_id, exc.path, exc.reason))
+    return rows, damaged
+
+
+def matching_run_ids(root: str | os.PathLike[str], text: str) -> list[str]:
+    """``[text]`` when it names a run directory; else the runs whose id starts with it,
+    sorted; ``[]`` for an empty or malformed id."""
+    try:
+        check_run_id("run id", text)
+    except ValueError:
+        return []
+    base = Path(root)
+    candidates = [entry for entry in (base.iterdir() if base.is_dir() else ())
+                  if not entry.name.startswith(".") and entry.name != "best"
+                  and not entry.is_symlink() and entry.is_dir()
+                  and ((entry / "run.yaml").is_file() or (entry / "checkpoints").is_dir())]
+    if any(entry.name == text for entry in candidates):
+        return [text]
+    return sorted(entry.name for entry in candidates if entry.name.startswith(text))
+

@@ -1,0 +1,266 @@
+"""The ``nnx`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nnx._persistence.run_listing import RunSummary
+
+__all__ = ["main"]
+
+
+def installed_distributions() -> list[tuple[str, str]]:
+    """(name, version) of every installed nnx distribution, nnx-core first."""
+    found: dict[str, str] = {}
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").strip()
+        canonical = name.lower().replace("_", "-")
+        needs_core = any(r.replace("_", "-").startswith("nnx-core") for r in dist.requires or [])
+        if canonical == "nnx-core" or (canonical.startswith("nnx-") and needs_core):
+            found[canonical] = dist.version
+    return sorted(found.items(), key=lambda item: (item[0] != "nnx-core", item[0]))
+
+
+def _devices() -> list[str]:
+    import torch
+
+    seen = ["cpu"]
+    if torch.cuda.is_available():
+        for i in range(torch.cuda.device_count()):
+            seen.append(f"cuda:{i} ({torch.cuda.get_device_name(i)})")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        seen.append("mps")
+    return seen
+
+
+def cmd_info(_: argparse.Namespace) -> int:
+    import platform
+
+    import torch
+
+    print("nnx distributions:")
+    for name, version in installed_distributions():
+        print(f"  {name} {version}")
+    print(f"python {platform.python_version()}")
+    print(f"torch {torch.__version__}")
+    print(f"devices: {', '.join(_devices())}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from nnx._surface.demo import run_demo
+
+    return run_demo(epochs=args.epochs, seed=args.seed, salt=args.salt,
+                    overwrite=args.overwrite, verbose=False if args.quiet else None)
+
+
+def _damaged_row(run_id: str, path: Path, reason: str) -> str:
+    from nnx._persistence.run import display_path
+
+    return f"{run_id:<32}  damaged  {display_path(path)}: {reason}"
+
+
+def _tags(row: RunSummary) -> str:
+    tags = [f"salt={row.salt}"] if row.salt else []
+    tags += [f"data={row.data_id}"] if row.data_id else []
+    return " ".join(tags) or "-"
+
+
+def _list_row(row: RunSummary, mark: str, tags_width: int) -> str:
+    from nnx._persistence.run_render import format_score
+
+    created = "-" if row.created is None else row.created.strftime("%Y-%m-%d %H:%M")
+    if row.best_epoch is None:
+        best = "-"
+    elif row.best_what is None or row.best_value is None:
+        best = f"epoch {row.best_epoch}, no finite score"
+    else:
+        best = f"{row.best_what} {format_score(row.best_what, row.best_value)} @ epoch " \
+               f"{row.best_epoch}"
+    return (f"{row.run_id:<32}  {row.net:<8}  {row.epochs:>6}  {row.status:<11}  "
+            f"{best:<28}  {created:<16}  {_tags(row):<{tags_width}}  {mark}").rstrip()
+
+
+def cmd_runs_list(args: argparse.Namespace) -> int:
+    """Every run under the root; a damaged run is a row naming its file and the problem,
+    and the exit status is 1 when there is one (every readable run is still listed)."""
+    from nnx._persistence.best import current_best
+    from nnx._persistence.run_listing import summarize_runs
+
+    rows, damaged = summarize_runs(args.root)
+    if not rows and not damaged:
+        print(f"no runs under {args.root}/")
+        return 0
+    best = current_best(Path(args.root))
+    width = max([len("salt / data"), *(len(_tags(row)) for row in rows)])
+    lines = {d.run_id: _damaged_row(d.run_id, d.path, d.reason) for d in damaged}
+    for row in rows:
+        lines[row.run_id] = _list_row(row, "*" if row.run_id == best else "", width)
+    print(f"{'run id':<32}  {'net':<8}  {'epochs':>6}  {'status':<11}  "
+          f"{'best (what it scores)':<28}  {'created':<16}  {'salt / data':<{width}}  best")
+    for run_id in sorted(lines):
+        print(lines[run_id])
+    return 1 if damaged else 0
+
+
+def _resolve(args: argparse.Namespace) -> str | None:
+    """The run ``args.run_id`` names: itself, or the one run it is a prefix of. An
+    ambiguous prefix prints its candidates on stderr and gives None; an id nothing
+    matches passes through, so the command reports "no run" as before."""
+    from nnx._persistence.run_listing import matching_run_ids
+
+    matches = matching_run_ids(args.root, args.run_id)
+    if len(matches) <= 1:
+        return matches[0] if matches else args.run_id
+    shown = ", ".join(matches[:10]) + (f" and {len(matches) - 10} more"
+                                       if len(matches) > 10 else "")
+    print(f"run id prefix {args.run_id!r} is ambiguous under {args.root}: "
+          f"{len(matches)} runs match ({shown}); give more of the id", file=sys.stderr)
+    return None
+
+
+def cmd_runs_show(args: argparse.Namespace) -> int:
+    """One run (by its id or a unique prefix); a missing, damaged or malformed id, or an
+    ambiguous prefix, is reported on stderr with exit 1."""
+    from nnx._persistence.run import NNRun
+
+    run_id = _resolve(args)
+    if run_id is None:
+        return 1
+    try:
+        run = NNRun.load(run_id, root=args.root)
+        text = str(run)  # rendering reads BEST and the history: damage surfaces here too
+    except (FileNotFoundError, ValueError) as exc:  # RunDamagedError is a ValueError
+        print(exc, file=sys.stderr)
+        return 1
+    print(text)
+    return 0
+
+
+def _points(directory: Path) -> dict[str, Path]:
+    """Each resume point of a checkpoints directory by the name verify reports: the tag of
+    a ``<tag>.pt``, the file name of a ``.safetensors`` snapshot."""
+    from nnx._persistence.checkpoint import checkpoint_files
+
+    def label(path: Path) -> str:
+        return path.name.removesuffix(".pt")
+
+    points = {label(path): path for path in checkpoint_files(directory)}
+    # A live manifest whose checkpoint is gone is a torn point: report it too.
+    for manifest in directory.glob("*.manifest.json"):
+        checkpoint = manifest.with_name(manifest.name.removesuffix(".manifest.json"))
+        if checkpoint.suffix in (".pt", ".safetensors") and ".opt." not in checkpoint.name:
+            points.setdefault(label(checkpoint), checkpoint)
+    return points
+
+
+def cmd_runs_verify(args: argparse.Namespace) -> int:
+    """One line per resume point of the run; exit 1 when any fails (spec §14.3)."""
+    from nnx._foundation.validation import check_run_id
+    from nnx._persistence.resume_point import (
+        ResumePointError,
+        repair_point,
+        stray_files,
+        verify_point,
+    )
+
+    run_id = _resolve(args)
+    if run_id is None:
+        return 1
+    run_dir = Path(args.root) / run_id
+    try:
+        check_run_id("run id", run_id)
+        bad_id = False
+    except ValueError:
+        bad_id = True
+    if bad_id or not ((run_dir / "run.yaml").is_file() or (run_dir / "checkpoints").is_dir()):
+        print(f"no run {args.run_id!r} under {args.root}", file=sys.stderr)
+        return 1
+    points = _points(run_dir / "checkpoints")
+    if not points:
+        print(f"run {run_id} has no checkpoints")
+        return 0
+    failed = False
+    for tag, path in sorted(points.items()):
+        try:
+            point = verify_point(path)
+            removed = repair_point(path) if args.repair else []
+        except ResumePointError as exc:
+            failed = True
+            detail = str(exc).removeprefix(f"{exc.kind} resume point: ")
+            print(f"FAIL {tag}  {exc.kind}: {detail}")
+            continue
+        except Exception as exc:  # unreadable beyond what verify classifies
+            failed = True
+            print(f"FAIL {tag}  {type(exc).__name__}: {exc}")
+            continue
+        if point is None:
+            print(f"ok  {tag}  legacy")
+        else:
+            epoch = point.position.get("completed_epoch", "?")
+            staged = "  (staged manifest)" if point.staged else ""
+            print(f"ok  {tag}  generation {point.generation}  epoch {epoch}{staged}")
+        if removed:
+            print(f"repaired {tag}  removed {', '.join(removed)}")
+        elif strays := stray_files(path):
+            # Not a failure: the point is whole; these are what a kill before the
+            # clean-up left. The next save of the tag, or --repair, removes them.
+            print(f"warn {tag}  orphan files {', '.join(strays)} (the next save or "
+                  "--repair removes them)")
+    return 1 if failed else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nnx", description="NNx: config-addressed PyTorch training."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    info = sub.add_parser("info", help="installed nnx distributions, torch and devices")
+    info.set_defaults(func=cmd_info)
+    demo = sub.add_parser("demo", help="train a penguin classifier on data shipped with nnx")
+    demo.add_argument("--epochs", type=int, default=30)
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--salt", help="record the same configuration as a separate run")
+    demo.add_argument("--overwrite", action="store_true", help="replace an existing run")
+    demo.add_argument("--quiet", action="store_true", help="no progress bar")
+    demo.set_defaults(func=cmd_demo)
+    runs = sub.add_parser("runs", help="read what training wrote under runs/")
+    runs_sub = runs.add_subparsers(dest="runs_command", required=True)
+    listing = runs_sub.add_parser("list", help="every run: created, net, epochs done, status "
+                                  "(running / committed / interrupted), its BEST score and "
+                                  "what it scores, salt and data id, and the runs/best mark; "
+                                  "a damaged run is listed with the file and the problem "
+                                  "(exit 1 if any is damaged)")
+    listing.add_argument("--root", default="runs")
+    listing.set_defaults(func=cmd_runs_list)
+    show = runs_sub.add_parser("show", help="one run's configuration and epochs (exit 1 "
+                               "with one line naming the file if it is damaged)")
+    show.add_argument("run_id", help="a run id, or a prefix of exactly one")
+    show.add_argument("--root", default="runs")
+    show.set_defaults(func=cmd_runs_show)
+    verify = runs_sub.add_parser("verify", help="check every resume point of a run (exit 1 "
+                                 "if any is torn, mixed or corrupted); never unpickles")
+    verify.add_argument("run_id", help="a run id, or a prefix of exactly one")
+    verify.add_argument("--root", default="runs")
+    verify.add_argument("--repair", action="store_true",
+                        help="remove the orphan files of points that verify: sidecars no "
+                        "manifest names and stranded compatibility-copy temps")
+    verify.set_defaults(func=cmd_runs_verify)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,382 @@
+"""NNModel: a net (built-in, registered or wrapped) with its loss, device, precision and task."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from nnx._engine.batch_adapters import BatchAdapter, ModelInputs, default_batch_adapter
+from nnx._engine.precision import ResolvedPrecision, resolve_precision
+from nnx._engine.prediction import (
+    PredictionResult,
+    PredictResult,
+    ProbabilitySpec,
+    prediction_from_logits,
+    warn_if_shuffled,
+)
+from nnx._foundation.modes import preserved_state
+from nnx._foundation.records import NNEvaluationDataPoint
+from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.run import DEFAULT_ROOT, NNRun
+from nnx.enums.nets import Nets
+from nnx.enums.precision import Precision
+from nnx.models.construct import build_net, check_checkpoint_module
+from nnx.models.topology import check_weights_fit
+from nnx.params._loaders import check_loader, refuse_dataset
+from nnx.params.model import NNModelParams
+from nnx.params.net import NNParams
+from nnx.params.scheduler import NNSchedulerParams
+from nnx.params.train import NNTrainParams
+from nnx.tasks.adapters import TaskAdapter, task_adapter
+from nnx.tasks.protocol import refuse_default_path
+from nnx.transforms import (
+    TransformRecipe,
+    apply_transform,
+    checkpoint_recipes,
+    refuse_runtime,
+    replay_transforms,
+)
+
+__all__ = ["NNModel"]
+
+_CHUNK = 4096  # rows per forward when predicting on one large tensor
+# torch's wordings of "the input's dtype is not the weights'" (Linear, conv, and others).
+_DTYPE_CLASH = re.compile(r"same dtype|expected scalar type|type \(.*\) should be the same")
+
+
+_CAST = {torch.float32: "float()", torch.float64: "double()", torch.float16: "half()",
+         torch.bfloat16: "bfloat16()"}
+
+
+def _dtype_hint(exc: RuntimeError, inputs: Sequence[Any], kwargs: Mapping[str, Any],
+                net: nn.Module) -> str | None:
+    """torch's dtype clash restated with what to change; None when it is something else.
+
+    Runs only once the forward has failed, so a healthy batch pays nothing for it."""
+    if not _DTYPE_CLASH.search(str(exc)):
+        return None
+    weight = next((p.dtype for p in net.parameters() if p.is_floating_point()), None)
+    if weight is None:
+        return None
+    named = [(f"input {i}", x) for i, x in enumerate(inputs)] + list(kwargs.items())
+    clashing = [(name, x.dtype) for name, x in named
+                if isinstance(x, torch.Tensor) and x.dtype != weight and x.dtype != torch.bool]
+    if not clashing:
+        return None
+    def short(dtype: torch.dtype) -> str:
+        return str(dtype).removeprefix("torch.")
+
+    found = ", ".join(f"{name} is {short(dtype)}" for name, dtype in clashing)
+    method = _CAST.get(weight, f"to({weight})")
+    what = "training batch's" if net.training else "batch's"
+    hint = (f"the {what} inputs do not match the net: {found}, but the net's parameters are "
+            f"{short(weight)}; convert the inputs with x.{method}")
+    if clashing[0][1].is_floating_point:
+        hint += f" (or the net with net.to({clashing[0][1]}))"
+    return hint
+
+
+class NNModel:
+    """A model: ``NNModel(net_params=NNParams(...), params=NNModelParams(...))``.
+
+    ``params.net`` may also be a registered :class:`~nnx.models.ModelSpec`
+    (built through its factory, no ``net_params``), or pass ``module=`` to wrap
+    an ``nn.Module`` instance as is (``model.net is module``; ``params.net``
+    becomes its :class:`~nnx.models.RuntimeModule`; with ``Devices.AUTO`` the
+    module stays on its own device). ``batch_adapter`` (runtime-only) says how
+    such a module sees batches; by default a module's own ``unpack_batch``,
+    else :class:`~nnx._engine.batch_adapters.PositionalInputs`. ``net`` is a plain
+    ``torch.nn.Module`` (built-in nets return raw logits); ``train`` runs the
+    supervised loop and returns the :class:`NNRun`. ``transforms`` holds the
+    topology-transform recipes materialized on ``net``, in order (§4.2).
+    """
+
+    def __init__(self, net_params: NNParams | None = None,
+                 params: NNModelParams | None = None, *, module: nn.Module | None = None,
+                 batch_adapter: BatchAdapter | None = None) -> None:
+        params = NNModelParams() if params is None else params
+        if not isinstance(params, NNModelParams):
+            raise TypeError(f"params must be an NNModelParams; got {type(params).__name__}")
+        if batch_adapter is not None and not isinstance(batch_adapter, BatchAdapter):
+            raise TypeError(f"batch_adapter must be a BatchAdapter; got "
+                            f"{type(batch_adapter).__name__}")
+        net, params, device = build_net(net_params, params, module)
+        self.params = params
+        self.net_params = net_params  # None for a registered or wrapped module
+        self.device = device
+        self.net: nn.Module = net
+        self.batch_adapter = batch_adapter or default_batch_adapter(net)
+        self.loss_fn: nn.Module = params.loss().to(self.device)
+        self._adapter = task_adapter(params.task, self.loss_fn)
+        self._adapter_loss = self.loss_fn
+        self.transforms: tuple[TransformRecipe, ...] = ()
+        # The DDP wrapper while a distributed fit trains an epoch (nnx.distributed);
+        # model.net itself is never replaced, so its names never carry "module.".
+        self._train_forward: nn.Module | None = None
+
+    @property
+    def task_adapter(self) -> TaskAdapter:
+        """The task's adapter for the live ``loss_fn``.
+
+        The loss object's class weights, ``ignore_index`` and ``reduction`` stay
+        authoritative (spec §3.1, §6.3): assigning another loss to ``loss_fn``
+        rebuilds the adapter for it, checking that it suits the task.
+        """
+        if self._adapter_loss is not self.loss_fn:
+            self._adapter = task_adapter(self.params.task, self.loss_fn)
+            self._adapter_loss = self.loss_fn
+        return self._adapter
+
+    # -- batches ----------------------------------------------------------------------
+    def split_batch(self, batch: Any) -> tuple[ModelInputs, torch.Tensor | None]:
+        """``(inputs, target)`` on the model's device, through the batch adapter.
+
+        ``inputs`` is a :class:`~nnx._engine.batch_adapters.ModelInputs`: the positional
+        inputs as a tuple, with the keyword inputs in ``inputs.kwargs``.
+        """
+        args, kwargs, target = self.batch_adapter.split(batch)
+        device = self.device
+        inputs = ModelInputs(tuple(_to(x, device) for x in args),
+                             {k: _to(v, device) for k, v in kwargs.items()} if kwargs else None)
+        return inputs, None if target is None else _to(target, device)
+
+    def forward_raw(self, inputs: Sequence[Any]) -> torch.Tensor:
+        """``net(*inputs, **inputs.kwargs)``, its output tensor read by the batch adapter."""
+        kwargs = inputs.kwargs if isinstance(inputs, ModelInputs) else {}
+        net = self.net if self._train_forward is None else self._train_forward
+        try:
+            raw = net(*inputs, **kwargs)
+        except RuntimeError as exc:
+            hint = _dtype_hint(exc, inputs, kwargs, self.net)
+            if hint is None:
+                raise
+            raise RuntimeError(hint) from exc
+        return self.batch_adapter.output(raw)
+
+    def inference_precision(self) -> ResolvedPrecision:
+        """Inference runs in an explicit policy only; the legacy flag never governs it."""
+        if self.params.precision is None:
+            return ResolvedPrecision(Precision.FP32, self.device.type)
+        return resolve_precision(self.params, self.device)
+
+    # -- training ---------------------------------------------------------------------
+    def train(self, params: NNTrainParams, *, train_step_fn: Callable[..., Any] | None = None,
+              objective: Any = None, eval_step_fn: Callable[..., Any] | None = None,
+              callbacks: Iterable[Any] | None = None,
+              salt: str | None = None, verbose: bool | None = None,
+              root: str | os.PathLike[str] = DEFAULT_ROOT,
+              components: Iterable[Any] | None = None, history: Any = None,
+              provenance: Any = None, distributed: Any = None) -> NNRun:
+        """Train on ``params.train_loader``; writes ``runs/<id>/`` and returns the run.
+
+        ``distributed=nnx.distributed.DDP(...)`` trains on every rank of a torchrun
+        launch; rank 0 alone writes the run (docs/distributed.md).
+
+        The update owner is the default supervised step, a ``train_step_fn``, or an
+        ``objective`` run by the shared update engine (§6.5), never two of them.
+        ``callbacks`` / ``components`` None mean none. ``verbose=False`` prints nothing
+        (no progress bar, no ``Run saved to`` line).
+        """
+        from nnx._engine.training import train_model
+
+        return train_model(self, params, train_step_fn=train_step_fn, objective=objective,
+                           eval_step_fn=eval_step_fn, callbacks=list(callbacks or ()), salt=salt,
+                           verbose=verbose, root=os.fspath(root),
+                           components=list(components or ()), history=history,
+                           provenance=provenance, distributed=distributed)
+
+    def _build_scheduler(self, optimizer: torch.optim.Optimizer, params: NNSchedulerParams,
+                         n_epochs: int, *, updates_per_epoch: int | None = None,
+                         plateau_rule: tuple[str, float, str] | None = None) -> Any:
+        """The torch scheduler a training run steps (spec §2.5); override to build another.
+
+        Called once per schedule by NNModel.train and Trainer.train, before any run is
+        reserved, with the optimizer, the schedule's NNSchedulerParams and the session's
+        epochs. ``updates_per_epoch`` is the planned updates per epoch (None when unknown)
+        and ``plateau_rule`` the (mode, threshold, threshold_mode) a named monitor sets
+        for ReduceLROnPlateau. NNx still steps what this returns on ``params.clock`` and
+        checkpoints its ``state_dict()``; on the ``"optimizer_update"`` clock it refuses
+        a ReduceLROnPlateau and a scheduler without a ``last_epoch`` position (torch's
+        ChainedScheduler, for one).
+        """
+        from nnx._engine.schedule import build_scheduler
+
+        return build_scheduler(optimizer, params, n_epochs, updates_per_epoch=updates_per_epoch,
+                               plateau_rule=plateau_rule)
+
+    # -- inference --------------------------------------------------------------------
+    def _batches(self, data: Any) -> Iterable[tuple[Sequence[Any], Any]]:
+        if isinstance(data, np.ndarray):
+            data = torch.from_numpy(data)
+        if isinstance(data, torch.Tensor):
+            for start in range(0, max(len(data), 1), _CHUNK):
+                yield (data[start:start + _CHUNK].to(self.device),), None
+        elif isinstance(data, Mapping):  # keyword inputs (a built-in net's, in order)
+            args, kwargs = self.batch_adapter.predict_inputs(data)
+            yield ModelInputs((_to(x, self.device) for x in args),
+                              {k: _to(v, self.device) for k, v in kwargs.items()}), None
+        elif isinstance(data, tuple) and all(isinstance(x, torch.Tensor) for x in data):
+            yield tuple(x.to(self.device) for x in data), None
+        else:  # a loader, or any iterable of batches
+            for batch in data:
+                yield self.split_batch(batch)
+
+    def _refuse_unbatched(self, data: Any) -> None:
+        """A 1-D input as long as a row is one sample without its batch axis; the net
+        would read it as that many rows of one feature and report a width mismatch."""
+        refuse_dataset("predict", data, "test_loader")
+        width = getattr(self.net_params, "input_dim", None)
+        if (isinstance(data, (torch.Tensor, np.ndarray)) and data.ndim == 1
+                and isinstance(width, int) and width > 1 and data.shape[0] == width):
+            raise ValueError(
+                f"predict got one unbatched sample of {width} features (shape ({width},)); "
+                f"the net takes a batch of rows (N, {width}): pass x.unsqueeze(0) (x[None] "
+                "for an array) to predict one sample")
+
+    def _logits(self, data: Any) -> torch.Tensor:
+        self._refuse_unbatched(data)  # before any mode or state is touched
+        outputs = []
+        with (preserved_state(self.net, mode="eval"), torch.no_grad(),
+              self.inference_precision().autocast()):
+            for inputs, _ in self._batches(data):
+                outputs.append(self.forward_raw(inputs).float())
+        if not outputs:
+            raise ValueError("predict: no input rows")
+        return torch.cat(outputs)
+
+    def predict(self, data: Any) -> PredictResult:
+        """Raw logits and the decoded classes (the task's decoding when declared)."""
+        refuse_default_path(self.task_adapter, "predict")
+        logits = self._logits(data)
+        return PredictResult(logits=logits, classes=self.task_adapter.decode(logits))
+
+    def predict_proba(self, data: Any, spec: ProbabilitySpec | None = None) -> PredictionResult:
+        """Probabilities under ``spec`` (or the declared task's) with the same logits."""
+        if spec is None:
+            if self.params.task is None:
+                raise ValueError("predict_proba needs a ProbabilitySpec when the model "
+                                 "declares no task")
+            spec = ProbabilitySpec.for_task(self.params.task)
+        task = self.task_adapter
+        refuse_default_path(task, "predict")
+        logits = self._logits(data)
+        ids = task.sample_ids(data, len(logits))  # the Task protocol's sample-id hook
+        if ids is None:
+            warn_if_shuffled(data)  # the ids below are iteration positions for a loader
+            ids = np.arange(len(logits))
+        return prediction_from_logits(logits, spec, sample_ids=ids)  # spec None: regression
+
+    def evaluate(self, loader: Any, metrics: Sequence[Any] = (),
+                 extra_metrics: Mapping[str, Callable[..., Any]] | None = None
+                 ) -> NNEvaluationDataPoint:
+        """The whole loader's record: loss and metrics over every valid sample."""
+        check_loader("evaluate", loader, training=False)
+        adapter = self.task_adapter
+        refuse_default_path(adapter, "evaluate")
+        acc = adapter.accumulator(metrics=tuple(metrics))
+        truths: list[np.ndarray] = []
+        preds: list[np.ndarray] = []
+        with (preserved_state(self.net, mode="eval"), torch.no_grad(),
+              self.inference_precision().autocast()):
+            for batch in loader:
+                inputs, target = self.split_batch(batch)
+                if target is None:
+                    raise ValueError("evaluate needs (X, Y) batches; got no target")
+                output = self.forward_raw(inputs).float()
+                adapter.validate(output, target)
+                num, den = adapter.loss_parts(output, target, self.loss_fn)
+                acc.update(output, target, loss_numerator=float(num),
+                           loss_denominator=float(den), validate=False)
+                if extra_metrics:
+                    y_true, y_pred = adapter.extra_metric_inputs(output, target)
+                    truths.append(y_true)
+                    preds.append(y_pred)
+        record: NNEvaluationDataPoint = acc.result()
+        if extra_metrics and truths:
+            y_true, y_pred = np.concatenate(truths), np.concatenate(preds)
+            extra = {**record.extra, **{name: float(fn(y_true, y_pred))
+                                        for name, fn in extra_metrics.items()}}
+            record = NNEvaluationDataPoint(**{**_fields(record), "extra": extra})
+        return record
+
+    # -- fine-tuning ------------------------------------------------------------------
+    def freeze(self, *patterns: str) -> list[str]:
+        from nnx._engine.finetune import freeze
+
+        return freeze(self.net, *patterns)
+
+    def unfreeze(self, *patterns: str) -> list[str]:
+        from nnx._engine.finetune import unfreeze
+
+        return unfreeze(self.net, *patterns)
+
+    def apply_transform(self, recipe: TransformRecipe) -> None:
+        """Materialize a topology-transform recipe on ``net`` and record it (§4.2).
+
+        The recipe joins the run id of later ``train`` calls and every
+        checkpoint, and ``from_checkpoint`` replays it. A wrapped runtime module
+        is refused (MissingModelFactoryError); any refusal leaves ``net`` as it was.
+        """
+        apply_transform(self, recipe)
+
+    def export_state_dict(self, path: str | os.PathLike[str]) -> Path:
+        """Save ``net.state_dict()`` alone, for consumers that do not use NNx."""
+        from nnx._engine.finetune import export_state_dict
+
+        return export_state_dict(self.net, path)
+
+    # -- reloading --------------------------------------------------------------------
+    @classmethod
+    def from_checkpoint(cls, checkpoint: NNCheckpoint | str | os.PathLike[str],
+                        map_location: Any = "cpu", *, module: nn.Module | None = None,
+                        batch_adapter: BatchAdapter | None = None) -> NNModel:
+        """Rebuild the model a checkpoint was written from and load its weights.
+
+        A registered model is rebuilt through its factory and a runtime module
+        needs ``module=`` (a fresh instance of the same topology); both are
+        checked against the saved parameter names and shapes before any weight
+        is loaded (ValueError on a mismatch). The checkpoint's transform recipes
+        are replayed on the rebuilt base first; one this process cannot replay
+        raises :class:`~nnx.transforms.TransformCompatibilityError` before any
+        weight is loaded.
+        """
+        if not isinstance(checkpoint, NNCheckpoint):
+            checkpoint = NNCheckpoint.from_file(checkpoint, map_location=map_location)
+        recipes = checkpoint_recipes(checkpoint.transforms)  # every one resolved up front
+        params = NNModelParams.from_state(checkpoint.model)
+        if recipes:
+            refuse_runtime(params.net, "NNModel.from_checkpoint")
+        check_checkpoint_module(params.net, module, checkpoint.state_dict)
+        if not isinstance(params.net, Nets):
+            model = cls(params=params, module=module, batch_adapter=batch_adapter)
+            replay_transforms(model, recipes)
+            check_weights_fit(model.net, checkpoint.state_dict,
+                              f"checkpoint of {params.net.label}")
+        else:
+            if checkpoint.net is None:
+                raise ValueError("this checkpoint holds no net params; it cannot be rebuilt")
+            net_params = NNParams.resolve_from_state(checkpoint.net, params.net)
+            model = cls(net_params=net_params, params=params, batch_adapter=batch_adapter)
+            replay_transforms(model, recipes)
+        model.net.load_state_dict(checkpoint.state_dict)
+        return model
+
+
+def _to(value: Any, device: torch.device) -> Any:
+    """``value`` on ``device``; a tensor already there is returned without a torch call."""
+    if isinstance(value, torch.Tensor) and value.device != device:
+        return value.to(device)
+    return value
+
+
+def _fields(record: NNEvaluationDataPoint) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in (
+        "loss", "error", "accuracy", "f1", "recall", "precision", "metrics", "kind", "count",
+        "status")}
