@@ -32,6 +32,8 @@ _CORE_EXPORTS: dict[str, str] = {
     "NNTrainerParams": "nnx.params.trainer",
     "NNTrainerParamsBuilder": "nnx.params.trainer",
     "TaskSpec": "nnx.params.task",
+    "MetricSpec": "nnx.params.metric",
+    "MonitorSpec": "nnx.params.monitor",
     # enums-as-factories
     "Activations": "nnx.enums.activations",
     "Checkpoints": "nnx.enums.checkpoints",
@@ -108,11 +110,9 @@ _CORE_EXPORTS: dict[str, str] = {
     "default_train_step": "nnx._engine.steps",
     "ScheduleExhaustedError": "nnx._engine.schedule",
     "TaskValidationError": "nnx.tasks.adapters",
-    "MetricSpec": "nnx.params.metric",
     "register_metric": "nnx.metrics.registry",
     "registered_metrics": "nnx.metrics.registry",
     "unregister_metric": "nnx.metrics.registry",
-    "MonitorSpec": "nnx.params.monitor",
     "MonitorRecord": "nnx.monitors",
     "MonitorUnavailableError": "nnx.monitors",
     "NonFiniteRunError": "nnx._engine.nonfinite",
@@ -140,6 +140,8 @@ def __getattr__(name: str) -> Any:
     if module is not None:
         value = getattr(importlib.import_module(module), name)
     else:
+        # Imported on first use, not at module level: ``import nnx`` loads no submodule
+        # (the contract in this module's docstring), and most names never reach here.
         from nnx._foundation.plugins import missing, registry
 
         value = registry("nnx.exports").get(name)
@@ -154,7 +156,7 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     # Installed add-ons' names come from their nnx.exports entry points: reading the
-    # metadata imports no add-on.
+    # metadata imports no add-on. Imported here so ``import nnx`` loads no submodule.
     from nnx._foundation.plugins import registry
 
     return sorted(set(globals()) | set(_CORE_EXPORTS) | registry("nnx.exports").names())
