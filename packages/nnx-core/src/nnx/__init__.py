@@ -23,15 +23,17 @@ _CORE_EXPORTS: dict[str, str] = {
     "NNModelParams": "nnx.params.model",
     "NNOptimParams": "nnx.params.optim",
     "NNParamGroupSpec": "nnx.params.optim",
-    "NNOptimParamsBuilder": "nnx.params.optim_builder",
+    "NNOptimParamsBuilder": "nnx.params.optim",
     "NNOptimFactoryParams": "nnx.params.optim_factory",
     "OptimizerFactorySpec": "nnx.params.optim_factory",
     "NNSchedulerParams": "nnx.params.scheduler",
-    "NNSchedulerParamsBuilder": "nnx.params.scheduler_builder",
+    "NNSchedulerParamsBuilder": "nnx.params.scheduler",
     "NNTrainParams": "nnx.params.train",
     "NNTrainerParams": "nnx.params.trainer",
-    "NNTrainerParamsBuilder": "nnx.params.trainer_builder",
-    "TaskSpec": "nnx.tasks.spec",
+    "NNTrainerParamsBuilder": "nnx.params.trainer",
+    "TaskSpec": "nnx.params.task",
+    "MetricSpec": "nnx.params.metric",
+    "MonitorSpec": "nnx.params.monitor",
     # enums-as-factories
     "Activations": "nnx.enums.activations",
     "Checkpoints": "nnx.enums.checkpoints",
@@ -108,11 +110,9 @@ _CORE_EXPORTS: dict[str, str] = {
     "default_train_step": "nnx._engine.steps",
     "ScheduleExhaustedError": "nnx._engine.schedule",
     "TaskValidationError": "nnx.tasks.adapters",
-    "MetricSpec": "nnx.metrics.spec",
     "register_metric": "nnx.metrics.registry",
     "registered_metrics": "nnx.metrics.registry",
     "unregister_metric": "nnx.metrics.registry",
-    "MonitorSpec": "nnx.monitors",
     "MonitorRecord": "nnx.monitors",
     "MonitorUnavailableError": "nnx.monitors",
     "NonFiniteRunError": "nnx._engine.nonfinite",
@@ -140,6 +140,8 @@ def __getattr__(name: str) -> Any:
     if module is not None:
         value = getattr(importlib.import_module(module), name)
     else:
+        # Imported on first use, not at module level: ``import nnx`` loads no submodule
+        # (the contract in this module's docstring), and most names never reach here.
         from nnx._foundation.plugins import missing, registry
 
         value = registry("nnx.exports").get(name)
@@ -154,7 +156,7 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     # Installed add-ons' names come from their nnx.exports entry points: reading the
-    # metadata imports no add-on.
+    # metadata imports no add-on. Imported here so ``import nnx`` loads no submodule.
     from nnx._foundation.plugins import registry
 
     return sorted(set(globals()) | set(_CORE_EXPORTS) | registry("nnx.exports").names())
@@ -172,7 +174,6 @@ if TYPE_CHECKING:
     from nnx._engine.finetune import load_pretrained as load_pretrained
     from nnx._engine.finetune import unfreeze as unfreeze
     from nnx._engine.monitors import MonitorRecord as MonitorRecord
-    from nnx._engine.monitors import MonitorSpec as MonitorSpec
     from nnx._engine.monitors import MonitorUnavailableError as MonitorUnavailableError
     from nnx._engine.nonfinite import NonFiniteRunError as NonFiniteRunError
     from nnx._engine.optimizer_factories import (
@@ -233,7 +234,6 @@ if TYPE_CHECKING:
     from nnx.metrics.registry import register_metric as register_metric
     from nnx.metrics.registry import registered_metrics as registered_metrics
     from nnx.metrics.registry import unregister_metric as unregister_metric
-    from nnx.metrics.spec import MetricSpec as MetricSpec
     from nnx.models import MissingModelFactoryError as MissingModelFactoryError
     from nnx.models import ModelSpec as ModelSpec
     from nnx.models import RuntimeModule as RuntimeModule
@@ -253,22 +253,24 @@ if TYPE_CHECKING:
     from nnx.objectives import kd_objective as kd_objective
     from nnx.objectives import supervised_objective as supervised_objective
     from nnx.params.conv import NNConvParams as NNConvParams
+    from nnx.params.metric import MetricSpec as MetricSpec
     from nnx.params.model import NNModelParams as NNModelParams
     from nnx.params.moe import NNMoEParams as NNMoEParams
+    from nnx.params.monitor import MonitorSpec as MonitorSpec
     from nnx.params.net import NNParams as NNParams
     from nnx.params.optim import NNOptimParams as NNOptimParams
+    from nnx.params.optim import NNOptimParamsBuilder as NNOptimParamsBuilder
     from nnx.params.optim import NNParamGroupSpec as NNParamGroupSpec
-    from nnx.params.optim_builder import NNOptimParamsBuilder as NNOptimParamsBuilder
     from nnx.params.optim_factory import NNOptimFactoryParams as NNOptimFactoryParams
     from nnx.params.optim_factory import OptimizerFactorySpec as OptimizerFactorySpec
     from nnx.params.scheduler import NNSchedulerParams as NNSchedulerParams
-    from nnx.params.scheduler_builder import NNSchedulerParamsBuilder as NNSchedulerParamsBuilder
+    from nnx.params.scheduler import NNSchedulerParamsBuilder as NNSchedulerParamsBuilder
+    from nnx.params.task import TaskSpec as TaskSpec
     from nnx.params.train import NNTrainParams as NNTrainParams
     from nnx.params.trainer import NNTrainerParams as NNTrainerParams
-    from nnx.params.trainer_builder import NNTrainerParamsBuilder as NNTrainerParamsBuilder
+    from nnx.params.trainer import NNTrainerParamsBuilder as NNTrainerParamsBuilder
     from nnx.params.vit import NNViTParams as NNViTParams
     from nnx.tasks.adapters import TaskValidationError as TaskValidationError
-    from nnx.tasks.spec import TaskSpec as TaskSpec
     from nnx.transforms import TransformCompatibilityError as TransformCompatibilityError
     from nnx.transforms import TransformRecipe as TransformRecipe
     from nnx.transforms import register_transform as register_transform

@@ -22,7 +22,7 @@ import numpy.typing as npt
 import torch
 
 from nnx._foundation.validation import OPEN_UNIT, check_choice, check_count, check_real
-from nnx.tasks.spec import TaskSpec
+from nnx.params.task import TaskSpec
 
 __all__ = [
     "Decoded",

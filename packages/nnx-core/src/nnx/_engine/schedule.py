@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from torch.optim import lr_scheduler
 
+from nnx._engine.components import ComponentSpec
 from nnx.enums.schedulers import Schedulers
 from nnx.params.scheduler import NNSchedulerParams
 
@@ -205,9 +206,7 @@ class SchedulerClock:
     def __init__(self, driver: ScheduleDriver, owner: str | None) -> None:
         self.driver, self.owner = driver, owner
 
-    def component_spec(self) -> Any:
-        from nnx._engine.components import ComponentSpec
-
+    def component_spec(self) -> ComponentSpec:
         name = "nnx.scheduler_clock" if self.owner is None else (
             f"nnx.scheduler_clock.{self.owner}")
         return ComponentSpec(name, 1, required=True)

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
 
+from nnx._foundation.hashing import frozen_plain
+
 E = TypeVar("E", bound=Enum)
 
 __all__ = [
@@ -274,8 +276,6 @@ def check_spec_id(owner: str, value: Any, *, hint: str = "", field: str = "id") 
 
 def check_spec_config(owner: str, value: Any, *, hint: str = "") -> Any:
     """A spec's config: JSON-like data, returned read-only; code is refused by path."""
-    from nnx._foundation.hashing import frozen_plain
-
     if not isinstance(value, Mapping):
         raise ValueError(f"{owner}.config must be a mapping of JSON-like values; "
                          f"got {type(value).__name__}")

@@ -32,6 +32,7 @@ from nnx._persistence.resume_point import (
     write_point,
 )
 from nnx.enums.checkpoints import Checkpoints
+from nnx.models import MissingModelFactoryError
 
 __all__ = ["CHECKPOINT_FORMAT", "NNCheckpoint", "checkpoint_files", "sidecar_path"]
 
@@ -181,8 +182,6 @@ class NNCheckpoint:
         """Write a resume point: the sidecar (when given), the checkpoint, the manifest."""
         dest = Path(path)
         if is_safetensors(dest) and not self.reconstructible:
-            from nnx.models import MissingModelFactoryError
-
             raise MissingModelFactoryError(
                 f"{dest.name}: a safetensors checkpoint is a portable save, but this runtime "
                 f"module has no factory to rebuild it (reconstructible=False); register a "

@@ -43,6 +43,8 @@ from nnx._persistence.resume_point import ResumePointError, read_point
 from nnx._persistence.run import DamagedRun, NNRun, RunDamagedError, _reading
 from nnx._persistence.run_render import score_label
 from nnx.enums.nets import Nets
+from nnx.history.reader import check_history
+from nnx.provenance import read_provenance
 
 __all__ = ["RunSummary", "matching_run_ids", "summarize_run", "summarize_runs"]
 
@@ -106,8 +108,6 @@ def _check_history(run: NNRun, committed: int | None) -> None:
     if committed is None and (path / ".history-committed-by-last").is_file():
         return  # before the first LAST nothing is committed, so nothing is read
     if (path / "history" / "journal.json").is_file():
-        from nnx.history.reader import check_history
-
         with _reading(run.id, path / "history"):
             check_history(path)
         return
@@ -139,8 +139,6 @@ def _planned(run: NNRun, last: Path) -> tuple[int, bool]:
 
 
 def _attempt_status(run: NNRun) -> str | None:
-    from nnx.provenance import read_provenance
-
     with warnings.catch_warnings():  # unreadable provenance is ignored here as everywhere
         warnings.simplefilter("ignore", RuntimeWarning)
         prov = read_provenance(run.path)

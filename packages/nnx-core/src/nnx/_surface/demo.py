@@ -74,9 +74,7 @@ def run_demo(*, epochs: int = 30, seed: int = 0, salt: str | None = None,
     if best is not None:
         print(f"\nBEST is epoch {best.epoch}: {run.checkpoints_dir.as_posix()}/best.pt")
     if data.test_loader is not None:
-        from nnx._surface.model import NNModel as _Model
-
-        tested = _Model.from_checkpoint(run.checkpoints_dir / "best.pt").evaluate(
+        tested = NNModel.from_checkpoint(run.checkpoints_dir / "best.pt").evaluate(
             data.test_loader)
         acc = "-" if tested.accuracy is None else f"{tested.accuracy:.1%}"
         print(f"test accuracy of BEST: {acc} on {len(data.split_indices.test)} held-out birds")

@@ -30,8 +30,8 @@ from nnx.enums.nets import Nets
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
 from nnx.params.optim import NNOptimParams
+from nnx.params.task import TaskSpec
 from nnx.params.train import NNTrainParams
-from nnx.tasks.spec import TaskSpec
 
 __all__ = ["sgd", "tiny_batches", "tiny_loader", "tiny_model", "tiny_train_params", "weights"]
 

@@ -16,8 +16,12 @@ import math
 import warnings
 from typing import Any
 
+from nnx._engine.components import ComponentSpec
+from nnx._engine.monitors import MonitorTracker
 from nnx._foundation.validation import NON_NEGATIVE, check_count, check_real
 from nnx.callbacks.base import Callback, CallbackContext
+from nnx.metrics import metric_modes
+from nnx.params.monitor import MonitorSpec
 
 __all__ = ["MONITOR_KEYS", "EarlyStopping"]
 
@@ -37,8 +41,6 @@ class EarlyStopping(Callback):
 
     def __init__(self, monitor: Any = None, mode: str = "min", patience: int = 5,
                  min_delta: float = 0.0, *, name: str | None = None) -> None:
-        from nnx._engine.monitors import MonitorSpec
-
         if mode not in ("min", "max"):
             raise ValueError(f"EarlyStopping.mode must be 'min' or 'max'; got {mode!r}")
         if isinstance(monitor, MonitorSpec):
@@ -68,15 +70,11 @@ class EarlyStopping(Callback):
         self._warned = False
         self.tracker: Any = None
         if self.spec is not None:
-            from nnx._engine.monitors import MonitorTracker
-
             self.tracker = MonitorTracker(self.spec, self.spec.mode or "min")
 
     def check_run(self, params: Any) -> None:
         """Refuse, before any run is reserved, a monitor the run cannot resolve."""
         if self.spec is not None and self.spec.mode is None:
-            from nnx.metrics import metric_modes
-
             self.spec.direction(metric_modes(tuple(getattr(params, "metrics", ()) or ())))
 
     def on_train_begin(self, ctx: CallbackContext) -> None:
@@ -84,9 +82,6 @@ class EarlyStopping(Callback):
         if self.spec is not None and self.spec.mode is None:
             # A declared metric's natural direction is its registered mode (accuracy:
             # "max"), exactly as the run's own monitor resolves it (spec §6.4).
-            from nnx._engine.monitors import MonitorTracker
-            from nnx.metrics import metric_modes
-
             run = ctx.run
             params = getattr(run, "trainer_params", None) or getattr(run, "train_params", None)
             declared = tuple(getattr(params, "metrics", ()) or ())
@@ -148,9 +143,7 @@ class EarlyStopping(Callback):
                 ctx.should_stop = True
 
     # -- component protocol (§14.1) ----------------------------------------------------
-    def component_spec(self) -> Any:
-        from nnx._engine.components import ComponentSpec
-
+    def component_spec(self) -> ComponentSpec:
         return ComponentSpec(self.name or "early_stopping", 1, required=False,
                              numbered=self.name is None)
 

@@ -12,6 +12,7 @@ from typing import Any
 from nnx._foundation.validation import check_count
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx.callbacks.base import Callback, CallbackContext
+from nnx.models import MissingModelFactoryError, RuntimeModule
 
 __all__ = ["ModelCheckpoint"]
 
@@ -40,8 +41,6 @@ class ModelCheckpoint(Callback):
     def check_model(self, model: Any) -> None:
         """A safetensors file is a portable save (§3.2): refuse a runtime module, which no
         factory can rebuild, before the run directory or LAST exists."""
-        from nnx.models import MissingModelFactoryError, RuntimeModule
-
         net = getattr(getattr(model, "params", None), "net", None)
         if self.suffix == ".safetensors" and isinstance(net, RuntimeModule):
             raise MissingModelFactoryError(
@@ -56,7 +55,9 @@ class ModelCheckpoint(Callback):
         ctx.defer(self._save)
 
     def _save(self, ctx: CallbackContext) -> None:
-        # Imported here: nnx._engine.training imports the callbacks package at load time.
+        # Imported here, not at module level: nnx._engine.loop_support imports
+        # nnx.callbacks.base, whose package __init__ imports this module, so loading
+        # loop_support first would find it half-initialized (a real import-time cycle).
         from nnx._engine.loop_support import transform_states
 
         run, model = ctx.run, ctx.model

@@ -10,13 +10,45 @@ update clock needs ``updates_per_epoch``.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch.optim import lr_scheduler
 
-if TYPE_CHECKING:
-    from nnx.params.scheduler import NNSchedulerParams
+from nnx.enums._lr_schedules import LinearWarmupDecayLR
+
+__all__ = ["ScheduleKnobs", "Schedulers", "default_warmup_steps"]
+
+
+class ScheduleKnobs(Protocol):
+    """The knobs a schedule is built from: what :class:`nnx.NNSchedulerParams` carries.
+
+    Typed structurally so this enum needs nothing from ``nnx.params`` (which builds
+    on the enum): the two modules would otherwise import each other.
+    """
+
+    @property
+    def clock(self) -> str: ...
+    @property
+    def min_lr(self) -> float: ...
+    @property
+    def factor(self) -> float: ...
+    @property
+    def patience(self) -> int: ...
+    @property
+    def cooldown(self) -> int: ...
+    @property
+    def threshold(self) -> float: ...
+    @property
+    def step_size(self) -> int | None: ...
+    @property
+    def T_max(self) -> int | None: ...
+    @property
+    def total_steps(self) -> int | None: ...
+    @property
+    def warmup_steps(self) -> int | None: ...
+    @property
+    def max_lr(self) -> float | None: ...
 
 
 class Schedulers(enum.Enum):
@@ -29,7 +61,7 @@ class Schedulers(enum.Enum):
     def __call__(
         self,
         optimizer: torch.optim.Optimizer,
-        params: NNSchedulerParams,
+        params: ScheduleKnobs,
         n_epochs: int,
         *,
         updates_per_epoch: int | None = None,
@@ -58,8 +90,6 @@ class Schedulers(enum.Enum):
             if max_lr is None:
                 max_lr = [group["lr"] for group in optimizer.param_groups]
             return lr_scheduler.OneCycleLR(optimizer, max_lr=max_lr, total_steps=total)
-        from nnx.enums._lr_schedules import LinearWarmupDecayLR
-
         warmup = p.warmup_steps
         if warmup is None:
             warmup = default_warmup_steps(p, n_epochs, updates_per_epoch, total)
@@ -67,7 +97,7 @@ class Schedulers(enum.Enum):
                                    min_lr=p.min_lr)
 
 
-def _horizon(p: NNSchedulerParams, n_epochs: int, updates_per_epoch: int | None) -> int:
+def _horizon(p: ScheduleKnobs, n_epochs: int, updates_per_epoch: int | None) -> int:
     if p.clock == "epoch":
         return n_epochs
     if updates_per_epoch is None:
@@ -78,7 +108,7 @@ def _horizon(p: NNSchedulerParams, n_epochs: int, updates_per_epoch: int | None)
     return n_epochs * updates_per_epoch
 
 
-def default_warmup_steps(p: NNSchedulerParams, n_epochs: int, updates_per_epoch: int | None,
+def default_warmup_steps(p: ScheduleKnobs, n_epochs: int, updates_per_epoch: int | None,
                          total: int) -> int:
     """A warm-up-decay schedule's warm-up when ``warmup_steps`` is None (spec §14.2).
 

@@ -60,7 +60,7 @@ from nnx.history._format import (
     encode_line,
     line_hash,
 )
-from nnx.history._store import load_manifest, read_index, tail
+from nnx.history._store import load_manifest, read_chunk, read_index, tail
 from nnx.history.errors import HistoryCorruptionError
 from nnx.history.spec import HistoryJournal
 from nnx.history.window import HistoryWindow
@@ -129,8 +129,6 @@ class JournalWriter:
     def open_records(self) -> list[NNIterationDataPoint]:
         """The open epoch's records in order: its chunks written mid-epoch (read back)
         and the ones still pending."""
-        from nnx.history._store import read_chunk
-
         records = [r for chunk in self._chunks for r in read_chunk(self.path, chunk.entry(""))]
         return records + list(self._pending)
 

@@ -21,7 +21,7 @@ from nnx.metrics.registry import (
     resolve_metric,
     unregister_metric,
 )
-from nnx.metrics.spec import MetricSpec
+from nnx.params.metric import MetricSpec
 
 __all__ = [
     "F1_AVERAGES",

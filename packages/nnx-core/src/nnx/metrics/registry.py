@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from nnx._foundation.plugins import VersionedRegistry, versioned_registry
 from nnx._foundation.validation import check_choice
-from nnx.metrics.spec import MetricSpec
+from nnx.params.metric import MetricSpec
 
 __all__ = [
     "METRIC_INPUTS",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from nnx._foundation.config_base import (
     Params,
@@ -23,13 +23,8 @@ from nnx._foundation.validation import (
     check_seed,
 )
 from nnx.params._loaders import check_loader
-
-if TYPE_CHECKING:
-    # Imported lazily at run time: nnx.metrics.spec and nnx.monitors build on
-    # nnx._foundation.config_base, so importing them here would make ``from nnx import
-    # MetricSpec`` (or MonitorSpec) a circular import in a fresh interpreter.
-    from nnx._engine.monitors import MonitorSpec
-    from nnx.metrics.spec import MetricSpec
+from nnx.params.metric import MetricSpec
+from nnx.params.monitor import MonitorSpec, check_monitor
 
 __all__ = ["LOOP_DECODERS", "RESUME_MODES", "LoopParams"]
 
@@ -41,14 +36,10 @@ L = TypeVar("L", bound="LoopParams")
 
 #: Decoders for the shared fields; each loop class merges them into its own.
 def _metrics(items: Any) -> tuple[MetricSpec, ...]:
-    from nnx.metrics.spec import MetricSpec
-
     return tuple(MetricSpec.from_state(item) for item in items)
 
 
 def _monitor(item: Any) -> MonitorSpec | None:
-    from nnx._engine.monitors import MonitorSpec
-
     return None if item is None else MonitorSpec.from_state(item)
 
 
@@ -102,9 +93,6 @@ class LoopParams(Params):
         self._validate_lineage(n)
 
     def _validate_declarations(self, n: str) -> None:
-        from nnx._engine.monitors import MonitorSpec, check_monitor
-        from nnx.metrics.spec import MetricSpec
-
         specs = tuple(self.metrics)
         for i, spec in enumerate(specs):
             if not isinstance(spec, MetricSpec):

@@ -17,7 +17,7 @@ from nnx.enums.losses import Losses
 from nnx.enums.nets import Nets
 from nnx.enums.precision import PRECISION_ALIASES, Precision
 from nnx.models.descriptors import ModelDescriptor, ModelSpec, RuntimeModule, descriptor_from_state
-from nnx.tasks.spec import TaskSpec
+from nnx.params.task import TaskSpec
 
 __all__ = ["NNModelParams"]
 

@@ -16,6 +16,7 @@ from nnx._foundation.validation import (
     check_real,
 )
 from nnx.enums.activations import Activations
+from nnx.enums.nets import Nets
 
 __all__ = ["NNParams"]
 
@@ -113,8 +114,6 @@ class NNParams(Params):
     @staticmethod
     def resolve_from_state(state: Mapping[str, Any], net: Any = "FEED_FWD") -> NNParams:
         """Rebuild the params of ``net`` (a ``Nets`` member or its name) from state data."""
-        from nnx.enums.nets import Nets
-
         member = net if isinstance(net, Nets) else Nets[net]
         cls = member.params_class
         if not (isinstance(cls, type) and issubclass(cls, NNParams)):

@@ -1,5 +1,6 @@
 """Task declarations (spec §6.3): categorical, multilabel and regression."""
 
+from nnx.params.task import TaskSpec
 from nnx.tasks.adapters import (
     CategoricalAdapter,
     LossOnlyAdapter,
@@ -11,7 +12,6 @@ from nnx.tasks.adapters import (
     task_adapter,
 )
 from nnx.tasks.protocol import Task
-from nnx.tasks.spec import TaskSpec
 
 __all__ = [
     "CategoricalAdapter",

@@ -13,8 +13,9 @@ import torch
 from torch import Tensor, nn
 
 from nnx._foundation.records import NNEvaluationDataPoint
+from nnx.metrics import check_metric_inputs
+from nnx.params.task import TaskSpec
 from nnx.tasks._losses import family, is_torch_loss, reduction_of
-from nnx.tasks.spec import TaskSpec
 
 __all__ = ["Stats", "TaskAccumulator", "TaskAdapter", "TrainingBatch", "host_arrays",
            "macro_scores", "numpy_of", "pairwise_sum"]
@@ -308,8 +309,6 @@ class TaskAccumulator:
     """
 
     def __init__(self, adapter: TaskAdapter, metrics: Iterable[Any] = ()) -> None:
-        from nnx.metrics import check_metric_inputs
-
         self.adapter = adapter
         self._stats = adapter.new_stats()
         self._metrics = [

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from nnx._foundation.records import NNEvaluationDataPoint, deferred_record
+from nnx.params.task import TaskSpec
 from nnx.tasks._base import (
     _NO_NUMPY,
     Arrays,
@@ -32,7 +33,6 @@ from nnx.tasks._losses import (
     is_native,
     opaque_parts,
 )
-from nnx.tasks.spec import TaskSpec
 
 __all__ = ["CategoricalAdapter"]
 

@@ -10,6 +10,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor, nn
 
+from nnx.params.task import TaskSpec
 from nnx.tasks._base import Arrays, Stats, TaskAdapter, macro_scores, numpy_of
 from nnx.tasks._losses import (
     MULTILABEL_LOSSES,
@@ -19,7 +20,6 @@ from nnx.tasks._losses import (
     is_native,
     opaque_parts,
 )
-from nnx.tasks.spec import TaskSpec
 
 __all__ = ["MultilabelAdapter"]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from torch import nn
 
+from nnx.params.task import TaskSpec
 from nnx.tasks._base import Stats, TaskAccumulator, TaskAdapter
 from nnx.tasks._categorical import CategoricalAdapter
 from nnx.tasks._losses import (
@@ -21,7 +22,6 @@ from nnx.tasks._losses import (
 )
 from nnx.tasks._multilabel import MultilabelAdapter
 from nnx.tasks._regression import LossOnlyAdapter, RegressionAdapter
-from nnx.tasks.spec import TaskSpec
 
 __all__ = [
     "CategoricalAdapter",

@@ -28,10 +28,9 @@ natively, for add-ons and tools to read; the loop does not declare them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-if TYPE_CHECKING:  # type-only: the metric spec lives in the engine's metrics package
-    from nnx.metrics.spec import MetricSpec
+from nnx.params.metric import MetricSpec
 
 __all__ = ["DEFAULT_PATHS", "Task", "refuse_default_path"]
 
