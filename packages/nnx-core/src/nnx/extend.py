@@ -15,7 +15,8 @@ unchanged, so an add-on (and the reference plugin under
 * registries: ``register_*`` / ``registered_*`` / ``unregister_*`` for model
   factories, optimizer factories, metrics (with :class:`MetricRegistration`)
   and transforms, and :class:`MissingDistributionError`;
-* protocols: :class:`Component` (with :class:`ComponentSpec`) and :class:`Task`.
+* protocols: :class:`Component` (with :class:`ComponentSpec`), :class:`Task` and
+  :class:`TrainableModel` (what the engine reads of a model: type steps against it).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from nnx._engine.optimizer_factories import (
     unregister_optimizer_factory,
 )
 from nnx._engine.step_helpers import FinalizedStep, finalize_step, full_precision_only
+from nnx._engine.trainable import TrainableModel
 from nnx._foundation.config_base import (
     Params,
     always,
@@ -90,6 +92,7 @@ __all__ = [
     "NetRegistration",
     "Params",
     "Task",
+    "TrainableModel",
     "always",
     "check_batch_sizes",
     "check_choice",

@@ -62,7 +62,7 @@ from nnx.callbacks.base import CallbackContext
 if TYPE_CHECKING:
     from nnx._engine.distributed import DistributedSession
     from nnx._engine.precision import ResolvedPrecision
-    from nnx._surface.model import NNModel
+    from nnx._engine.trainable import TrainableModel
     from nnx.objectives import UpdateEvent
 
 __all__ = ["FitLoop", "RunExistsError", "RunLeaseError"]
@@ -93,8 +93,9 @@ class FitLoop(ABC):
     ddp_net: Any = None
     auto_step_schedulers = True
 
-    def __init__(self, model: NNModel, params: Any, *, objective: Any, eval_fn: EvalFn | None,
-                 callbacks: Sequence[Any], salt: str | None, verbose: bool | None, root: str,
+    def __init__(self, model: TrainableModel, params: Any, *, objective: Any,
+                 eval_fn: EvalFn | None, callbacks: Sequence[Any], salt: str | None,
+                 verbose: bool | None, root: str,
                  components: Sequence[Any] = (), history: Any = None,
                  provenance: Any = None, distributed: Any = None) -> None:
         if params.train_loader is None:
@@ -128,7 +129,7 @@ class FitLoop(ABC):
         """Whether this process persists the run (always, unless a non-zero DDP rank)."""
         return self.dist is None or self.dist.is_main
 
-    def _setup(self, model: NNModel, params: Any, *, objective: Any, eval_fn: EvalFn | None,
+    def _setup(self, model: TrainableModel, params: Any, *, objective: Any, eval_fn: EvalFn | None,
                callbacks: Sequence[Any], salt: str | None, verbose: bool | None, root: str,
                components: Sequence[Any], history: Any, provenance: Any) -> None:
         self.model, self.params, self.objective = model, params, objective
@@ -412,12 +413,7 @@ class FitLoop(ABC):
         window = UpdateWindow(size=accumulate)
         self.summary = self._epoch_summary()
         self.updates_this_epoch = 0
-        if self.dist is not None:
-            self.model._train_forward = self.ddp_net
-        try:
-            return self._batches(epoch, accumulate, window)
-        finally:
-            self.model._train_forward = None
+        return self._batches(epoch, accumulate, window)
 
     def _batches(self, epoch: int, accumulate: int,
                  window: UpdateWindow) -> NNIterationDataPoint:
@@ -715,6 +711,8 @@ class FitLoop(ABC):
         ctx.idps = self.hist.view
         if self.dist is not None:
             self.ddp_net = self.dist.wrap(self.model.net)
+            if self.engine is not None:  # its contexts carry the wrapper (ctx.train_net)
+                self.engine.train_net = self.ddp_net
         if self.provenance is not None and self.is_main:
             from nnx.provenance import begin_attempt
 

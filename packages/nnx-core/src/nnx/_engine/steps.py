@@ -16,17 +16,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
+from torch import nn
 
 from nnx._engine.precision import ResolvedPrecision
+from nnx._engine.trainable import TrainableModel, step_model
 from nnx._engine.update_window import WindowStepper, holds_gradients
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx.objectives.ownership import imperative_step
-
-if TYPE_CHECKING:
-    from nnx._surface.model import NNModel
 
 __all__ = ["EvalStepContext", "TrainStepContext", "UpdateWindow", "default_train_step"]
 
@@ -56,10 +55,12 @@ class TrainStepContext:
     Honor ``grad_clip_norm``, ``accumulate_grad_batches``, ``scaler`` and
     ``precision`` (``precision.autocast()`` is the forward context) in a
     custom step, and call :meth:`report_update` after each optimizer step you
-    take yourself.
+    take yourself. Run the training forward with :meth:`forward`: under DDP it
+    goes through the wrapper (``train_net``), whose backward averages the
+    gradients over ranks; ``ctx.model.forward_raw`` does the same.
     """
 
-    model: NNModel
+    model: TrainableModel
     batch: Any
     batch_idx: int
     epoch: int
@@ -73,10 +74,21 @@ class TrainStepContext:
     summary: Any = None  # the epoch's training-summary accumulator, when declared
     distributed: Any = None  # the DistributedSession under DDP (nnx.distributed)
     _stepper: WindowStepper | None = field(repr=False, default=None)  # built at first close
+    # The DistributedDataParallel wrapper of model.net under DDP, None otherwise: the
+    # context carries it, so the model itself never holds a wrapper.
+    train_net: nn.Module | None = field(repr=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.model = step_model(self.model, self.train_net)
 
     @property
     def device(self) -> torch.device:
         return self.model.device
+
+    def forward(self, inputs: Sequence[Any]) -> torch.Tensor:
+        """The training forward of ``inputs`` (``model.forward_raw``, through the DDP
+        wrapper under DDP)."""
+        return self.model.forward_raw(inputs, net=self.train_net)
 
     @property
     def epoch_idx(self) -> int:
@@ -98,7 +110,7 @@ class TrainStepContext:
 class EvalStepContext:
     """What a custom evaluation sees: the whole validation loader, once per epoch."""
 
-    model: NNModel
+    model: TrainableModel
     val_loader: Any
     extra_metrics: Any
     epoch_idx: int
@@ -174,9 +186,9 @@ def default_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
         ctx.optimizer.zero_grad(set_to_none=True)
     if ctx.precision.is_reduced:
         with ctx.precision.autocast():
-            raw = model.forward_raw(inputs)
+            raw = ctx.forward(inputs)
     else:  # full precision: no autocast context to enter
-        raw = model.forward_raw(inputs)
+        raw = ctx.forward(inputs)
     # Loss bookkeeping and records in full precision.
     output = raw if raw.dtype is torch.float32 else raw.float()
     if target is None:

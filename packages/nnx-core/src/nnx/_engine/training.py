@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nnx._engine.components import is_component
 from nnx._engine.fit_loop import EvalFn, FitLoop, RunExistsError, RunLeaseError
@@ -16,15 +16,13 @@ from nnx._engine.optimizers import build_optimizer
 from nnx._engine.precision import resolve_precision
 from nnx._engine.schedule import ScheduleDriver, planned_updates_per_epoch
 from nnx._engine.steps import TrainStepContext, UpdateWindow, default_train_step
+from nnx._engine.trainable import TrainableModel
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.run import NNRun
 from nnx.objectives.ownership import check_precision_owner, check_update_owner
 from nnx.params.train import NNTrainParams
 from nnx.tasks.protocol import refuse_default_path
-
-if TYPE_CHECKING:
-    from nnx._surface.model import NNModel
 
 __all__ = ["RunExistsError", "RunLeaseError", "phase_epochs", "train_model",
            "transform_states"]
@@ -35,7 +33,7 @@ StepFn = Callable[[TrainStepContext], NNEvaluationDataPoint]
 class _Loop(FitLoop):
     kind = "model"
 
-    def __init__(self, model: NNModel, params: NNTrainParams, *, step_fn: StepFn | None,
+    def __init__(self, model: TrainableModel, params: NNTrainParams, *, step_fn: StepFn | None,
                  objective: Any = None, **kwargs: Any) -> None:
         if not isinstance(params, NNTrainParams):
             raise TypeError(f"NNModel.train needs an NNTrainParams; got {type(params).__name__}")
@@ -89,7 +87,8 @@ class _Loop(FitLoop):
                 optimizer=self.primary.optimizer, precision=self.precision, scaler=self.scaler,
                 grad_clip_norm=self.params.optim.grad_clip_norm,
                 accumulate_grad_batches=self.accumulate, window=window,
-                _on_update=self._report, summary=self.step_summary, distributed=self.dist)
+                _on_update=self._report, summary=self.step_summary, distributed=self.dist,
+                train_net=self.ddp_net)
             if not self.custom_step:  # the default step keeps no context: one per epoch
                 self._step_ctx = ctx
         else:
@@ -109,8 +108,9 @@ class _Loop(FitLoop):
         return super()._epoch_summary()
 
 
-def train_model(model: NNModel, params: NNTrainParams, *, train_step_fn: StepFn | None = None,
-                objective: Any = None, eval_step_fn: EvalFn | None = None,
+def train_model(model: TrainableModel, params: NNTrainParams, *,
+                train_step_fn: StepFn | None = None, objective: Any = None,
+                eval_step_fn: EvalFn | None = None,
                 callbacks: Sequence[Any] = (), salt: str | None = None,
                 verbose: bool | None = None, root: str = "runs", components: Sequence[Any] = (),
                 history: Any = None, provenance: Any = None, distributed: Any = None) -> NNRun:
@@ -123,8 +123,8 @@ def train_model(model: NNModel, params: NNTrainParams, *, train_step_fn: StepFn 
     return loop.execute()
 
 
-def _task_hooks(model: NNModel, params: NNTrainParams, step_fn: StepFn | None, objective: Any,
-                eval_fn: EvalFn | None, components: Sequence[Any]
+def _task_hooks(model: TrainableModel, params: NNTrainParams, step_fn: StepFn | None,
+                objective: Any, eval_fn: EvalFn | None, components: Sequence[Any]
                 ) -> tuple[StepFn | None, Any, EvalFn | None, Sequence[Any]]:
     """What the model's task (nnx.tasks.protocol.Task) supplies where the caller gave nothing.
 

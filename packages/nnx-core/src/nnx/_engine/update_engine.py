@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.nn.parallel import DistributedDataParallel
 
 from nnx._engine.nonfinite import NonFiniteSkips
 from nnx._engine.update_window import GradientBuffer, WindowStepper
@@ -32,9 +33,11 @@ from nnx._foundation.records import NNEvaluationDataPoint
 from nnx.objectives._core import ObjectiveContext, ObjectiveResult, UpdateEvent, nonfinite_policy
 
 if TYPE_CHECKING:
+    from torch import nn
+
     from nnx._engine.precision import ResolvedPrecision
     from nnx._engine.schedule import ScheduleDriver
-    from nnx._surface.model import NNModel
+    from nnx._engine.trainable import TrainableModel
     from nnx.params.optim_factory import OptimConfig
 
 __all__ = ["OptimizerSlot", "UpdateEngine"]
@@ -84,7 +87,7 @@ CommitHook = Callable[[list[UpdateEvent], list[OptimizerSlot]], None]
 
 
 class UpdateEngine:
-    def __init__(self, *, model: NNModel, objective: Any, slots: Sequence[OptimizerSlot],
+    def __init__(self, *, model: TrainableModel, objective: Any, slots: Sequence[OptimizerSlot],
                  precision: ResolvedPrecision, scaler: torch.amp.GradScaler | None,
                  accumulate: int, counter: Any, on_commit: CommitHook,
                  session: Any = None) -> None:
@@ -98,8 +101,11 @@ class UpdateEngine:
         self.after_update = getattr(objective, "after_update", None)
         self.window = _Window()
         self.epoch_terms: dict[str, _TermSums] = {}
-        # Under DDP a window closes on the sums over every rank (nnx.distributed).
+        # Under DDP a window closes on the sums over every rank (nnx.distributed), and the
+        # objective's forward runs through the DDP wrapper, which the loop sets here once it
+        # built it (train_net), for the contexts to carry.
         self.session = session
+        self.train_net: nn.Module | None = None
         self.skips = NonFiniteSkips()  # the epoch's non-finite windows (the loop's tally)
         self.dropped: str | None = None  # why the window being closed was dropped
         # The window closes through the one update window (nnx._engine.update_window), which
@@ -137,7 +143,8 @@ class UpdateEngine:
             for p in params:
                 p.grad = None
         ctx = ObjectiveContext(model=self.model, batch=batch, batch_idx=batch_idx, epoch=epoch,
-                               precision=self.precision, microbatch=window.microbatches)
+                               precision=self.precision, microbatch=window.microbatches,
+                               train_net=self.train_net)
         # Under DDP the engine reduces each window's gradients itself (once, exactly), so
         # the wrapper's per-backward all-reduce is switched off.
         local = self._local_gradients()
@@ -209,8 +216,10 @@ class UpdateEngine:
                     buffer[id(p)] = g if held is None else held.add_(g)
 
     def _local_gradients(self) -> Any:
-        ddp = getattr(self.model, "_train_forward", None) if self.session is not None else None
-        return ddp.no_sync() if ddp is not None else contextlib.nullcontext()
+        ddp = self.train_net if self.session is not None else None
+        if isinstance(ddp, DistributedDataParallel):
+            return ddp.no_sync()
+        return contextlib.nullcontext()
 
     # -- the window's end -------------------------------------------------------------
     def _coefficient(self, window: _Window, denominators: dict[str, float], name: str) -> float:

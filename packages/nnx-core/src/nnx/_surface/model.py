@@ -6,12 +6,13 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from nnx._engine import finetune
 from nnx._engine.batch_adapters import BatchAdapter, ModelInputs, default_batch_adapter
 from nnx._engine.precision import ResolvedPrecision, resolve_precision
 from nnx._engine.prediction import (
@@ -21,6 +22,8 @@ from nnx._engine.prediction import (
     prediction_from_logits,
     warn_if_shuffled,
 )
+from nnx._engine.schedule import build_scheduler
+from nnx._engine.training import train_model
 from nnx._foundation.modes import preserved_state
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.checkpoint import NNCheckpoint
@@ -43,6 +46,9 @@ from nnx.transforms import (
     refuse_runtime,
     replay_transforms,
 )
+
+if TYPE_CHECKING:
+    from nnx._engine.trainable import TrainableModel
 
 __all__ = ["NNModel"]
 
@@ -117,9 +123,6 @@ class NNModel:
         self._adapter = task_adapter(params.task, self.loss_fn)
         self._adapter_loss = self.loss_fn
         self.transforms: tuple[TransformRecipe, ...] = ()
-        # The DDP wrapper while a distributed fit trains an epoch (nnx.distributed);
-        # model.net itself is never replaced, so its names never carry "module.".
-        self._train_forward: nn.Module | None = None
 
     @property
     def task_adapter(self) -> TaskAdapter:
@@ -147,10 +150,17 @@ class NNModel:
                              {k: _to(v, device) for k, v in kwargs.items()} if kwargs else None)
         return inputs, None if target is None else _to(target, device)
 
-    def forward_raw(self, inputs: Sequence[Any]) -> torch.Tensor:
-        """``net(*inputs, **inputs.kwargs)``, its output tensor read by the batch adapter."""
+    def forward_raw(self, inputs: Sequence[Any], *,
+                    net: nn.Module | None = None) -> torch.Tensor:
+        """``net(*inputs, **inputs.kwargs)``, its output tensor read by the batch adapter.
+
+        ``net`` None calls ``self.net``; a training step context passes the DDP wrapper
+        of ``self.net`` (``ctx.train_net``), which ``self.net`` itself never becomes, so
+        its parameter names never carry ``module.``.
+        """
         kwargs = inputs.kwargs if isinstance(inputs, ModelInputs) else {}
-        net = self.net if self._train_forward is None else self._train_forward
+        if net is None:
+            net = self.net
         try:
             raw = net(*inputs, **kwargs)
         except RuntimeError as exc:
@@ -184,8 +194,6 @@ class NNModel:
         ``callbacks`` / ``components`` None mean none. ``verbose=False`` prints nothing
         (no progress bar, no ``Run saved to`` line).
         """
-        from nnx._engine.training import train_model
-
         return train_model(self, params, train_step_fn=train_step_fn, objective=objective,
                            eval_step_fn=eval_step_fn, callbacks=list(callbacks or ()), salt=salt,
                            verbose=verbose, root=os.fspath(root),
@@ -206,8 +214,6 @@ class NNModel:
         a ReduceLROnPlateau and a scheduler without a ``last_epoch`` position (torch's
         ChainedScheduler, for one).
         """
-        from nnx._engine.schedule import build_scheduler
-
         return build_scheduler(optimizer, params, n_epochs, updates_per_epoch=updates_per_epoch,
                                plateau_rule=plateau_rule)
 
@@ -308,14 +314,10 @@ class NNModel:
 
     # -- fine-tuning ------------------------------------------------------------------
     def freeze(self, *patterns: str) -> list[str]:
-        from nnx._engine.finetune import freeze
-
-        return freeze(self.net, *patterns)
+        return finetune.freeze(self.net, *patterns)
 
     def unfreeze(self, *patterns: str) -> list[str]:
-        from nnx._engine.finetune import unfreeze
-
-        return unfreeze(self.net, *patterns)
+        return finetune.unfreeze(self.net, *patterns)
 
     def apply_transform(self, recipe: TransformRecipe) -> None:
         """Materialize a topology-transform recipe on ``net`` and record it (§4.2).
@@ -324,13 +326,12 @@ class NNModel:
         checkpoint, and ``from_checkpoint`` replays it. A wrapped runtime module
         is refused (MissingModelFactoryError); any refusal leaves ``net`` as it was.
         """
-        apply_transform(self, recipe)
+        self.transforms = apply_transform(self.net, recipe, base=self.params.net,
+                                          applied=self.transforms)
 
     def export_state_dict(self, path: str | os.PathLike[str]) -> Path:
         """Save ``net.state_dict()`` alone, for consumers that do not use NNx."""
-        from nnx._engine.finetune import export_state_dict
-
-        return export_state_dict(self.net, path)
+        return finetune.export_state_dict(self.net, path)
 
     # -- reloading --------------------------------------------------------------------
     @classmethod
@@ -356,7 +357,7 @@ class NNModel:
         check_checkpoint_module(params.net, module, checkpoint.state_dict)
         if not isinstance(params.net, Nets):
             model = cls(params=params, module=module, batch_adapter=batch_adapter)
-            replay_transforms(model, recipes)
+            model.transforms = replay_transforms(model.net, recipes, base=model.params.net)
             check_weights_fit(model.net, checkpoint.state_dict,
                               f"checkpoint of {params.net.label}")
         else:
@@ -364,7 +365,7 @@ class NNModel:
                 raise ValueError("this checkpoint holds no net params; it cannot be rebuilt")
             net_params = NNParams.resolve_from_state(checkpoint.net, params.net)
             model = cls(net_params=net_params, params=params, batch_adapter=batch_adapter)
-            replay_transforms(model, recipes)
+            model.transforms = replay_transforms(model.net, recipes, base=model.params.net)
         model.net.load_state_dict(checkpoint.state_dict)
         return model
 
@@ -380,3 +381,9 @@ def _fields(record: NNEvaluationDataPoint) -> dict[str, Any]:
     return {name: getattr(record, name) for name in (
         "loss", "error", "accuracy", "f1", "recall", "precision", "metrics", "kind", "count",
         "status")}
+
+
+if TYPE_CHECKING:
+    def _trainable(model: NNModel) -> TrainableModel:
+        """Never called: mypy proves here that NNModel satisfies the engine's protocol."""
+        return model

@@ -12,30 +12,29 @@ checkpoints, run directory and resume protocol are the same as
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
+from torch import nn
 
 from nnx._engine.fit_loop import EvalFn, FitLoop
 from nnx._engine.optimizers import build_optimizer
 from nnx._engine.precision import ResolvedPrecision
 from nnx._engine.schedule import ScheduleDriver, planned_updates_per_epoch
 from nnx._engine.steps import UpdateWindow
+from nnx._engine.trainable import TrainableModel, step_model
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.run import DEFAULT_ROOT, NNRun
+from nnx._surface.model import NNModel
 from nnx.callbacks.base import CallbackContext
 from nnx.enums.precision import Precision
 from nnx.objectives.ownership import check_strict_ownership, check_update_owner
 from nnx.params.trainer import NNTrainerParams
-
-if TYPE_CHECKING:
-    import os
-
-    from nnx._surface.model import NNModel
 
 __all__ = ["Trainer", "TrainerStepContext"]
 
@@ -46,10 +45,12 @@ class TrainerStepContext:
 
     The step owns every update: zero_grad, backward and step per named
     optimizer. Call :meth:`report_update` with the optimizer's name after each
-    ``step()`` so its update-clock schedule advances.
+    ``step()`` so its update-clock schedule advances. Run the model with
+    :meth:`forward` (under DDP through the wrapper, ``train_net``;
+    ``ctx.model.forward_raw`` does the same).
     """
 
-    model: NNModel
+    model: TrainableModel
     batch: Any
     batch_idx: int
     epoch: int
@@ -58,10 +59,20 @@ class TrainerStepContext:
     precision: ResolvedPrecision
     trainer: Trainer
     _on_update: Callable[[str], None] = field(repr=False, default=lambda name: None)
+    # The DistributedDataParallel wrapper of model.net under DDP, None otherwise.
+    train_net: nn.Module | None = field(repr=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.model = step_model(self.model, self.train_net)
 
     @property
     def device(self) -> torch.device:
         return self.model.device
+
+    def forward(self, inputs: Sequence[Any]) -> torch.Tensor:
+        """The training forward of ``inputs`` (``model.forward_raw``, through the DDP
+        wrapper under DDP)."""
+        return self.model.forward_raw(inputs, net=self.train_net)
 
     @property
     def epoch_idx(self) -> int:
@@ -83,8 +94,6 @@ class Trainer:
     """Train ``model`` with the named optimizers of an :class:`NNTrainerParams`."""
 
     def __init__(self, model: NNModel) -> None:
-        from nnx._surface.model import NNModel
-
         if not isinstance(model, NNModel):
             raise TypeError(f"Trainer needs an NNModel; got {type(model).__name__}")
         self.model = model
@@ -98,8 +107,6 @@ class Trainer:
         """Train; writes ``runs/<id>/`` exactly as NNModel.train does and returns the run.
         ``distributed=nnx.distributed.DDP(...)`` trains on every rank of a torchrun launch.
         ``callbacks`` / ``components`` None mean none; ``verbose=False`` prints nothing."""
-        import os
-
         loop = _TrainerLoop(self, params, step_fn=trainer_step_fn, objective=objective,
                             eval_fn=eval_step_fn, callbacks=list(callbacks or ()), salt=salt,
                             verbose=verbose, root=os.fspath(root),
@@ -225,5 +232,6 @@ class _TrainerLoop(FitLoop):
             optimizers={str(n): s.optimizer for n, s in self.slots.items()},
             schedulers={str(n): s.schedule.scheduler for n, s in self.slots.items()
                         if s.schedule is not None},
-            precision=self.precision, trainer=self.trainer, _on_update=self.report_update)
+            precision=self.precision, trainer=self.trainer, _on_update=self.report_update,
+            train_net=self.ddp_net)
         return self.step_fn(ctx)

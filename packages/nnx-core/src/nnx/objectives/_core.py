@@ -20,12 +20,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
+from torch import nn
 
+from nnx._engine.trainable import TrainableModel, step_model
 from nnx._foundation.validation import check_choice
 
 if TYPE_CHECKING:
     from nnx._engine.precision import ResolvedPrecision
-    from nnx._surface.model import NNModel
 
 __all__ = ["LossTerm", "Objective", "ObjectiveContext", "ObjectiveResult", "UpdateEvent"]
 
@@ -110,19 +111,31 @@ class ObjectiveContext:
 
     The objective runs under the run's autocast, so a reduced run's outputs are
     float16 / bfloat16: pass them through :meth:`full_precision` before the
-    loss's bookkeeping or anything that converts to NumPy.
+    loss's bookkeeping or anything that converts to NumPy. Run the model with
+    :meth:`forward` (under DDP through the wrapper, ``train_net``;
+    ``ctx.model.forward_raw`` does the same).
     """
 
-    model: NNModel
+    model: TrainableModel
     batch: Any
     batch_idx: int
     epoch: int
     precision: ResolvedPrecision
     microbatch: int = 0  # the position in the update window
+    # The DistributedDataParallel wrapper of model.net under DDP, None otherwise.
+    train_net: nn.Module | None = field(repr=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.model = step_model(self.model, self.train_net)
 
     @property
     def device(self) -> torch.device:
         return self.model.device
+
+    def forward(self, inputs: Sequence[Any]) -> torch.Tensor:
+        """The training forward of ``inputs`` (``model.forward_raw``, through the DDP
+        wrapper under DDP)."""
+        return self.model.forward_raw(inputs, net=self.train_net)
 
     @property
     def epoch_idx(self) -> int:
@@ -179,7 +192,7 @@ class Objective(ABC):
     def __call__(self, ctx: ObjectiveContext) -> ObjectiveResult:
         """The microbatch's loss terms."""
 
-    def check_run(self, model: NNModel, *, optimizers: Mapping[str | None, Any],  # noqa: B027
+    def check_run(self, model: TrainableModel, *, optimizers: Mapping[str | None, Any],  # noqa: B027
                   callbacks: Sequence[Any]) -> None:
         """Refuse a combination this objective cannot train (before any run exists)."""
 

@@ -82,7 +82,6 @@ class KDObjective(Objective):
         return out.float().to(x.device)
 
     def __call__(self, ctx: ObjectiveContext) -> ObjectiveResult:
-        model = ctx.model
         inputs, target = ctx.split()
         if len(inputs) != 1 or getattr(inputs, "kwargs", None):
             raise ValueError("kd_objective needs batches with exactly one positional input; "
@@ -90,7 +89,7 @@ class KDObjective(Objective):
         if target is None:
             raise ValueError("kd_objective needs (X, Y) batches; got no target")
         self._freeze()
-        output = ctx.full_precision(model.forward_raw(inputs))
+        output = ctx.full_precision(ctx.forward(inputs))
         hard, detached = supervised_term(ctx, output, target, weight=1.0 - self.alpha)
         if self.alpha == 0:
             return ObjectiveResult((hard,), output=detached, target=target)

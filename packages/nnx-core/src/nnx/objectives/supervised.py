@@ -22,11 +22,10 @@ class SupervisedObjective(Objective):
     """``loss_fn(net(X), Y)`` normalized by its own denominator; one term, "supervised"."""
 
     def __call__(self, ctx: ObjectiveContext) -> ObjectiveResult:
-        model = ctx.model
         inputs, target = ctx.split()
         if target is None:
             raise ValueError("supervised_objective needs (X, Y) batches; got no target")
-        output = ctx.full_precision(model.forward_raw(inputs))
+        output = ctx.full_precision(ctx.forward(inputs))
         term, detached = supervised_term(ctx, output, target)
         return ObjectiveResult((term,), output=detached, target=target)
 

@@ -1,24 +1,26 @@
 """Materializing recipes on a model, and replaying a checkpoint's recipes (spec §4.2).
 
-``apply_transform`` runs a recipe on a live model (``source=True``) and
-records it on ``model.transforms``, from where the training loop puts it in
-the run id and every checkpoint. ``NNModel.from_checkpoint`` replays the
-recorded recipes (``source=False``) on the freshly built base before any
-weight is loaded: :func:`checkpoint_recipes` resolves them all first, so an
-unknown one fails without building or loading anything.
+``apply_transform`` runs a recipe on a live net (``source=True``) and returns
+the recipes now materialized, which ``NNModel.apply_transform`` records on
+``model.transforms``, from where the training loop puts them in the run id and
+every checkpoint. ``NNModel.from_checkpoint`` replays the recorded recipes
+(``source=False``) on the freshly built base before any weight is loaded:
+:func:`checkpoint_recipes` resolves them all first, so an unknown one fails
+without building or loading anything. Nothing here sets an attribute on a
+model: the op replaces submodules of the net in place (the registry's
+contract), and the caller stores the returned recipes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from torch import nn
 
 from nnx.models import MissingModelFactoryError, RuntimeModule
 from nnx.transforms.recipe import TransformRecipe
 from nnx.transforms.registry import TransformCompatibilityError, resolve_transform
-
-if TYPE_CHECKING:
-    from nnx._surface.model import NNModel
 
 __all__ = ["apply_transform", "checkpoint_recipes", "refuse_runtime", "replay_transforms"]
 
@@ -32,18 +34,21 @@ def refuse_runtime(net: Any, what: str) -> None:
             f"replayed from a checkpoint; register a model factory and use a ModelSpec")
 
 
-def apply_transform(model: NNModel, recipe: TransformRecipe) -> None:
-    """Materialize ``recipe`` on ``model.net`` and append it to ``model.transforms``.
+def apply_transform(net: nn.Module, recipe: TransformRecipe, *, base: Any,
+                    applied: Sequence[TransformRecipe] = ()) -> tuple[TransformRecipe, ...]:
+    """Materialize ``recipe`` on ``net`` and return ``applied`` followed by it.
 
-    Every refusal (a runtime module, an unknown op, a config the op rejects)
-    happens before the net changes.
+    ``base`` is the model's ``params.net`` (a runtime module is refused) and
+    ``applied`` the recipes already materialized on ``net``. Every refusal (a
+    runtime module, an unknown op, a config the op rejects) happens before the
+    net changes.
     """
     if not isinstance(recipe, TransformRecipe):
         raise TypeError(f"apply_transform needs a TransformRecipe; got {type(recipe).__name__}")
-    refuse_runtime(model.params.net, f"apply_transform({recipe.label})")
+    refuse_runtime(base, f"apply_transform({recipe.label})")
     materialize = resolve_transform(recipe)
-    materialize(model.net, recipe.config, source=True)
-    model.transforms = (*model.transforms, recipe)
+    materialize(net, recipe.config, source=True)
+    return (*applied, recipe)
 
 
 def checkpoint_recipes(states: Iterable[Any]) -> tuple[TransformRecipe, ...]:
@@ -67,15 +72,17 @@ def checkpoint_recipes(states: Iterable[Any]) -> tuple[TransformRecipe, ...]:
     return tuple(recipes)
 
 
-def replay_transforms(model: NNModel, recipes: Sequence[TransformRecipe]) -> None:
-    """Rebuild ``recipes``' topology on ``model.net`` (no weights read) and record them."""
+def replay_transforms(net: nn.Module, recipes: Sequence[TransformRecipe], *,
+                      base: Any) -> tuple[TransformRecipe, ...]:
+    """Rebuild ``recipes``' topology on ``net`` (no weights read) and return them, the
+    recipes now materialized; ``base`` is the model's ``params.net``."""
     if recipes:
-        refuse_runtime(model.params.net, "replaying the checkpoint's transforms")
+        refuse_runtime(base, "replaying the checkpoint's transforms")
     for i, recipe in enumerate(recipes):
         try:
-            resolve_transform(recipe)(model.net, recipe.config, source=False)
+            resolve_transform(recipe)(net, recipe.config, source=False)
         except ValueError as exc:
             raise TransformCompatibilityError(
                 f"checkpoint transforms[{i}] ({recipe.label}) does not fit the rebuilt net: "
                 f"{exc}; nothing was loaded") from None
-    model.transforms = tuple(recipes)
+    return tuple(recipes)

@@ -1,0 +1,117 @@
+"""TrainableModel: what the engine reads of a model (spec §6, §6.1, §6.5).
+
+The steps, the update engine, the objectives and the loop are typed against
+this protocol, not against :class:`nnx.NNModel`, so the engine never imports
+the surface layer that builds on it. ``NNModel`` satisfies it structurally;
+an add-on types its steps and objectives against it (``nnx.extend``).
+
+Under DDP the training forward runs through the ``DistributedDataParallel``
+wrapper, which the step context carries (``ctx.train_net``, ``ctx.forward``);
+the model never holds it. :func:`step_model` gives the context's ``model`` the
+same forward, so a custom step that calls ``ctx.model.forward_raw``
+(docs/distributed.md) still trains synchronized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import torch
+from torch import nn
+
+if TYPE_CHECKING:
+    from nnx._engine.batch_adapters import ModelInputs
+    from nnx._foundation.records import NNEvaluationDataPoint
+    from nnx.params.model import NNModelParams
+    from nnx.params.net import NNParams
+    from nnx.params.scheduler import NNSchedulerParams
+    from nnx.tasks.adapters import TaskAdapter
+    from nnx.transforms.recipe import TransformRecipe
+
+__all__ = ["TrainableModel", "step_model"]
+
+
+class TrainableModel(Protocol):
+    """The members of a model that NNx's training engine uses, each for one reason."""
+
+    @property
+    def net(self) -> nn.Module:
+        """The module trained, optimized, checkpointed and wrapped for DDP."""
+
+    @property
+    def device(self) -> torch.device:
+        """Where batches go and the DDP session's device."""
+
+    @property
+    def loss_fn(self) -> nn.Module:
+        """The loss the default step and the supervised objective apply."""
+
+    @property
+    def task_adapter(self) -> TaskAdapter:
+        """The task's loss parts, validation, records and accumulators (§6.3)."""
+
+    @property
+    def params(self) -> NNModelParams:
+        """The model's config: precision, task, and its part of the run id."""
+
+    @property
+    def net_params(self) -> NNParams | None:
+        """A built-in net's config, for the run id (None for a registered or wrapped one)."""
+
+    @property
+    def transforms(self) -> tuple[TransformRecipe, ...]:
+        """The materialized topology transforms (§4.2): in the run id and every checkpoint."""
+
+    def split_batch(self, batch: Any) -> tuple[ModelInputs, torch.Tensor | None]:
+        """A batch as ``(inputs, target)`` on the model's device."""
+
+    def forward_raw(self, inputs: Sequence[Any], *,
+                    net: nn.Module | None = None) -> torch.Tensor:
+        """The output tensor of ``net`` (``self.net`` when None; the step context passes
+        the DDP wrapper) on ``inputs``."""
+
+    def evaluate(self, loader: Any, metrics: Sequence[Any] = (),
+                 extra_metrics: Mapping[str, Callable[..., Any]] | None = None
+                 ) -> NNEvaluationDataPoint:
+        """The default validation of an epoch (no ``eval_step_fn``)."""
+
+    def _build_scheduler(self, optimizer: torch.optim.Optimizer, params: NNSchedulerParams,
+                         n_epochs: int, *, updates_per_epoch: int | None = None,
+                         plateau_rule: tuple[str, float, str] | None = None) -> Any:
+        """The torch scheduler of a schedule: the override point of spec §2.5."""
+
+
+class _DistributedModel:
+    """A model whose ``forward_raw`` runs through the DDP wrapper; every other read and
+    write is the model's own (``ctx.model.net`` stays the unwrapped net)."""
+
+    __slots__ = ("_model", "_train_net")
+    _model: TrainableModel
+    _train_net: nn.Module
+
+    def __init__(self, model: TrainableModel, train_net: nn.Module) -> None:
+        object.__setattr__(self, "_model", model)
+        object.__setattr__(self, "_train_net", train_net)
+
+    def forward_raw(self, inputs: Sequence[Any], *,
+                    net: nn.Module | None = None) -> torch.Tensor:
+        return self._model.forward_raw(inputs, net=self._train_net if net is None else net)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._model, name, value)
+
+    def __repr__(self) -> str:
+        return repr(self._model)
+
+
+def step_model(model: TrainableModel, train_net: nn.Module | None) -> TrainableModel:
+    """The model a step context hands out: ``model`` itself, or under DDP (``train_net``
+    the wrapper) the model with its forward through the wrapper."""
+    if train_net is None or isinstance(model, _DistributedModel):
+        return model
+    # The other members are delegated by __getattr__, which a protocol check cannot see.
+    return cast("TrainableModel", _DistributedModel(model, train_net))

@@ -1,0 +1,214 @@
+"""The engine's TrainableModel protocol, the training forward the step contexts carry
+(ctx.train_net / ctx.forward, never an attribute on the model), and transforms that
+return the recipes instead of recording them on the model (issue 14)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import torch
+from torch import nn
+
+import nnx.extend as extend
+from nnx import (
+    LossTerm,
+    NNEvaluationDataPoint,
+    NNTrainerParams,
+    ObjectiveContext,
+    ObjectiveResult,
+    Trainer,
+    TrainerStepContext,
+    TrainStepContext,
+    TransformRecipe,
+    default_train_step,
+    supervised_objective,
+)
+from nnx._engine.precision import ResolvedPrecision
+from nnx._engine.steps import UpdateWindow
+from nnx._engine.trainable import TrainableModel, step_model
+from nnx.enums.precision import Precision
+from nnx.testing import sgd, tiny_batches, tiny_model, tiny_train_params, weights
+from nnx.transforms import apply_transform, replay_transforms
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "nnx"
+FP32 = ResolvedPrecision(Precision.FP32, "cpu")
+
+
+class Spy(nn.Module):
+    """Stands in for the DDP wrapper: calls the net and counts the calls."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.module = net
+        self.calls = 0
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        out: torch.Tensor = self.module(*args)
+        return out
+
+
+def step_ctx(model: TrainableModel, train_net: nn.Module | None = None) -> TrainStepContext:
+    optimizer = torch.optim.SGD(model.net.parameters(), lr=0.1)
+    return TrainStepContext(model=model, batch=tiny_batches()[0], batch_idx=0, epoch=0,
+                            optimizer=optimizer, precision=FP32, scaler=None,
+                            grad_clip_norm=None, accumulate_grad_batches=1,
+                            window=UpdateWindow(size=1, closes=True), train_net=train_net)
+
+
+# -- the protocol -------------------------------------------------------------------------
+def test_nnmodel_is_a_trainable_model_with_every_member():
+    model: TrainableModel = tiny_model()  # the typed assignment mypy checks in nnx itself
+    members = {n for n, v in vars(TrainableModel).items()
+               if not n.startswith("__") and (isinstance(v, property) or callable(v))}
+    assert members == {"net", "device", "loss_fn", "task_adapter", "params", "net_params",
+                       "transforms", "split_batch", "forward_raw", "evaluate",
+                       "_build_scheduler"}  # minimal: a new member is a deliberate change
+    for name in members:
+        assert hasattr(model, name), name
+    assert extend.TrainableModel is TrainableModel
+
+
+def test_the_model_holds_no_ddp_forward_and_forward_raw_takes_the_net_to_call():
+    model = tiny_model()
+    assert not hasattr(model, "_train_forward")
+    spy = Spy(model.net)
+    inputs, _ = model.split_batch(tiny_batches()[0])
+    assert torch.equal(model.forward_raw(inputs, net=spy), model.forward_raw(inputs))
+    assert spy.calls == 1
+
+
+def test_step_model_is_the_model_itself_without_a_wrapper():
+    model = tiny_model()
+    assert step_model(model, None) is model
+    assert step_ctx(model).model is model and step_ctx(model).train_net is None
+
+
+def test_under_a_wrapper_ctx_model_reads_and_writes_the_model_but_forwards_through_it():
+    model = tiny_model()
+    spy = Spy(model.net)
+    view = step_model(model, spy)
+    assert view is not model and step_model(view, spy) is view
+    assert view.net is model.net and view.device == model.device
+    assert view.task_adapter is model.task_adapter
+    inputs, _ = view.split_batch(tiny_batches()[0])
+    view.forward_raw(inputs)
+    assert spy.calls == 1
+    loss = nn.CrossEntropyLoss()
+    view.loss_fn = loss  # type: ignore[misc]  # a write lands on the model
+    assert model.loss_fn is loss
+
+
+# -- the training forward in the contexts -------------------------------------------------
+def test_the_default_step_runs_its_forward_through_the_context_s_train_net():
+    model = tiny_model()
+    spy = Spy(model.net)
+    ctx = step_ctx(model, spy)
+    assert ctx.model.net is model.net
+    before = weights(model)
+    record = default_train_step(ctx)
+    assert isinstance(record, NNEvaluationDataPoint) and spy.calls == 1
+    assert any(not torch.equal(before[k], v) for k, v in weights(model).items())
+    inputs, _ = model.split_batch(tiny_batches()[0])
+    ctx.forward(inputs)
+    ctx.model.forward_raw(inputs)  # the documented custom-step call goes through it too
+    assert spy.calls == 3
+
+
+def test_objectives_run_their_forward_through_the_context_s_train_net():
+    model = tiny_model()
+    spy = Spy(model.net)
+    ctx = ObjectiveContext(model=model, batch=tiny_batches()[0], batch_idx=0, epoch=0,
+                           precision=FP32, train_net=spy)
+    result = supervised_objective()(ctx)
+    assert isinstance(result, ObjectiveResult) and spy.calls == 1
+    plain = ObjectiveContext(model=model, batch=tiny_batches()[0], batch_idx=0, epoch=0,
+                             precision=FP32)
+    assert plain.model is model and plain.train_net is None
+
+
+def test_one_process_training_hands_the_steps_the_model_and_no_wrapper(tmp_path):
+    model = tiny_model()
+    seen: list[tuple[object, object]] = []
+
+    def step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
+        seen.append((ctx.model, ctx.train_net))
+        return default_train_step(ctx)
+
+    def objective(ctx: ObjectiveContext) -> ObjectiveResult:
+        seen.append((ctx.model, ctx.train_net))
+        inputs, target = ctx.split()
+        out = ctx.forward(inputs)
+        return ObjectiveResult([LossTerm("loss", nn.functional.cross_entropy(
+            out, target, reduction="sum"), denominator=len(target))])
+
+    model.train(tiny_train_params(), train_step_fn=step, verbose=False, root=tmp_path / "a")
+    model.train(tiny_train_params(n_epochs=2), objective=objective, verbose=False,
+                root=tmp_path / "b")
+    assert seen and all(m is model and net is None for m, net in seen)
+
+
+def test_the_trainer_context_carries_the_forward_too(tmp_path):
+    model = tiny_model()
+    seen: list[TrainerStepContext] = []
+
+    def step(ctx: TrainerStepContext) -> NNEvaluationDataPoint:
+        seen.append(ctx)
+        inputs, target = ctx.model.split_batch(ctx.batch)
+        loss = nn.functional.cross_entropy(ctx.forward(inputs), target)
+        opt = ctx.optimizers["all"]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        ctx.report_update("all")
+        return NNEvaluationDataPoint(loss=float(loss.detach()))
+
+    params = NNTrainerParams(n_epochs=1, train_loader=tiny_batches(), optims={"all": sgd()})
+    Trainer(model).train(params, trainer_step_fn=step, verbose=False, root=tmp_path)
+    assert seen and all(c.model is model and c.train_net is None for c in seen)
+    spy = Spy(model.net)
+    ctx = TrainerStepContext(model=model, batch=tiny_batches()[0], batch_idx=0, epoch=0,
+                             optimizers={}, schedulers={}, precision=FP32,
+                             trainer=Trainer(model), train_net=spy)
+    inputs, _ = model.split_batch(ctx.batch)
+    ctx.forward(inputs)
+    ctx.model.forward_raw(inputs)
+    assert spy.calls == 2
+
+
+# -- transforms return the recipes --------------------------------------------------------
+def test_transforms_return_the_recipes_and_never_touch_a_model():
+    model = tiny_model()
+    recipe = TransformRecipe("nnx.low_rank", 1, {"targets": ["layers.0"], "rank": 2})
+    applied = apply_transform(model.net, recipe, base=model.params.net)
+    assert applied == (recipe,)
+    assert model.transforms == ()  # the caller records them, not the transform code
+    again = apply_transform(model.net, TransformRecipe(
+        "nnx.low_rank", 1, {"targets": ["layers.1"], "rank": 2}), base=model.params.net,
+        applied=applied)
+    assert again[0] is recipe and len(again) == 2
+    fresh = tiny_model(1)
+    assert replay_transforms(fresh.net, again, base=fresh.params.net) == again
+    assert fresh.transforms == ()
+    assert [tuple(p.shape) for p in fresh.net.parameters()] == [
+        tuple(p.shape) for p in model.net.parameters()]
+    recorded = tiny_model()
+    recorded.apply_transform(recipe)
+    assert recorded.transforms == (recipe,)
+
+
+# -- the layer contract for these modules -------------------------------------------------
+def test_no_module_below_the_surface_imports_it_even_for_types():
+    below = [p for p in SRC.rglob("*.py") if p.relative_to(SRC).parts[0] not in (
+        "_surface", "__init__.py", "cli.py", "trainer.py", "testing.py", "monitors.py",
+        "components.py", "finetune.py", "optimizers.py", "distributed.py", "_step_helpers.py",
+        "extend.py")]
+    offenders = []
+    for path in below:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "nnx._surface" or n.startswith("nnx._surface.") for n in names):
+                offenders.append(str(path.relative_to(SRC)))
+    assert below and not offenders
