@@ -14,6 +14,7 @@ import nnx.extend as extend
 from nnx import (
     LossTerm,
     NNEvaluationDataPoint,
+    NNModel,
     NNTrainerParams,
     ObjectiveContext,
     ObjectiveResult,
@@ -90,6 +91,7 @@ def test_under_a_wrapper_ctx_model_reads_and_writes_the_model_but_forwards_throu
     spy = Spy(model.net)
     view = step_model(model, spy)
     assert view is not model and step_model(view, spy) is view
+    assert isinstance(view, NNModel)  # spec §6.1: ctx.model is the NNModel, under DDP too
     assert view.net is model.net and view.device == model.device
     assert view.task_adapter is model.task_adapter
     inputs, _ = view.split_batch(tiny_batches()[0])

@@ -107,6 +107,12 @@ class _DistributedModel:
     def __repr__(self) -> str:
         return repr(self._model)
 
+    # Spec §6.1 says ctx.model is the NNModel: isinstance(ctx.model, NNModel) holds under
+    # DDP too (isinstance falls back to __class__, as unittest.mock's spec does).
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return type(self._model)
+
 
 def step_model(model: TrainableModel, train_net: nn.Module | None) -> TrainableModel:
     """The model a step context hands out: ``model`` itself, or under DDP (``train_net``
