@@ -12,14 +12,16 @@ a successful run writes LAST once more (same epoch, new generation). A run
 that fails before its first commit releases its reservation.
 
 Subclasses say how the optimizers are built and how one batch is run; the
-loop, the commit and the resume protocol are the same for both.
+loop, the commit and the resume protocol are the same for both. The loop's
+training state is a :class:`~nnx._engine.loop_state.LoopState` it owns: the
+commit (:mod:`nnx._engine.epoch_commit`) and resume (:mod:`nnx._engine.resume`)
+receive it, never the loop.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import shutil
 import warnings
 from abc import ABC, abstractmethod
@@ -29,25 +31,25 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from nnx._engine.components import discover_components
+from nnx._engine.control_signal import epoch_signal, monitor_tracker
 from nnx._engine.distributed import DistributedSession, MemoryHistory
 from nnx._engine.epoch_commit import EpochCommit, keep_best_score
-from nnx._engine.loop_state import (
-    LoopState,
-    MonitorComponent,
-    UpdateCounters,
-    primary_slot,
-)
+from nnx._engine.loop_state import LoopState, MonitorComponent, UpdateCounters, primary_slot
 from nnx._engine.loop_support import (
+    EngineSummary,
     RecordSummary,
+    announce_epoch,
     as_callbacks,
     check_history,
     check_provenance,
     end_callbacks,
+    parent_attempt,
     phase_epochs,
+    reducible,
     transform_states,
+    warn_unowned,
     with_lookahead,
 )
-from nnx._engine.monitors import MonitorTracker
 from nnx._engine.nonfinite import NonFiniteRunError, NonFiniteSkips
 from nnx._engine.precision import ResolvedPrecision
 from nnx._engine.progress import Progress
@@ -56,16 +58,15 @@ from nnx._engine.schedule import SchedulerClock
 from nnx._engine.steps import EvalStepContext, UpdateWindow
 from nnx._engine.update_engine import OptimizerSlot, UpdateEngine
 from nnx._foundation.atomic import atomic_write_text
-from nnx._foundation.locking import LockBusyError, file_lock
 from nnx._foundation.modes import preserved_state
-from nnx._foundation.records import NNEvaluationDataPoint, NNIterationDataPoint, signal_walk
+from nnx._foundation.records import NNEvaluationDataPoint, NNIterationDataPoint
 from nnx._foundation.seeding import set_seed
-from nnx._persistence.best import discard_retired, retire_run
+from nnx._persistence.reservation import RunExistsError, RunLeaseError, admit_run
 from nnx._persistence.run import NNRun, display_path
 from nnx._persistence.run_history import open_history
 from nnx.callbacks.base import CallbackContext
 from nnx.metrics import check_metric_inputs, metric_modes
-from nnx.provenance import begin_attempt, read_provenance
+from nnx.provenance import begin_attempt
 
 if TYPE_CHECKING:
     from nnx._surface.model import NNModel
@@ -74,14 +75,6 @@ if TYPE_CHECKING:
 __all__ = ["FitLoop", "RunExistsError", "RunLeaseError"]
 
 EvalFn = Callable[[EvalStepContext], NNEvaluationDataPoint]
-
-
-class RunExistsError(FileExistsError):
-    """The configuration's run directory already exists and overwriting was not asked for."""
-
-
-class RunLeaseError(RuntimeError):
-    """Another process holds this run's lease: it is training the same run id now."""
 
 
 class FitLoop(ABC):
@@ -248,19 +241,7 @@ class FitLoop(ABC):
 
     def _check_declarations(self) -> None:
         check_metric_inputs(self.metrics, self.model.task_adapter)
-        self.tracker: MonitorTracker | None = None
-        spec = self.monitor
-        if spec is None:
-            return
-        if spec.split == "val" and self.params.val_loader is None:
-            raise ValueError(f"a validation-split MonitorSpec needs "
-                             f"{type(self.params).__name__}.val_loader")
-        if spec.split == "train" and spec.metric not in ("loss", "error") and self.custom_step:
-            raise ValueError(f"MonitorSpec(metric={spec.metric!r}, split='train') needs the "
-                             "default training step: a custom step or an objective records "
-                             "no declared metric on training batches")
-        self.direction = spec.direction(metric_modes(self.metrics))
-        self.tracker = MonitorTracker(spec, self.direction)
+        self.tracker = monitor_tracker(self.params, self.metrics, custom_step=self.custom_step)
 
     def plateau_rule(self) -> tuple[str, float, str] | None:
         """With a named monitor, ReduceLROnPlateau decides exactly as the monitor does."""
@@ -268,23 +249,6 @@ class FitLoop(ABC):
             return None
         direction = self.monitor.direction(metric_modes(self.metrics))
         return direction, float(self.monitor.min_delta), "abs"
-
-    def _signal(self, idp: NNIterationDataPoint) -> tuple[float | None, bool, Any]:
-        """(control value, improved?, monitor record) for the epoch's last record."""
-        if self.tracker is None:
-            found, rejected = signal_walk(idp)
-            if rejected:  # NaN / ±inf is never a baseline: one warning per epoch (§6.2)
-                names = ", ".join(f"{name}={value}" for name, value in rejected)
-                used = "no finite value is available" if found is None else (
-                    f"using {found[0]}={found[1]}")
-                warnings.warn(f"epoch {idp.epoch}: rejected non-finite control value(s) "
-                              f"{names}; {used}", RuntimeWarning, stacklevel=3)
-            score = math.inf if found is None else found[1]
-            return (None if found is None else found[1]), score < self.state.best_score, None
-        assert self.monitor is not None
-        edp = idp.val_edp if self.monitor.split == "val" else idp.train_summary
-        record = self.tracker.decide(self.monitor.read(edp))
-        return record.value, record.improved, record
 
     # -- reservation ------------------------------------------------------------------
     def reserve(self, locks: contextlib.ExitStack) -> None:
@@ -307,30 +271,9 @@ class FitLoop(ABC):
             raise RuntimeError(f"rank 0 could not reserve run {self.run.id}: {message}")
 
     def _reserve(self, locks: contextlib.ExitStack) -> None:
-        """Take the run's lease for the whole fit, then admit it (lease → admission → best)."""
-        root, path = self.run.root, self.run.path
-        root.mkdir(parents=True, exist_ok=True)
-        try:
-            locks.enter_context(file_lock(root / ".leases" / f"{self.run.id}.lock",
-                                          blocking=False))
-        except LockBusyError:
-            raise RunLeaseError(f"run {self.run.id} is being trained by another process; "
-                                "wait for it, or train another configuration") from None
-        retired = None
-        with file_lock(root / ".admission.lock"):
-            if path.exists():
-                if not self.params.overwrite_existing:
-                    raise RunExistsError(
-                        f"run {self.run.id} already exists at {display_path(path)}; pass a "
-                        "salt=... for a separate record of the same configuration, or "
-                        "overwrite_existing=True to replace it")
-                # Overwrite: hand runs/best on and rename the old run aside in one
-                # .best.lock section, so no election can advertise it (§4.1).
-                retired = retire_run(root, self.run.id)
-            path.mkdir()
-            (path / "checkpoints").mkdir()
-        if retired is not None:
-            discard_retired(retired)  # outside the locks: the old artifacts may be large
+        """Admit the run (lease → admission → best), then write its first files."""
+        path = admit_run(self.run.root, self.run.id, overwrite=self.params.overwrite_existing,
+                         locks=locks)
         try:
             atomic_write_text(path / ".history-committed-by-last", "")
             self.run.save_config()
@@ -366,21 +309,6 @@ class FitLoop(ABC):
         for listener in list(self.ctx.update_listeners):
             listener(self.ctx)
 
-    def _warn_unowned(self) -> None:
-        """Warn once per run about a parameter that trains but no optimizer owns (§6.5)."""
-        if self._warned_unowned:
-            return
-        owned = {id(p) for slot in self.slots.values() for p in slot.params()}
-        names = [n for n, p in self.model.net.named_parameters()
-                 if p.requires_grad and id(p) not in owned]
-        if names:
-            self._warned_unowned = True
-            shown = ", ".join(names[:5]) + (" …" if len(names) > 5 else "")
-            warnings.warn(f"{len(names)} parameter(s) require gradients but no optimizer owns "
-                          f"them, so they never train: {shown} (an optimizer built with "
-                          "param_groups leaves out parameters frozen at build time)",
-                          RuntimeWarning, stacklevel=4)
-
     # -- one epoch --------------------------------------------------------------------
     def _epoch_summary(self) -> Any:
         """The whole-epoch training summary's accumulator, when a declaration needs one."""
@@ -388,14 +316,15 @@ class FitLoop(ABC):
         if not declared:
             return None
         if self.engine is not None:
-            return _EngineSummary(self.engine)
+            return EngineSummary(self.engine)
         return RecordSummary()
 
     def train_epoch(self, epoch: int) -> NNIterationDataPoint:
         params = self.params
-        _announce_epoch(params.train_loader, epoch)
+        announce_epoch(params.train_loader, epoch)
         self.model.net.train()
-        self._warn_unowned()
+        if not self._warned_unowned:  # once per run (§6.5)
+            self._warned_unowned = warn_unowned(self.slots.values(), self.model.net)
         self.skips = NonFiniteSkips()
         if self.engine is not None:
             self.engine.begin_epoch(self.skips)  # the engine counts its own windows
@@ -487,11 +416,13 @@ class FitLoop(ABC):
             action(ctx)
 
     def _final_last(self) -> None:
-        """The final LAST refresh; under DDP every rank waits for rank 0's, so none goes on
-        to read LAST (a resume in the same process group) while it is being replaced."""
+        """The final LAST refresh (:meth:`EpochCommit.refresh_last`, rank 0's only); under
+        DDP every rank waits for it, so none goes on to read LAST (a resume in the same
+        process group) while it is being replaced."""
         failure: BaseException | None = None
         try:
-            self._refresh_last()
+            if self.is_main:
+                self.committer.refresh_last()
         except BaseException as exc:
             failure = exc
         message = None if self.dist is None else self.dist.broadcast(
@@ -501,11 +432,6 @@ class FitLoop(ABC):
         if message is not None:
             raise RuntimeError(f"rank 0 could not write the final LAST of run {self.run.id}: "
                                f"{message}")
-
-    def _refresh_last(self) -> None:
-        """The final LAST (:meth:`EpochCommit.refresh_last`); other DDP ranks write none."""
-        if self.is_main:
-            self.committer.refresh_last()
 
     # -- the run ----------------------------------------------------------------------
     def _full_history(self) -> Any:
@@ -530,17 +456,6 @@ class FitLoop(ABC):
                     ctx.idps = window
             else:
                 getattr(cb, hook)(ctx)
-
-    def _parent_attempt(self) -> dict[str, Any] | None:
-        if self.resume is None:
-            return None
-        source = self.run.root / str(self.resume.status.source_run)
-        prov = read_provenance(source) if source.is_dir() else None
-        return {"run_id": self.resume.status.source_run,
-                "attempt_id": None if prov is None or prov.attempt is None
-                else prov.attempt.attempt_id,
-                "checkpoint": self.resume.status.source_checkpoint,
-                "generation": self.resume.checkpoint.generation}
 
     def execute(self) -> NNRun:
         completed = False
@@ -582,7 +497,8 @@ class FitLoop(ABC):
         if self.dist is not None:
             self.ddp_net = self.dist.wrap(self.model.net)
         if self.provenance is not None and self.is_main:
-            self.attempt = begin_attempt(run.path, self.provenance, parent=self._parent_attempt())
+            self.attempt = begin_attempt(run.path, self.provenance,
+                                         parent=parent_attempt(run.root, self.resume))
         self.committer = EpochCommit(self.state, run=run, net=self.model.net, params=self.params,
                                      history=self.hist, attempt=self.attempt, phases=self.phases)
         try:
@@ -640,13 +556,14 @@ class FitLoop(ABC):
                 raise
             val_edp = self.validate(epoch)
             if self.dist is not None and self.summary is not None:
-                self.dist.reduce_state(_reducible(self.summary))  # sums and counts
+                self.dist.reduce_state(reducible(self.summary))  # sums and counts
             idp = dataclasses.replace(
                 last, val_edp=val_edp,
                 train_summary=None if self.summary is None else self.summary.result())
             if self.dist is not None:  # rank 0's record decides everywhere
                 idp = self.dist.broadcast(idp)
-            value, improved, record = self._signal(idp)
+            value, improved, record = epoch_signal(idp, monitor=self.monitor, tracker=self.tracker,
+                                                   best_score=state.best_score)
             if record is not None:
                 idp = dataclasses.replace(idp, selection=record)
             self.hist.replace_last(idp)
@@ -667,27 +584,3 @@ class FitLoop(ABC):
                 ctx.stop_at_update = self.dist.any(ctx.stop_at_update)
             if ctx.should_stop or ctx.stop_at_update:
                 return
-
-
-def _announce_epoch(loader: Any, epoch: int) -> None:
-    """Tell the loader, or else its sampler (a DistributedSampler), the epoch's index."""
-    for owner in (loader, getattr(loader, "sampler", None)):
-        set_epoch = getattr(owner, "set_epoch", None)
-        if callable(set_epoch):
-            set_epoch(epoch)
-            return
-
-
-def _reducible(summary: Any) -> Any:
-    """The part of an epoch summary that holds its sums and counts."""
-    return summary.engine.epoch_terms if isinstance(summary, _EngineSummary) else summary
-
-
-class _EngineSummary:
-    """An objective run's whole-epoch training summary: the engine's epoch loss (§6.5)."""
-
-    def __init__(self, engine: UpdateEngine) -> None:
-        self.engine = engine
-
-    def result(self) -> NNEvaluationDataPoint:
-        return NNEvaluationDataPoint(loss=self.engine.epoch_loss())

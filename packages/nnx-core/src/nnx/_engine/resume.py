@@ -115,11 +115,12 @@ def check_resume(plan: ResumePlan, state: LoopState, net: torch.nn.Module) -> No
     """Refuse a checkpoint that does not fit this run (``state``, training ``net``),
     before anything is reserved."""
     expected = {k: tuple(v.shape) for k, v in net.state_dict().items()}
-    saved = {k: tuple(v.shape) for k, v in plan.checkpoint.state_dict.items()}
-    if expected != saved:
-        missing = sorted(set(expected) - set(saved))[:5]
-        extra = sorted(set(saved) - set(expected))[:5]
-        shapes = sorted(k for k in set(expected) & set(saved) if expected[k] != saved[k])[:5]
+    shapes_saved = {k: tuple(v.shape) for k, v in plan.checkpoint.state_dict.items()}
+    if expected != shapes_saved:
+        missing = sorted(set(expected) - set(shapes_saved))[:5]
+        extra = sorted(set(shapes_saved) - set(expected))[:5]
+        shapes = sorted(k for k in set(expected) & set(shapes_saved)
+                        if expected[k] != shapes_saved[k])[:5]
         raise ValueError(f"the checkpoint's weights do not fit this net (missing {missing}, "
                          f"unexpected {extra}, other shapes {shapes})")
     saved_transforms = [dict(t) for t in plan.checkpoint.transforms]
