@@ -139,7 +139,7 @@ def __getattr__(name: str) -> Any:
     module = _CORE_EXPORTS.get(name)
     if module is not None:
         value = getattr(importlib.import_module(module), name)
-    else:
+    else:  # imported here, not at the top: ``import nnx`` loads no submodule
         from nnx._foundation.plugins import missing, registry
 
         value = registry("nnx.exports").get(name)
