@@ -124,10 +124,10 @@ def test_a_mismatched_update_clock_budget_is_refused_before_anything_is_restored
 
 def test_a_checkpoint_without_component_state_is_refused_for_an_update_clock(
         tmp_path, monkeypatch):
-    from nnx._engine.fit_loop import FitLoop
+    from nnx._engine.epoch_commit import EpochCommit
 
     schedule = update_clock(NNSchedulerParams.builder().cosine_annealing(T_max=8))
-    training_state = FitLoop._training_state
+    training_state = EpochCommit.training_state
 
     def older(self, epoch, streams=None):  # a sidecar from before component state
         state = training_state(self, epoch, streams)
@@ -135,7 +135,7 @@ def test_a_checkpoint_without_component_state_is_refused_for_an_update_clock(
         return state
 
     with monkeypatch.context() as patch:
-        patch.setattr(FitLoop, "_training_state", older)
+        patch.setattr(EpochCommit, "training_state", older)
         first = tiny_model().train(plan(schedule), verbose=False, root=tmp_path)
     refused(tmp_path, plan(schedule, resume_from_run_id=first.id),
             "no component state, so its scheduler position counts epochs")

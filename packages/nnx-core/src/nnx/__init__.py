@@ -86,7 +86,7 @@ _CORE_EXPORTS: dict[str, str] = {
     "RunExistsError": "nnx._engine.training",
     "RunLeaseError": "nnx._engine.training",
     "ResumePointError": "nnx._persistence.resume_point",
-    "ResumeStatus": "nnx._engine.resume",
+    "ResumeStatus": "nnx._persistence.resume_status",
     "ComponentSpec": "nnx.components",
     "ComponentRestoreError": "nnx.components",
     "Callback": "nnx.callbacks.base",
@@ -191,7 +191,6 @@ if TYPE_CHECKING:
     from nnx._engine.prediction import PredictResult as PredictResult
     from nnx._engine.prediction import ProbabilitySpec as ProbabilitySpec
     from nnx._engine.prediction import prediction_from_logits as prediction_from_logits
-    from nnx._engine.resume import ResumeStatus as ResumeStatus
     from nnx._engine.schedule import ScheduleExhaustedError as ScheduleExhaustedError
     from nnx._engine.steps import EvalStepContext as EvalStepContext
     from nnx._engine.steps import TrainStepContext as TrainStepContext
@@ -206,6 +205,7 @@ if TYPE_CHECKING:
     from nnx._foundation.seeding import set_seed as set_seed
     from nnx._persistence.checkpoint import NNCheckpoint as NNCheckpoint
     from nnx._persistence.resume_point import ResumePointError as ResumePointError
+    from nnx._persistence.resume_status import ResumeStatus as ResumeStatus
     from nnx._persistence.run import DamagedRun as DamagedRun
     from nnx._persistence.run import NNRun as NNRun
     from nnx._persistence.run import RunDamagedError as RunDamagedError

@@ -1,20 +1,30 @@
-"""What both training loops share besides the loop itself (spec §4, §4.5, §5, §6.4):
-phase epochs, callback normalization, epoch-end lookahead, the custom-step record
-summary, the end-of-training callback dispatch, and the journal / provenance checks.
+"""What both training loops share besides the loop itself (spec §4, §4.5, §5, §6.4,
+§6.5): phase epochs, callback normalization, epoch-end lookahead, the epoch summaries,
+the end-of-training callback dispatch, the journal / provenance checks, the parent
+attempt of a resumed run, and the unowned-parameter warning.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from nnx._foundation.records import NNEvaluationDataPoint, NNIterationDataPoint
 from nnx.callbacks.base import Callback, CallbackContext
+from nnx.history import HistoryJournal
+from nnx.provenance import ExperimentManifest, read_provenance
 
-__all__ = ["FunctionCallback", "RecordSummary", "as_callbacks", "batch_size", "check_history",
-           "check_provenance", "end_callbacks", "phase_epochs", "transform_states",
+if TYPE_CHECKING:
+    from nnx._engine.resume import ResumePlan
+    from nnx._engine.update_engine import OptimizerSlot, UpdateEngine
+
+__all__ = ["EngineSummary", "FunctionCallback", "RecordSummary", "announce_epoch",
+           "as_callbacks", "batch_size", "check_history", "check_provenance", "end_callbacks",
+           "parent_attempt", "phase_epochs", "reducible", "warn_unowned",
            "with_lookahead"]
 
 
@@ -30,11 +40,6 @@ def phase_epochs(n_epochs: int) -> dict[str, int]:
             phases[f"q{k}"] = epoch
             taken.add(epoch)
     return phases
-
-
-def transform_states(model: Any) -> tuple[dict[str, Any], ...]:
-    """The states of the topology-transform recipes the model materialized (§4.2)."""
-    return tuple(dict(recipe.state()) for recipe in getattr(model, "transforms", ()))
 
 
 class FunctionCallback(Callback):
@@ -131,8 +136,6 @@ def check_history(history: Any, callbacks: Sequence[Callback]) -> Any:
     """Refuse, before any run exists, a journal the callbacks cannot live with (§4.5)."""
     if history is None:
         return None
-    from nnx.history import HistoryJournal
-
     if not isinstance(history, HistoryJournal):
         raise TypeError(f"history must be a HistoryJournal; got {type(history).__name__}")
     for i, cb in enumerate(callbacks):
@@ -150,9 +153,58 @@ def check_history(history: Any, callbacks: Sequence[Callback]) -> Any:
 def check_provenance(provenance: Any) -> Any:
     if provenance is None:
         return None
-    from nnx.provenance import ExperimentManifest
-
     if not isinstance(provenance, ExperimentManifest):
         raise TypeError(f"provenance must be an ExperimentManifest; got "
                         f"{type(provenance).__name__}")
     return provenance
+
+
+def announce_epoch(loader: Any, epoch: int) -> None:
+    """Tell the loader, or else its sampler (a DistributedSampler), the epoch's index."""
+    for owner in (loader, getattr(loader, "sampler", None)):
+        set_epoch = getattr(owner, "set_epoch", None)
+        if callable(set_epoch):
+            set_epoch(epoch)
+            return
+
+
+class EngineSummary:
+    """An objective run's whole-epoch training summary: the engine's epoch loss (§6.5)."""
+
+    def __init__(self, engine: UpdateEngine) -> None:
+        self.engine = engine
+
+    def result(self) -> NNEvaluationDataPoint:
+        return NNEvaluationDataPoint(loss=self.engine.epoch_loss())
+
+
+def reducible(summary: Any) -> Any:
+    """The part of an epoch summary that holds its sums and counts (what DDP reduces)."""
+    return summary.engine.epoch_terms if isinstance(summary, EngineSummary) else summary
+
+
+def warn_unowned(slots: Iterable[OptimizerSlot], net: torch.nn.Module) -> bool:
+    """Warn about parameters that train but no optimizer owns (§6.5); whether it warned."""
+    owned = {id(p) for slot in slots for p in slot.params()}
+    names = [n for n, p in net.named_parameters() if p.requires_grad and id(p) not in owned]
+    if not names:
+        return False
+    shown = ", ".join(names[:5]) + (" …" if len(names) > 5 else "")
+    warnings.warn(f"{len(names)} parameter(s) require gradients but no optimizer owns "
+                  f"them, so they never train: {shown} (an optimizer built with "
+                  "param_groups leaves out parameters frozen at build time)",
+                  RuntimeWarning, stacklevel=4)  # the user's train() call
+    return True
+
+
+def parent_attempt(root: Path, plan: ResumePlan | None) -> dict[str, Any] | None:
+    """The provenance parent of a resumed run: the source run's attempt and checkpoint."""
+    if plan is None:
+        return None
+    source = root / str(plan.status.source_run)
+    prov = read_provenance(source) if source.is_dir() else None
+    return {"run_id": plan.status.source_run,
+            "attempt_id": None if prov is None or prov.attempt is None
+            else prov.attempt.attempt_id,
+            "checkpoint": plan.status.source_checkpoint,
+            "generation": plan.checkpoint.generation}

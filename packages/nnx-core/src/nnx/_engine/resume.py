@@ -13,52 +13,24 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from nnx._engine.components import ComponentRestoreError, check_components, restore_components
+from nnx._engine.loop_state import LoopState, param_names
 from nnx._engine.optimizer_factories import optimizer_factory_state
+from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.seeding import capture_rng_state, restore_rng_state
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.resume_point import verify_point
+from nnx._persistence.resume_status import ResumeStatus
 from nnx.enums.schedulers import Schedulers
 
-if TYPE_CHECKING:
-    from nnx._engine.fit_loop import FitLoop
-    from nnx._engine.update_engine import OptimizerSlot
-
-__all__ = ["ResumePlan", "ResumeStatus", "apply_resume", "check_resume", "loader_generators",
-           "plan_resume"]
-
-
-@dataclass
-class ResumeStatus:
-    """What a run's start restored; stored in metadata.yaml under ``resume``."""
-
-    mode: str = "fresh"  # "fresh", "stateful" or "weights_only"
-    source_run: str | None = None
-    source_checkpoint: str | None = None
-    source_epoch: int | None = None
-    source_generation: int | None = None
-    source_checkpoint_id: str | None = None
-    restored_components: list[str] = field(default_factory=list)
-    fresh_components: list[str] = field(default_factory=list)
-
-    def state(self) -> dict[str, Any]:
-        return {"mode": self.mode, "source_run": self.source_run,
-                "source_checkpoint": self.source_checkpoint, "source_epoch": self.source_epoch,
-                "source_generation": self.source_generation,
-                "source_checkpoint_id": self.source_checkpoint_id,
-                "restored_components": list(self.restored_components),
-                "fresh_components": list(self.fresh_components)}
-
-    @classmethod
-    def from_state(cls, state: Mapping[str, Any]) -> ResumeStatus:
-        return cls(**dict(state))
+__all__ = ["ResumePlan", "ResumeStatus", "apply_resume", "check_resume", "plan_resume"]
 
 
 @dataclass
@@ -88,15 +60,16 @@ def _check_horizon(params: Any, schedule: Any) -> None:
                          "warmup_steps unless resume_epochs='planned'")
 
 
-def plan_resume(params: Any, root: Path, loop: FitLoop) -> ResumePlan | None:
-    """Read and check the resume request; None when the run starts fresh."""
+def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan | None:
+    """Read and check the resume request; None when the run starts fresh. ``schedules``
+    are the run's NNSchedulerParams (their budgets must be resumable)."""
     # A Trainer always resumes "additional" (§14.3): it has no resume_epochs.
     planned = getattr(params, "resume_epochs", "additional") == "planned"
     if params.resume_from_run_id is None:
         if planned:
             raise ValueError("resume_epochs='planned' needs a resume (resume_from_run_id)")
         return None
-    for schedule in loop.schedule_params():
+    for schedule in schedules:
         _check_horizon(params, schedule)
     source, tag = params.resume_from_run_id, params.resume_from_checkpoint or "last"
     path = root / source / "checkpoints" / f"{tag}.pt"
@@ -138,43 +111,45 @@ def plan_resume(params: Any, root: Path, loop: FitLoop) -> ResumePlan | None:
     return ResumePlan(checkpoint, state, mode, start, end, status)
 
 
-def check_resume(plan: ResumePlan, loop: FitLoop) -> None:
-    """Refuse a checkpoint that does not fit this run, before anything is reserved."""
-    expected = {k: tuple(v.shape) for k, v in loop.model.net.state_dict().items()}
-    saved = {k: tuple(v.shape) for k, v in plan.checkpoint.state_dict.items()}
-    if expected != saved:
-        missing = sorted(set(expected) - set(saved))[:5]
-        extra = sorted(set(saved) - set(expected))[:5]
-        shapes = sorted(k for k in set(expected) & set(saved) if expected[k] != saved[k])[:5]
+def check_resume(plan: ResumePlan, state: LoopState, net: torch.nn.Module) -> None:
+    """Refuse a checkpoint that does not fit this run (``state``, training ``net``),
+    before anything is reserved."""
+    expected = {k: tuple(v.shape) for k, v in net.state_dict().items()}
+    shapes_saved = {k: tuple(v.shape) for k, v in plan.checkpoint.state_dict.items()}
+    if expected != shapes_saved:
+        missing = sorted(set(expected) - set(shapes_saved))[:5]
+        extra = sorted(set(shapes_saved) - set(expected))[:5]
+        shapes = sorted(k for k in set(expected) & set(shapes_saved)
+                        if expected[k] != shapes_saved[k])[:5]
         raise ValueError(f"the checkpoint's weights do not fit this net (missing {missing}, "
                          f"unexpected {extra}, other shapes {shapes})")
     saved_transforms = [dict(t) for t in plan.checkpoint.transforms]
-    if saved_transforms != [dict(t) for t in loop.transforms]:
+    if saved_transforms != [dict(t) for t in state.transforms]:
         raise ValueError(f"the checkpoint was trained with the transform recipes "
                          f"{saved_transforms}, this model has materialized "
-                         f"{list(loop.transforms)}: materialize the same recipes before "
+                         f"{list(state.transforms)}: materialize the same recipes before "
                          "resuming")
-    state = plan.training_state
-    if state is None:
+    saved = plan.training_state
+    if saved is None:
         return
-    _check_loop_kind(state, loop)
+    _check_loop_kind(saved, state.kind)
     problems = []
-    saved_slots = loop.saved_slots(state)
-    if set(saved_slots) != set(loop.slots):
+    saved_slots = state.saved_slots(saved)
+    if set(saved_slots) != set(state.slots):
         problems.append(f"optimizer names: saved {sorted(map(str, saved_slots))}, now "
-                        f"{sorted(map(str, loop.slots))}")
-    for name, slot in loop.slots.items():
+                        f"{sorted(map(str, state.slots))}")
+    for name, slot in state.slots.items():
         if name in saved_slots:
-            problems += _slot_problems(saved_slots[name], slot, loop,
+            problems += _slot_problems(saved_slots[name], slot, net,
                                        plan.end_epoch - plan.start_epoch)
-    saved_precision = state.get("precision", {}).get("policy")
-    if saved_precision is not None and saved_precision != loop.precision.policy.name:
-        problems.append(f"precision: saved {saved_precision}, now {loop.precision.policy.name} "
+    saved_precision = saved.get("precision", {}).get("policy")
+    if saved_precision is not None and saved_precision != state.precision.policy.name:
+        problems.append(f"precision: saved {saved_precision}, now {state.precision.policy.name} "
                         "(a weights_only resume may switch)")
-    problems += check_components(loop.components, state.get("components"))
-    clocked = [slot for slot in loop.slots.values()
+    problems += check_components(state.components, saved.get("components"))
+    clocked = [slot for slot in state.slots.values()
                if slot.schedule is not None and slot.schedule.clock == "optimizer_update"]
-    if clocked and state.get("components") is None:
+    if clocked and saved.get("components") is None:
         problems.append("the checkpoint carries no component state, so its scheduler position "
                         "counts epochs: an optimizer_update-clock schedule cannot continue it "
                         "(resume_mode='weights_only' starts the schedule fresh)")
@@ -182,10 +157,10 @@ def check_resume(plan: ResumePlan, loop: FitLoop) -> None:
         raise ComponentRestoreError(problems)
 
 
-def _check_loop_kind(state: Mapping[str, Any], loop: FitLoop) -> None:
+def _check_loop_kind(state: Mapping[str, Any], kind: str) -> None:
     """A checkpoint resumes statefully only through the loop that wrote it (§8.4)."""
     saved = state.get("loop_kind", "model")
-    if saved == loop.kind:
+    if saved == kind:
         return
     writer, reader = ("Trainer.train", "NNModel.train") if saved == "trainer" else (
         "NNModel.train", "Trainer.train")
@@ -194,7 +169,7 @@ def _check_loop_kind(state: Mapping[str, Any], loop: FitLoop) -> None:
                      "warm-start from its weights alone")
 
 
-def _slot_problems(saved: Mapping[str, Any], slot: OptimizerSlot, loop: FitLoop,
+def _slot_problems(saved: Mapping[str, Any], slot: OptimizerSlot, net: torch.nn.Module,
                    epochs: int) -> list[str]:
     label = "optimizer" if slot.name is None else f"optimizer {slot.name!r}"
     problems = []
@@ -209,10 +184,9 @@ def _slot_problems(saved: Mapping[str, Any], slot: OptimizerSlot, loop: FitLoop,
     if [len(g["params"]) for g in groups] != [len(g["params"]) for g in
                                               slot.optimizer.param_groups]:
         problems.append(f"{label}: the parameter groups differ in number or size")
-    elif saved.get("param_names") is not None:
-        now = loop.slot_state(slot)["param_names"]
-        if saved["param_names"] != now:
-            problems.append(f"{label}: the ordered named-parameter topology differs")
+    elif (saved.get("param_names") is not None
+          and saved["param_names"] != param_names(net, slot.optimizer)):
+        problems.append(f"{label}: the ordered named-parameter topology differs")
     problems += _schedule_problems(saved.get("schedule"), slot.schedule, label, epochs)
     return problems
 
@@ -267,49 +241,34 @@ def _schedule_problems(saved: Mapping[str, Any] | None, schedule: Any,
     return problems
 
 
-def loader_generators(loader: Any) -> dict[int, torch.Generator]:
-    """The torch Generators a loader draws from, keyed by their stable seed."""
-    found = {}
-    for owner in (loader, getattr(loader, "sampler", None),
-                  getattr(getattr(loader, "batch_sampler", None), "sampler", None)):
-        gen = getattr(owner, "generator", None)
-        if isinstance(gen, torch.Generator):
-            found[gen.initial_seed()] = gen
-    return found
-
-
-def apply_resume(plan: ResumePlan, loop: FitLoop) -> None:
-    """Restore weights (and, when stateful, everything else); roll back on failure."""
-    net = loop.model.net
+def apply_resume(plan: ResumePlan, state: LoopState, net: torch.nn.Module) -> None:
+    """Restore ``net``'s weights and, when stateful, everything else ``state`` holds;
+    roll the weights and every RNG stream back on failure."""
     model_before = {k: v.detach().clone() for k, v in net.state_dict().items()}
     rng_before = capture_rng_state()
     try:
         net.load_state_dict(plan.checkpoint.state_dict)
-        state = plan.training_state
-        if state is None:
-            plan.status.fresh_components = list(loop.components)
+        saved = plan.training_state
+        if saved is None:
+            plan.status.fresh_components = list(state.components)
             return
-        saved_slots = loop.saved_slots(state)
-        for name, slot in loop.slots.items():
-            saved = saved_slots[name]
-            slot.optimizer.load_state_dict(saved["optimizer"])
-            if slot.schedule is not None and saved.get("schedule") is not None:
-                slot.schedule.load_state_dict(saved["schedule"])
-            slot.updates = int(saved.get("updates", 0))
-        if loop.scaler is not None and state.get("scaler") is not None:
-            loop.scaler.load_state_dict(state["scaler"])
-        counters = state.get("loop", {})
-        loop.ctx.committed_updates = int(state.get("committed_updates", 0))
-        loop.iter_idx = int(counters.get("iter_idx", 0))
+        saved_slots = state.saved_slots(saved)
+        for name, slot in state.slots.items():
+            slot_saved = saved_slots[name]
+            slot.optimizer.load_state_dict(slot_saved["optimizer"])
+            if slot.schedule is not None and slot_saved.get("schedule") is not None:
+                slot.schedule.load_state_dict(slot_saved["schedule"])
+            slot.updates = int(slot_saved.get("updates", 0))
+        if state.scaler is not None and saved.get("scaler") is not None:
+            state.scaler.load_state_dict(saved["scaler"])
+        counters = saved.get("loop", {})
+        state.committed_updates = int(saved.get("committed_updates", 0))
+        state.iter_idx = int(counters.get("iter_idx", 0))
         best = counters.get("best_score")
-        loop.best_score = math.inf if best is None else float(best)
-        restored, fresh = restore_components(loop.components, state.get("components"))
+        state.best_score = math.inf if best is None else float(best)
+        restored, fresh = restore_components(state.components, saved.get("components"))
         plan.status.restored_components, plan.status.fresh_components = restored, fresh
-        generators = loader_generators(loop.params.train_loader)
-        for seed, gen_state in (state.get("loaders") or {}).items():
-            if int(seed) in generators:
-                generators[int(seed)].set_state(gen_state)
-        restore_rng_state(state["rng"])
+        state.restore_streams(saved)
     except BaseException:
         net.load_state_dict(model_before)
         restore_rng_state(rng_before)

@@ -11,7 +11,7 @@ from typing import Any
 
 from nnx._engine.components import is_component
 from nnx._engine.fit_loop import EvalFn, FitLoop, RunExistsError, RunLeaseError
-from nnx._engine.loop_support import phase_epochs, transform_states
+from nnx._engine.loop_support import phase_epochs
 from nnx._engine.optimizers import build_optimizer
 from nnx._engine.precision import resolve_precision
 from nnx._engine.schedule import ScheduleDriver, planned_updates_per_epoch
@@ -24,8 +24,7 @@ from nnx.objectives.ownership import check_precision_owner, check_update_owner
 from nnx.params.train import NNTrainParams
 from nnx.tasks.protocol import refuse_default_path
 
-__all__ = ["RunExistsError", "RunLeaseError", "phase_epochs", "train_model",
-           "transform_states"]
+__all__ = ["RunExistsError", "RunLeaseError", "phase_epochs", "train_model"]
 
 StepFn = Callable[[TrainStepContext], NNEvaluationDataPoint]
 

@@ -33,11 +33,15 @@ from nnx._foundation.validation import check_run_id
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.checkpoint_format import read_record
 from nnx._persistence.history_csv import IdpsCsv, read_idps_csv
+from nnx._persistence.resume_status import ResumeStatus
 from nnx._persistence.run_render import render_html, render_text
 from nnx.enums.nets import Nets
+from nnx.history.reader import read_epochs, read_manifest, read_tail
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
 from nnx.params.train import NNTrainParams
+from nnx.params.trainer import NNTrainerParams
+from nnx.provenance.reading import read_provenance
 
 __all__ = ["DEFAULT_ROOT", "DamagedRun", "NNRun", "RunDamagedError", "display_path"]
 
@@ -103,7 +107,7 @@ class NNRun:
         model_params: NNModelParams,
         train_params: NNTrainParams | None = None,
         net_params: NNParams | None = None,
-        trainer_params: Any = None,
+        trainer_params: NNTrainerParams | None = None,
         salt: str | None = None,
         transforms: Sequence[Any] = (),
         root: str | os.PathLike[str] = DEFAULT_ROOT,
@@ -117,7 +121,7 @@ class NNRun:
         self.root = Path(root)
         self.idps: list[NNIterationDataPoint] = []
         self.metadata: dict[str, Any] = {}
-        self.resume_status: Any = None  # a ResumeStatus when this run started from a checkpoint
+        self.resume_status: ResumeStatus | None = None  # set when it started from a checkpoint
         self.journal: Any = None  # the HistoryJournal when the history is a journal
         self._csv: IdpsCsv | None = None  # renders idps.csv, reusing the lines of earlier saves
         self.id = run_id(**self._parts())
@@ -194,16 +198,12 @@ class NNRun:
             with _reading(run_id, meta):
                 run.metadata = yaml.safe_load(meta.read_text(encoding="utf-8")) or {}
                 if run.metadata.get("resume") is not None:
-                    from nnx._engine.resume import ResumeStatus
-
                     run.resume_status = ResumeStatus.from_state(run.metadata["resume"])
         last_epoch = run.committed_epoch()
         # Under the history protocol LAST commits the history: before the first LAST, a
         # killed process's history (epoch 0 written, LAST not yet) is all uncommitted.
         uncommitted = last_epoch is None and (path / ".history-committed-by-last").is_file()
         if run.has_journal:
-            from nnx.history import read_manifest, read_tail
-
             with _reading(run_id, path / "history"):
                 manifest = read_manifest(path)
                 retention = 1000 if manifest is None else manifest.retention
@@ -239,10 +239,8 @@ class NNRun:
             raise ValueError(f"it records net params for a {model.net.kind} model, which has "
                              "none")
         net = None if doc.get("net") is None else NNParams.resolve_from_state(doc["net"], model.net)
-        trainer = None
+        trainer: NNTrainerParams | None = None
         if doc.get("trainer") is not None:
-            from nnx.params.trainer import NNTrainerParams
-
             trainer = NNTrainerParams.from_state(doc["trainer"])
         run = cls(model_params=model, net_params=net,
                   train_params=None if "train" not in doc else NNTrainParams.from_state(
@@ -257,8 +255,6 @@ class NNRun:
     @property
     def provenance(self) -> Any:
         """The run's provenance (fingerprint, manifest, attempt), or None without one."""
-        from nnx.provenance import read_provenance
-
         return read_provenance(self.path) if self.path.is_dir() else None
 
     def committed_epoch(self) -> int | None:
@@ -306,8 +302,6 @@ class NNRun:
     def epoch_records(self) -> list[NNIterationDataPoint]:
         """The last record of each epoch (the one carrying validation)."""
         if self.has_journal and (self.path / "history").is_dir():
-            from nnx.history import read_epochs
-
             committed = self.committed_epoch()
             if committed is None and (self.path / ".history-committed-by-last").is_file():
                 return []  # before the first LAST nothing is committed

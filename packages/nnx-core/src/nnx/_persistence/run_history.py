@@ -11,21 +11,33 @@ for callbacks that declare ``history_access = "full"`` (``open_epoch=True``, at
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from nnx._foundation.records import NNIterationDataPoint
+from nnx.history.reader import iter_history
+from nnx.history.spec import HistoryJournal
+from nnx.history.writer import JournalWriter, epoch_summary
 
-if TYPE_CHECKING:
-    from nnx._persistence.run import NNRun
-    from nnx.history import HistoryJournal
+__all__ = ["EagerHistory", "HistoryRun", "JournalHistory", "open_history"]
 
-__all__ = ["EagerHistory", "JournalHistory", "open_history"]
+
+class HistoryRun(Protocol):
+    """What a history writes into of its run (NNRun is one). A protocol rather than NNRun,
+    so this module needs nothing of the run module (which the loop builds over it)."""
+
+    idps: list[NNIterationDataPoint]
+    journal: Any
+
+    @property
+    def path(self) -> Path: ...
+    def save_history(self) -> None: ...
 
 
 class EagerHistory:
     """Every record in memory; idps.csv rewritten whole at each commit."""
 
-    def __init__(self, run: NNRun) -> None:
+    def __init__(self, run: HistoryRun) -> None:
         self.run = run
 
     @property
@@ -59,9 +71,7 @@ class EagerHistory:
 class JournalHistory:
     """A bounded window in memory; each epoch written once as journal chunks."""
 
-    def __init__(self, run: NNRun, journal: HistoryJournal) -> None:
-        from nnx.history import JournalWriter
-
+    def __init__(self, run: HistoryRun, journal: HistoryJournal) -> None:
         self.run = run
         self.writer = JournalWriter(run.path, journal)
         run.journal = journal
@@ -81,16 +91,12 @@ class JournalHistory:
         self.writer.discard_epoch()
 
     def commit(self, epoch: int, idp: NNIterationDataPoint) -> None:
-        from nnx.history import epoch_summary
-
         self.writer.commit_epoch(epoch, epoch_summary(idp))
 
     def rollback(self, epoch: int) -> None:
         self.writer.rollback()
 
     def full(self, open_epoch: bool = False) -> tuple[NNIterationDataPoint, ...]:
-        from nnx.history import iter_history
-
         # Up to the journal's own published epoch: LAST lags it while an epoch commits.
         committed = tuple(iter_history(self.run.path, last_epoch=self.writer.committed_epoch))
         if not open_epoch:
@@ -98,5 +104,5 @@ class JournalHistory:
         return committed + tuple(self.writer.open_records())
 
 
-def open_history(run: NNRun, journal: HistoryJournal | None) -> EagerHistory | JournalHistory:
+def open_history(run: HistoryRun, journal: HistoryJournal | None) -> EagerHistory | JournalHistory:
     return EagerHistory(run) if journal is None else JournalHistory(run, journal)

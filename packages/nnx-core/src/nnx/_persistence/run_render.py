@@ -8,17 +8,38 @@ from __future__ import annotations
 
 import html
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from nnx._foundation.records import NNIterationDataPoint, first_finite
+from nnx._persistence.checkpoint import NNCheckpoint
 from nnx.enums.nets import Nets
 from nnx.models.descriptors import describe
+from nnx.params.model import NNModelParams
+from nnx.params.net import NNParams
 from nnx.params.optim_factory import NNOptimFactoryParams
 
-if TYPE_CHECKING:
-    from nnx._persistence.run import NNRun
+__all__ = ["RenderedRun", "epoch_rows", "format_score", "render_html", "render_text",
+           "score_label"]
 
-__all__ = ["epoch_rows", "format_score", "render_html", "render_text", "score_label"]
+
+class RenderedRun(Protocol):
+    """What the views read of a run (NNRun is one). A protocol rather than NNRun itself,
+    because NNRun renders itself through this module: the import runs one way only."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def model_params(self) -> NNModelParams: ...
+    @property
+    def net_params(self) -> NNParams | None: ...
+    @property
+    def trainer_params(self) -> Any: ...
+    @property
+    def loop_params(self) -> Any: ...
+    @property
+    def salt(self) -> str | None: ...
+    def epoch_records(self) -> list[NNIterationDataPoint]: ...
+    def best_checkpoint(self) -> NNCheckpoint | None: ...
 
 _COLUMNS = ("epoch", "train loss", "val loss", "val error", "val acc", "lr")
 
@@ -56,7 +77,7 @@ def format_score(what: str, value: float) -> str:
     return f"{value:.3f}" if what.endswith("error") else f"{value:.4g}"
 
 
-def epoch_rows(run: NNRun) -> list[tuple[str, ...]]:
+def epoch_rows(run: RenderedRun) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for idp in run.epoch_records():
         train = idp.train_summary or idp.train_edp
@@ -72,7 +93,7 @@ def epoch_rows(run: NNRun) -> list[tuple[str, ...]]:
     return rows
 
 
-def _describe(run: NNRun) -> list[tuple[str, str]]:
+def _describe(run: RenderedRun) -> list[tuple[str, str]]:
     model, train = run.model_params, run.loop_params
     net = model.net.name if isinstance(model.net, Nets) else describe(model.net)
     lines = [("run", run.id), ("net", net), ("loss", model.loss.name)]
@@ -96,7 +117,7 @@ def _describe(run: NNRun) -> list[tuple[str, str]]:
     return lines
 
 
-def render_text(run: NNRun) -> str:
+def render_text(run: RenderedRun) -> str:
     head = [f"{k:>10}: {v}" for k, v in _describe(run)]
     rows = epoch_rows(run)
     widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c)
@@ -115,7 +136,7 @@ def _series(records: list[NNIterationDataPoint], split: str) -> list[tuple[int, 
     return out
 
 
-def _svg(run: NNRun, width: int = 420, height: int = 180) -> str:
+def _svg(run: RenderedRun, width: int = 420, height: int = 180) -> str:
     records = run.epoch_records()
     series = {"train": _series(records, "train"), "val": _series(records, "val")}
     points = [p for s in series.values() for p in s]
@@ -146,7 +167,7 @@ def _svg(run: NNRun, width: int = 420, height: int = 180) -> str:
     return "".join(parts)
 
 
-def render_html(run: NNRun) -> str:
+def render_html(run: RenderedRun) -> str:
     meta = "".join(f"<tr><th style='text-align:right'>{html.escape(k)}</th>"
                    f"<td>{html.escape(v)}</td></tr>" for k, v in _describe(run))
     head = "".join(f"<th>{c}</th>" for c in _COLUMNS)

@@ -13,6 +13,7 @@ from nnx._foundation.validation import check_count
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx.callbacks.base import Callback, CallbackContext
 from nnx.models import MissingModelFactoryError, RuntimeModule
+from nnx.transforms.recipe import transform_states
 
 __all__ = ["ModelCheckpoint"]
 
@@ -55,11 +56,6 @@ class ModelCheckpoint(Callback):
         ctx.defer(self._save)
 
     def _save(self, ctx: CallbackContext) -> None:
-        # Imported here, not at module level: nnx._engine.loop_support imports
-        # nnx.callbacks.base, whose package __init__ imports this module, so loading
-        # loop_support first would find it half-initialized (a real import-time cycle).
-        from nnx._engine.loop_support import transform_states
-
         run, model = ctx.run, ctx.model
         tag = f"{self.prefix}_e{ctx.epoch}"
         checkpoint = NNCheckpoint(

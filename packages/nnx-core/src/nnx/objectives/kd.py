@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nnx._foundation.validation import POSITIVE, PROBABILITY, check_real
 from nnx.objectives._core import LossTerm, Objective, ObjectiveContext, ObjectiveResult
 from nnx.objectives.supervised import supervised_term
 
@@ -30,8 +31,6 @@ __all__ = ["KDObjective", "kd_objective"]
 
 class KDObjective(Objective):
     def __init__(self, teacher: Any, alpha: float, temperature: float) -> None:
-        from nnx._foundation.validation import POSITIVE, PROBABILITY, check_real
-
         self.alpha = check_real("kd_objective alpha", alpha, PROBABILITY)
         self.temperature = check_real("kd_objective temperature", temperature, POSITIVE)
         net = getattr(teacher, "net", teacher)

@@ -17,7 +17,7 @@ from typing import Any
 from nnx._foundation.hashing import canonical_bytes, plain
 from nnx._foundation.validation import check_count, check_spec_config, check_spec_id
 
-__all__ = ["TransformRecipe"]
+__all__ = ["TransformRecipe", "transform_states"]
 
 _NO_CODE = ("register the transform with nnx.register_transform(op, version, materialize) and "
             "name it here by op and version")
@@ -74,3 +74,8 @@ class TransformRecipe:
     def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
         # Read-only mapping proxies do not pickle; the state rebuilds an equal recipe.
         return (TransformRecipe.from_state, (self.state(),))
+
+
+def transform_states(model: Any) -> tuple[dict[str, Any], ...]:
+    """The states of the topology-transform recipes the model materialized (§4.2)."""
+    return tuple(dict(recipe.state()) for recipe in getattr(model, "transforms", ()))

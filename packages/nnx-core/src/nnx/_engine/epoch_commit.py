@@ -1,0 +1,185 @@
+"""The epoch transaction (spec §4, §4.1; docs/durability.md): what one committed epoch
+writes, in order.
+
+history → LAST (weights, training state, position) → the attempt's record of it →
+FIRST / Q1–Q3 on their epochs → BEST when the epoch improved → runs/best. What the
+callbacks deferred runs after it (the loop's, not this module's). A LAST that fails
+rolls the history back to the previous epoch, so history never commits ahead of LAST.
+
+:class:`EpochCommit` assembles what to write from the :class:`LoopState` and hands it
+to persistence (the history, ``NNCheckpoint.save``, ``promote_best``); it reads nothing
+of the loop itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from nnx._engine.components import collect_states
+from nnx._engine.loop_state import LastCommit, LoopState, param_names
+from nnx._engine.optimizer_factories import optimizer_factory_state
+from nnx._engine.update_engine import OptimizerSlot
+from nnx._foundation.locking import file_lock
+from nnx._foundation.records import NNIterationDataPoint, first_finite
+from nnx._persistence.best import promote_best
+from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.run import NNRun
+
+__all__ = ["EpochCommit", "checkpoint_score", "keep_best_score"]
+
+
+def checkpoint_score(idp: NNIterationDataPoint) -> float:
+    """The score a BEST checkpoint of ``idp`` has (NNCheckpoint.score)."""
+    found = first_finite(idp)
+    return math.inf if found is None else found[1]
+
+
+class EpochCommit:
+    """Writes a run's committed epochs. ``params`` are the loop's (NNTrainParams or
+    NNTrainerParams), ``history`` the run's history (``nnx._persistence.run_history``),
+    ``attempt`` the provenance attempt or None, ``phases`` the FIRST / Qk epochs."""
+
+    def __init__(self, state: LoopState, *, run: NNRun, net: torch.nn.Module, params: Any,
+                 history: Any, attempt: Any, phases: Mapping[str, int]) -> None:
+        self.state, self.run, self.net, self.params = state, run, net, params
+        self.history, self.attempt, self.phases = history, attempt, dict(phases)
+
+    # -- what a checkpoint holds --------------------------------------------------------
+    def slot_state(self, slot: OptimizerSlot) -> dict[str, Any]:
+        """One optimizer's part of the training state: identity, topology, state, schedule."""
+        return {
+            "optimizer_class": type(slot.optimizer).__name__,
+            "optimizer_factory": optimizer_factory_state(slot.config),
+            "optimizer": slot.optimizer.state_dict(),
+            "param_names": param_names(self.net, slot.optimizer),
+            "schedule": None if slot.schedule is None else slot.schedule.state_dict(),
+            "updates": slot.updates,
+        }
+
+    def training_state(self, epoch: int, streams: dict[str, Any] | None = None
+                       ) -> dict[str, Any]:
+        """The sidecar of a checkpoint of ``epoch``: everything a stateful resume restores."""
+        state = self.state
+        streams = state.capture_streams() if streams is None else streams
+        saved = {
+            "epoch": epoch,
+            "loop_kind": state.kind,
+            "components": collect_states(state.components),
+            "loop": {"iter_idx": state.iter_idx, "planned_n_epochs": state.end_epoch,
+                     "best_score": None if math.isinf(state.best_score) else state.best_score},
+            "loaders": streams["loaders"],
+            "scaler": None if state.scaler is None else state.scaler.state_dict(),
+            "precision": state.precision.state(),
+            "committed_updates": state.committed_updates,
+            "rng": streams["rng"],
+        }
+        if state.kind == "model":
+            saved.update(self.slot_state(state.primary))
+        else:
+            saved["optimizers"] = {name: self.slot_state(slot)
+                                   for name, slot in state.slots.items()}
+        return saved
+
+    def checkpoint(self, tag: str, epoch: int, idp: NNIterationDataPoint,
+                   monitor_value: float | None = None,
+                   streams: dict[str, Any] | None = None) -> int | None:
+        """Write the resume point ``tag`` of ``epoch``; returns its generation."""
+        run, state = self.run, self.state
+        checkpoint = NNCheckpoint(
+            tag=tag, epoch=epoch, run_id=run.id, state_dict=self.net.state_dict(),
+            model=run.model_params.state(),
+            net=None if run.net_params is None else run.net_params.state(),
+            train=self.params.state(), idp=idp, named_monitor=state.tracker is not None,
+            monitor_value=monitor_value, transforms=state.transforms)
+        training_state = self.training_state(epoch, streams)
+        position = {"completed_epoch": epoch, "global_step": state.iter_idx,
+                    "committed_updates": state.committed_updates,
+                    "planned_n_epochs": state.end_epoch}
+        if state.ctx.should_stop:  # a deliberate end before the plan's (an early stop)
+            position["stopped"] = True
+        checkpoint.save(run.checkpoints_dir / f"{tag}.pt", training_state=training_state,
+                        position=position)
+        return checkpoint.generation
+
+    def fingerprint(self) -> Any:
+        """What LAST's weights and training state are, without copying a tensor: each
+        tensor by its storage, shape and in-place version counter, every other value as
+        it is. Any in-place write, replaced tensor or changed component state differs."""
+        state = self.state
+        slots = {str(n): (s.optimizer.state_dict(),
+                          None if s.schedule is None else s.schedule.state_dict())
+                 for n, s in state.slots.items()}
+        return _fingerprint((self.net.state_dict(), slots, collect_states(state.components),
+                             None if state.scaler is None else state.scaler.state_dict()))
+
+    # -- the transaction ----------------------------------------------------------------
+    def commit(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
+               value: float | None) -> None:
+        """history → LAST → FIRST/Qk → BEST → runs/best, for the epoch's last record."""
+        run, state = self.run, self.state
+        state.commit_started = True  # from here on the run directory is kept (§4.4)
+        self.history.commit(epoch, idp)
+        streams = state.capture_streams()
+        try:
+            generation = self.checkpoint("last", epoch, idp, streams=streams)
+        except BaseException:
+            self.history.rollback(epoch)  # LAST failed: history rolls back to the last epoch
+            raise
+        # Fingerprinted on the run's last epoch only (cheap, but not free): the final
+        # LAST refresh compares against it; without one it always rewrites.
+        ctx = state.ctx
+        final = epoch == state.end_epoch - 1 or ctx.should_stop or ctx.stop_at_update
+        state.last_commit = LastCommit(epoch, idp, streams,
+                                       self.fingerprint() if final else None)
+        if self.attempt is not None:
+            self.attempt.committed("last", epoch, generation)
+        for tag, phase_epoch in self.phases.items():
+            if phase_epoch == epoch:
+                self.checkpoint(tag, epoch, idp)
+        if state.tracker is not None:  # a named monitor decides BEST; never elected to runs/best
+            if improved:
+                self.checkpoint("best", epoch, idp, monitor_value=value)
+            return
+        first_best = not (run.checkpoints_dir / "best.pt").exists()
+        if improved or first_best:
+            if value is not None:
+                state.best_score = min(value, state.best_score)
+            score = checkpoint_score(idp)
+            self.checkpoint("best", epoch, idp)
+            with file_lock(run.root / ".best.lock"):
+                promote_best(run.root, run.id, score)
+
+    def refresh_last(self) -> None:
+        """After on_train_end: LAST again, same epoch, new generation, so it carries what
+        on_train_end changed (§8.4). Its random streams stay the epoch's own, so a resume
+        continues exactly as the uninterrupted run would have. Skipped before a first
+        commit and after a mid-epoch stop (live weights are never relabelled as a
+        committed epoch's, §6.1)."""
+        last = self.state.last_commit
+        if last is None or self.state.partial_stop:
+            return
+        if last.fingerprint is not None and self.fingerprint() == last.fingerprint:
+            return  # on_train_end changed nothing LAST holds: it already is the final LAST
+        generation = self.checkpoint("last", last.epoch, last.idp, streams=last.streams)
+        if self.attempt is not None:
+            self.attempt.committed("last", last.epoch, generation)
+
+
+def keep_best_score(state: LoopState, *, improved: bool, value: float | None) -> None:
+    """A DDP rank that persists nothing still keeps the unnamed signal's best score."""
+    if improved and state.tracker is None and value is not None:
+        state.best_score = min(value, state.best_score)
+
+
+def _fingerprint(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return ("tensor", value.data_ptr(), tuple(value.shape), str(value.dtype), value._version)
+    if isinstance(value, Mapping):
+        return tuple((repr(k), _fingerprint(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(_fingerprint(v) for v in value)
+    return repr(value)

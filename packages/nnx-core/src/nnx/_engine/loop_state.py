@@ -1,0 +1,171 @@
+"""The loop's mutable training state (spec §4, §14): what the epoch commit writes and
+what a resume restores.
+
+``FitLoop`` owns one :class:`LoopState`; the commit (``nnx._engine.epoch_commit``)
+and resume (``nnx._engine.resume``) receive it instead of the loop, so neither
+reaches into the loop's attributes. Positions and counters live here; the
+optimizer slots, the FP16 scaler, the precision and the components are the
+objects the loop built, referenced, not copied. The public counters and stop
+flags (``committed_updates``, ``should_stop``, ``stop_at_update``) stay on the
+callbacks' context, which callbacks and the update engine write: the state
+refers to that one copy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from nnx._engine.components import ComponentSpec
+from nnx._engine.monitors import MonitorTracker
+from nnx._engine.precision import ResolvedPrecision
+from nnx._engine.update_engine import OptimizerSlot
+from nnx._foundation.records import NNIterationDataPoint
+from nnx._foundation.seeding import capture_rng_state, restore_rng_state
+from nnx.callbacks.base import CallbackContext
+
+__all__ = ["LastCommit", "LoopState", "MonitorComponent", "UpdateCounters",
+           "loader_generators", "param_names", "primary_slot"]
+
+
+def primary_slot(slots: Mapping[str | None, OptimizerSlot]) -> OptimizerSlot:
+    """The primary optimizer: the only one, or the sorted-first name (§8.3)."""
+    return slots[min(slots, key=lambda n: "" if n is None else n)]
+
+
+def param_names(net: torch.nn.Module, optimizer: torch.optim.Optimizer) -> list[list[str]]:
+    """The optimizer's ordered named-parameter topology, one list per param group."""
+    names = {id(p): n for n, p in net.named_parameters()}
+    return [[names.get(id(p), "?") for p in g["params"]] for g in optimizer.param_groups]
+
+
+def loader_generators(loader: Any) -> dict[int, torch.Generator]:
+    """The torch Generators a loader draws from, keyed by their stable seed."""
+    found = {}
+    for owner in (loader, getattr(loader, "sampler", None),
+                  getattr(getattr(loader, "batch_sampler", None), "sampler", None)):
+        gen = getattr(owner, "generator", None)
+        if isinstance(gen, torch.Generator):
+            found[gen.initial_seed()] = gen
+    return found
+
+
+@dataclass(frozen=True)
+class LastCommit:
+    """The epoch LAST last committed, kept for the final LAST refresh: its record, its
+    random streams and, on the run's last epoch, a fingerprint of what LAST holds."""
+
+    epoch: int
+    idp: NNIterationDataPoint
+    streams: dict[str, Any]
+    fingerprint: Any
+
+
+@dataclass(eq=False)
+class LoopState:
+    """What one training run has done so far and what it trains with."""
+
+    kind: str  # "model" (NNModel.train) or "trainer" (Trainer.train): who may resume it
+    ctx: CallbackContext
+    slots: dict[str | None, OptimizerSlot]
+    precision: ResolvedPrecision
+    scaler: torch.amp.GradScaler | None
+    train_loader: Any  # its generators are part of the random streams
+    tracker: MonitorTracker | None = None  # the named monitor's best value, when declared
+    transforms: tuple[dict[str, Any], ...] = ()
+    components: dict[str, tuple[ComponentSpec, Any]] = field(default_factory=dict)
+    start_epoch: int = 0
+    end_epoch: int = 0  # exclusive: the plan's last epoch + 1
+    iter_idx: int = 0  # microbatches trained over the run's whole lineage
+    best_score: float = math.inf  # the unnamed signal's best (no monitor declared)
+    updates_this_epoch: int = 0
+    epoch_complete: bool = False  # the loader ran out: the epoch may commit
+    partial_stop: bool = False  # stopped inside an epoch: no final LAST refresh
+    commit_started: bool = False  # a commit of this run began: its directory stays
+    last_commit: LastCommit | None = None
+
+    @property
+    def committed_updates(self) -> int:
+        return self.ctx.committed_updates
+
+    @committed_updates.setter
+    def committed_updates(self, value: int) -> None:
+        self.ctx.committed_updates = value
+
+    @property
+    def primary(self) -> OptimizerSlot:
+        return primary_slot(self.slots)
+
+    def saved_slots(self, state: Mapping[str, Any]) -> dict[str | None, Mapping[str, Any]]:
+        """The saved per-optimizer states of a training state, keyed like :attr:`slots`:
+        an NNModel.train state is its one optimizer's, a Trainer's names each one."""
+        if self.kind == "model":
+            return {None: state}
+        return dict(state.get("optimizers") or {})
+
+    def capture_streams(self) -> dict[str, Any]:
+        """The random streams a checkpoint hands over: the RNGs and the loaders' generators."""
+        generators = loader_generators(self.train_loader)
+        return {"loaders": {seed: gen.get_state() for seed, gen in generators.items()},
+                "rng": capture_rng_state()}
+
+    def restore_streams(self, saved: Mapping[str, Any]) -> None:
+        """Continue the random streams a training state handed over."""
+        generators = loader_generators(self.train_loader)
+        for seed, gen_state in (saved.get("loaders") or {}).items():
+            if int(seed) in generators:
+                generators[int(seed)].set_state(gen_state)
+        restore_rng_state(saved["rng"])
+
+
+class UpdateCounters:
+    """The committed-update and microbatch counters, checkpointed as ``nnx.update_engine``.
+
+    A stateful resume continues them; a weights_only resume starts them at zero.
+    """
+
+    def __init__(self, state: LoopState) -> None:
+        self.state = state
+
+    def component_spec(self) -> ComponentSpec:
+        return ComponentSpec("nnx.update_engine", 1, required=False)
+
+    def component_state(self) -> dict[str, Any]:
+        return {"committed_updates": self.state.committed_updates,
+                "iter_idx": self.state.iter_idx,
+                "optimizer_updates": {"" if n is None else n: s.updates
+                                      for n, s in self.state.slots.items()}}
+
+    def load_component_state(self, state: dict[str, Any], *, version: int) -> None:
+        self.state.committed_updates = int(state["committed_updates"])
+        self.state.iter_idx = int(state["iter_idx"])
+        for name, count in (state.get("optimizer_updates") or {}).items():
+            slot = self.state.slots.get(None if name == "" else name)
+            if slot is not None:
+                slot.updates = int(count)
+
+
+class MonitorComponent:
+    """The named monitor's best value, checkpointed as ``nnx.monitor`` (§6.4)."""
+
+    def __init__(self, tracker: MonitorTracker) -> None:
+        self.tracker = tracker
+
+    def component_spec(self) -> ComponentSpec:
+        return ComponentSpec("nnx.monitor", 1, required=True)
+
+    def component_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = self.tracker.state_dict()
+        return state
+
+    def check_component_state(self, state: dict[str, Any], *, version: int) -> list[str]:
+        mine = self.tracker.state_dict()
+        return [f"monitor {key}: saved {state.get(key)!r}, now {mine[key]!r}"
+                for key in ("metric", "split", "direction") if state.get(key) != mine[key]]
+
+    def load_component_state(self, state: dict[str, Any], *, version: int) -> None:
+        self.tracker.load_state_dict(state)

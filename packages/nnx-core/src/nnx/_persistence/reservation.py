@@ -1,0 +1,55 @@
+"""Admitting a run directory (spec §4.1, §4.4; docs/durability.md, Locks): the lease,
+then the admission, then (on an overwrite) the hand-over of runs/best.
+
+The lease (``runs/.leases/<id>.lock``) is taken without waiting and held for the
+whole fit, so a second process training the same run id is refused at once. The
+admission lock serializes the check that the directory is free with its creation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from nnx._foundation.locking import LockBusyError, file_lock
+from nnx._persistence.best import discard_retired, retire_run
+from nnx._persistence.run import display_path
+
+__all__ = ["RunExistsError", "RunLeaseError", "admit_run"]
+
+
+class RunExistsError(FileExistsError):
+    """The configuration's run directory already exists and overwriting was not asked for."""
+
+
+class RunLeaseError(RuntimeError):
+    """Another process holds this run's lease: it is training the same run id now."""
+
+
+def admit_run(root: Path, run_id: str, *, overwrite: bool, locks: contextlib.ExitStack) -> Path:
+    """Take ``run_id``'s lease into ``locks`` and create its empty directory (with
+    ``checkpoints/``) under ``root``; returns the directory. An existing run is refused
+    with RunExistsError unless ``overwrite``, which retires it first."""
+    path = root / run_id
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        locks.enter_context(file_lock(root / ".leases" / f"{run_id}.lock", blocking=False))
+    except LockBusyError:
+        raise RunLeaseError(f"run {run_id} is being trained by another process; "
+                            "wait for it, or train another configuration") from None
+    retired = None
+    with file_lock(root / ".admission.lock"):
+        if path.exists():
+            if not overwrite:
+                raise RunExistsError(
+                    f"run {run_id} already exists at {display_path(path)}; pass a "
+                    "salt=... for a separate record of the same configuration, or "
+                    "overwrite_existing=True to replace it")
+            # Overwrite: hand runs/best on and rename the old run aside in one
+            # .best.lock section, so no election can advertise it (§4.1).
+            retired = retire_run(root, run_id)
+        path.mkdir()
+        (path / "checkpoints").mkdir()
+    if retired is not None:
+        discard_retired(retired)  # outside the locks: the old artifacts may be large
+    return path

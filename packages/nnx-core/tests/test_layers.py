@@ -1,0 +1,200 @@
+"""The layers contract of nnx-core (issue 14, docs/architecture.md), checked over the import graph.
+
+Every ``import`` of an nnx module inside nnx-core counts: module-level,
+under ``TYPE_CHECKING`` and inside functions. The contract:
+
+* no cycle between modules;
+* a layer imports only itself and the layers below it;
+* code inside a layer never imports a public face (the thin top-level
+  modules that re-export) or ``nnx`` itself, so the faces can be read as
+  the list of what users import;
+* ``nnx/`` holds only the layer packages and the faces: a new loose module
+  must be placed in a layer;
+* an import left inside a function says why in a comment.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import nnx
+
+SRC = Path(nnx.__file__).parent
+
+#: Lowest first. A module belongs to the first layer one of whose prefixes it has.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("foundation", ("nnx._foundation",)),
+    ("configuration", ("nnx.params", "nnx.enums", "nnx.models", "nnx.datasets", "nnx.nets")),
+    ("persistence", ("nnx._persistence", "nnx.history", "nnx.provenance")),
+    ("engine", ("nnx._engine", "nnx.callbacks", "nnx.tasks", "nnx.metrics", "nnx.objectives",
+                "nnx.transforms")),
+    ("surface", ("nnx._surface",)),
+)
+
+#: The public faces at the top of ``nnx/``: each only re-exports from the layers.
+FACES = frozenset({
+    "nnx", "nnx._step_helpers", "nnx.cli", "nnx.components", "nnx.distributed", "nnx.extend",
+    "nnx.finetune", "nnx.monitors", "nnx.optimizers", "nnx.testing", "nnx.trainer",
+})
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str
+    target: str
+    line: int
+    in_function: bool
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in SRC.rglob("*.py")}
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(modules: dict[str, Path]) -> list[Import]:
+    found: list[Import] = []
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+        def visit(node: ast.AST, in_function: bool) -> None:
+            for child in ast.iter_child_nodes(node):
+                inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+                targets: list[str] = []
+                if isinstance(child, ast.Import):
+                    targets = [a.name for a in child.names]
+                elif isinstance(child, ast.ImportFrom):
+                    base = child.module or ""
+                    if child.level:
+                        anchor = package.split(".")[:len(package.split(".")) - child.level + 1]
+                        base = ".".join(anchor + ([child.module] if child.module else []))
+                    # ``from pkg import sub`` imports the submodule when one exists
+                    targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                               for a in child.names]
+                for target in targets:
+                    if target.split(".")[0] != "nnx":
+                        continue
+                    resolved = _resolve(target, modules)
+                    if resolved is not None and resolved != name:
+                        found.append(Import(name, resolved, child.lineno, inside))
+                visit(child, inside)
+
+        visit(ast.parse(path.read_text()), False)
+    return found
+
+
+def _layer(module: str) -> int | None:
+    for index, (_, prefixes) in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return index
+    return None
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    result: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                result.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            connect(v)
+    return result
+
+
+MODULES = _modules()
+IMPORTS = _imports(MODULES)
+
+
+def test_every_module_is_in_a_layer_or_is_a_public_face():
+    loose = sorted(m for m in MODULES if _layer(m) is None and m not in FACES)
+    assert loose == [], f"place these modules in a layer (docs/architecture.md): {loose}"
+    assert sorted(f for f in FACES if f not in MODULES) == []
+
+
+def test_the_import_graph_has_no_cycle_type_only_imports_included():
+    edges: dict[str, set[str]] = defaultdict(set)
+    for module in MODULES:
+        edges[module]
+    for imp in IMPORTS:
+        edges[imp.source].add(imp.target)
+    assert _cycles(edges) == []
+
+
+def test_no_layer_imports_a_layer_above_it():
+    upward = sorted(
+        f"{i.source} ({LAYERS[_layer(i.source)][0]}) -> {i.target} ({LAYERS[_layer(i.target)][0]})"
+        for i in IMPORTS
+        if _layer(i.source) is not None and _layer(i.target) is not None
+        and _layer(i.target) > _layer(i.source))  # type: ignore[operator]
+    assert upward == []
+
+
+def test_code_inside_the_layers_never_imports_a_face():
+    through_faces = sorted(f"{i.source} -> {i.target}" for i in IMPORTS
+                           if _layer(i.source) is not None and i.target in FACES)
+    assert through_faces == []
+
+
+def test_the_faces_only_re_export_from_the_layers():
+    faces_on_faces = sorted(f"{i.source} -> {i.target}" for i in IMPORTS
+                            if i.source in FACES and i.source != "nnx" and i.target in FACES)
+    assert faces_on_faces == []
+
+
+def test_every_import_left_inside_a_function_says_why():
+    silent = []
+    for imp in IMPORTS:
+        if not imp.in_function:
+            continue
+        lines = MODULES[imp.source].read_text().splitlines()
+        nearby = lines[max(0, imp.line - 3):imp.line]
+        if not any("#" in line for line in nearby):
+            silent.append(f"{imp.source}:{imp.line} -> {imp.target}")
+    assert silent == []
+
+
+def test_the_contract_catches_what_it_forbids():
+    """The checks above can fail: a planted cycle and an upward import are seen."""
+    edges = {"a": {"b"}, "b": {"a"}, "c": set()}
+    assert _cycles(edges) == [["a", "b"]]
+    assert _layer("nnx._foundation.atomic") == 0
+    assert _layer("nnx._surface.model") == 4
+    assert _layer("nnx.monitors") is None and "nnx.monitors" in FACES
