@@ -52,7 +52,7 @@ from nnx._foundation.plugins import versioned_registry
 from nnx.components import ComponentRestoreError
 from nnx.optimizers import MissingOptimizerFactoryError
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 
 
 # -- a tiny GAN on a 1-D mixture of two Gaussians --------------------------------------------
