@@ -12,6 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from _nnx_core_tiny import sgd, tiny_batches, tiny_model
+from _support.objectives import FP32, Linear1, engine_on, feed
 from torch import nn
 
 from nnx import (
@@ -33,56 +34,6 @@ from nnx import (
 )
 from nnx._engine.precision import ResolvedPrecision
 from nnx._engine.update_engine import OptimizerSlot, UpdateEngine
-
-FP32 = ResolvedPrecision(Precision.FP32, "cpu")
-
-
-# -- the engine on one scalar parameter: the spec's numbers ---------------------------
-class Linear1(Objective):
-    """Term "t" = k · w with the batch's (k, count); count None makes it a sum."""
-
-    def __call__(self, ctx: ObjectiveContext) -> ObjectiveResult:
-        k, count = ctx.batch
-        return ObjectiveResult([LossTerm("t", k * ctx.model.w, count)])
-
-
-def engine_on(w: torch.Tensor, objective, *, accumulate: int, scaler=None, slots=None,
-              precision=FP32):
-    events: list = []
-    counter = SimpleNamespace(committed_updates=0)
-    model = SimpleNamespace(w=w)
-    slots = slots or [OptimizerSlot(None, torch.optim.SGD([w], lr=1.0), sgd(1.0))]
-    engine = UpdateEngine(model=model, objective=objective, slots=slots, precision=precision,
-                          scaler=scaler, accumulate=accumulate, counter=counter,
-                          on_commit=lambda evs, stepped: events.extend(evs))
-    return engine, events, counter
-
-
-def feed(engine, batches):
-    records = []
-    for i, batch in enumerate(batches):
-        records.append(engine.microbatch(batch, epoch=0, batch_idx=i,
-                                         closes=i == len(batches) - 1))
-    return records
-
-
-def test_numerators_8_and_1_over_counts_2_and_1_average_to_3():
-    w = torch.nn.Parameter(torch.tensor(1.0))
-    engine, events, counter = engine_on(w, Linear1(), accumulate=2)
-    records = feed(engine, [(8.0, 2.0), (1.0, 1.0)])
-    assert w.item() == pytest.approx(1.0 - 3.0)  # SGD lr=1: the gradient was exactly 3
-    assert [r.loss for r in records] == [4.0, 1.0]  # each microbatch's own normalized loss
-    assert len(events) == 1 and events[0].terms == {"t": 3.0}
-    assert events[0].microbatches == 2 and events[0].update_count == counter.committed_updates == 1
-    assert engine.epoch_loss() == 3.0
-
-
-def test_numerators_8_and_1_as_sums_total_9():
-    w = torch.nn.Parameter(torch.tensor(1.0))
-    engine, events, _ = engine_on(w, Linear1(), accumulate=2)
-    feed(engine, [(8.0, None), (1.0, None)])
-    assert w.item() == pytest.approx(1.0 - 9.0)
-    assert events[0].terms == {"t": 9.0}
 
 
 def test_a_term_switching_between_summed_and_normalized_in_a_window_fails():

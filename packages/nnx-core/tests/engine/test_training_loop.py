@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from _nnx_core_tiny import sgd, tiny_model
+from _nnx_core_tiny import sgd
+from _support.training_loop import _loader, _scripted_eval, chunks, data, make_model
 from torch import nn
 
 from nnx import (
     Callback,
-    Checkpoints,
     Devices,
     EarlyStopping,
     Losses,
@@ -41,27 +41,6 @@ from nnx import (
     TaskSpec,
     default_train_step,
 )
-
-# -- helpers ----------------------------------------------------------------------------
-
-
-def data(n: int = 20, *, seed: int = 0, classes: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(n, 4, generator=g), torch.randint(0, classes, (n,), generator=g)
-
-
-def chunks(x: torch.Tensor, y: torch.Tensor, sizes: list[int]) -> list[tuple[torch.Tensor, ...]]:
-    out, start = [], 0
-    for size in sizes:
-        out.append((x[start:start + size], y[start:start + size]))
-        start += size
-    assert start == len(x)
-    return out
-
-
-make_model = tiny_model
-
-
 
 
 def weights(model: NNModel) -> dict[str, torch.Tensor]:
@@ -195,14 +174,6 @@ def test_a_window_whose_every_target_is_masked_takes_no_update(tmp_path):
     assert run.idps[1].train_edp.loss is None  # no valid target: no loss value
 
 
-# -- refusals leave nothing on disk ------------------------------------------------------
-
-
-def _loader():
-    x, y = data(8)
-    return chunks(x, y, [4, 4])
-
-
 def _refused(tmp_path: Path, model: NNModel, call, error: type[BaseException], match: str):
     before = weights(model)
     with pytest.raises(error, match=match):
@@ -267,59 +238,6 @@ def test_an_existing_run_is_refused_and_left_byte_for_byte(tmp_path):
     assert files_of(root) == before
     assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == sorted(
         ["best", first.id])
-
-
-# -- one monitor rule for BEST, ReduceLROnPlateau and EarlyStopping ------------------------
-
-
-def _scripted_eval(values, metric):
-    def evaluate(ctx):
-        value = values[ctx.epoch_idx]
-        return NNEvaluationDataPoint(loss=value if metric == "nll" else None,
-                                     metrics={metric: value})
-    return evaluate
-
-
-def test_validation_nll_with_min_delta_improves_on_epochs_0_and_1_for_all_three(tmp_path):
-    nlls = [0.8, 0.7, 0.695, 0.71]
-    monitor = MonitorSpec(metric="nll", min_delta=0.01)
-    params = NNTrainParams(
-        n_epochs=4, train_loader=_loader(), val_loader=_loader(), optim=sgd(0.1),
-        metrics=[MetricSpec("nll")], monitor=monitor,
-        scheduler=NNSchedulerParams(patience=1, factor=0.5))
-    stopper = EarlyStopping(monitor=monitor, patience=5)
-    seen: list[dict[str, object]] = []
-
-    class Probe(Callback):
-        def on_epoch_end(self, ctx):
-            ctx.defer(self.committed)  # BEST is written by the commit after on_epoch_end
-
-        def committed(self, ctx):
-            best = NNCheckpoint.load(ctx.run.id, Checkpoints.BEST, root=ctx.run.root)
-            plateau = ctx.scheduler
-            seen.append({"best_epoch": best.epoch, "bad": plateau.num_bad_epochs,
-                         "plateau_best": plateau.best,
-                         "lr": ctx.optimizer.param_groups[0]["lr"], "wait": stopper.wait,
-                         "improved": ctx.idp.selection["improved"],
-                         "status": ctx.idp.selection["status"]})
-
-    run = make_model().train(params, eval_step_fn=_scripted_eval(nlls, "nll"),
-                             callbacks=[stopper, Probe()], root=tmp_path / "runs", verbose=False)
-
-    assert [s["improved"] for s in seen] == [True, True, False, False]
-    assert [s["status"] for s in seen] == ["ok"] * 4
-    assert [s["best_epoch"] for s in seen] == [0, 1, 1, 1]  # BEST written on 0 and 1 only
-    # ReduceLROnPlateau(patience=1): 0.695 is no improvement (needs < 0.69), 0.71 the
-    # second bad epoch, which cuts the rate and resets the counter.
-    assert [s["bad"] for s in seen] == [0, 0, 1, 0]
-    assert [s["plateau_best"] for s in seen] == pytest.approx([0.8, 0.7, 0.7, 0.7])
-    assert [s["lr"] for s in seen] == pytest.approx([0.1, 0.1, 0.1, 0.05])
-    assert [s["wait"] for s in seen] == [0, 0, 1, 2]
-    best = run.best_checkpoint()
-    assert best is not None and best.epoch == 1 and best.monitor_value == pytest.approx(0.7)
-    loaded = NNRun.load(run.id, root=tmp_path / "runs")
-    assert [r.selection["improved"] for r in loaded.epoch_records()] == [True, True, False, False]
-    assert [r.val_edp.metrics["nll"] for r in loaded.epoch_records()] == nlls
 
 
 def test_a_declared_max_metric_monitor_is_read_the_same_way_by_early_stopping(tmp_path):
