@@ -5,7 +5,10 @@ from __future__ import annotations
 import torch
 from _nnx_core_tiny import tiny_model
 
-from nnx import NNEvaluationDataPoint
+from nnx import (
+    NNEvaluationDataPoint,
+    NNModel,
+)
 
 # -- helpers ----------------------------------------------------------------------------
 
@@ -44,3 +47,7 @@ def _scripted_eval(values, metric):
         return NNEvaluationDataPoint(loss=value if metric == "nll" else None,
                                      metrics={metric: value})
     return evaluate
+
+
+def weights(model: NNModel) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.net.state_dict().items()}
