@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import itertools
 import pickle
 
 import pytest
 import torch
+from _support.enums import lrs_over
 from torch import nn
 from torch.optim import lr_scheduler
 
@@ -49,29 +49,6 @@ def test_cuda_device_refuses_when_absent():
         pytest.skip("a CUDA device is present")
     with pytest.raises(RuntimeError, match="no CUDA device"):
         Devices.CUDA()
-
-
-def lrs_over(scheduler, optimizer, steps):
-    seen = []
-    for _ in range(steps):
-        seen.append(optimizer.param_groups[0]["lr"])
-        optimizer.step()
-        scheduler.step()
-    return seen
-
-
-def test_linear_warmup_worked_numbers():
-    # Base LR 0.12, warmup_steps=3, total_steps=8: the first four updates train at
-    # 0.04, 0.08, 0.12, 0.12.
-    net = nn.Linear(1, 1)
-    opt = build_optimizer(net, NNOptimParams.builder().sgd(max_lr=0.12).build())
-    params = NNSchedulerParams.builder().linear_warmup_decay(warmup_steps=3, total_steps=8).build()
-    sched = Schedulers.LINEAR_WARMUP_DECAY(opt, params, n_epochs=8)
-    assert isinstance(sched, LinearWarmupDecayLR)
-    lrs = lrs_over(sched, opt, 9)
-    assert lrs[:4] == pytest.approx([0.04, 0.08, 0.12, 0.12], abs=1e-15)
-    assert lrs[8] == pytest.approx(0.0, abs=1e-15)  # decays to min_lr at total_steps
-    assert all(a >= b for a, b in itertools.pairwise(lrs[3:]))
 
 
 def test_schedulers_build_torch_schedulers_on_both_clocks():

@@ -4,33 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _support.optimizers import EncoderHead, per_parameter, single_weight, spec_example_groups
 from torch import nn
 
 from nnx import NNOptimParams, NNParamGroupSpec, Optims, build_optimizer, build_param_groups
-
-
-class EncoderHead(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.encoder = nn.Linear(3, 3)
-        self.head = nn.Linear(3, 2)
-
-
-def single_weight(value: float) -> tuple[nn.Module, nn.Parameter]:
-    module = nn.Module()
-    module.w = nn.Parameter(torch.tensor([value]))
-    return module, module.w
-
-
-@pytest.mark.parametrize(("name", "expected"), [(Optims.ADAMW, 1.96), (Optims.ADAM, 1.9)])
-def test_adamw_decays_decoupled_adam_coupled(name, expected):
-    # lr=0.1, weight_decay=0.2, betas=(0, 0), zero gradient: 2.0 → 1.96 (AdamW), 1.9 (Adam).
-    module, w = single_weight(2.0)
-    params = NNOptimParams(name=name, max_lr=0.1, weight_decay=0.2, momentum=(0.0, 0.0))
-    opt = build_optimizer(module, params)
-    w.grad = torch.zeros(1)
-    opt.step()
-    assert torch.equal(w.detach(), torch.tensor([expected], dtype=torch.float32))
 
 
 def test_adamw_builder_variant_builds_torch_adamw():
@@ -61,44 +38,6 @@ def test_enum_factory_builds_each_optimizer(name, cls, extra):
         assert group[key] == value
     if name.is_adam_family:
         assert group["betas"] == (0.9, 0.999) and group["eps"] == 1e-8
-
-
-def spec_example_groups(order: str = "right") -> list[NNParamGroupSpec]:
-    encoder_bias = NNParamGroupSpec(name_pattern="encoder.*bias", lr_multiplier=0.01,
-                                    weight_decay=0.0)
-    encoder = NNParamGroupSpec(name_pattern="encoder.*", lr_multiplier=0.01)
-    bias = NNParamGroupSpec(name_pattern="*.bias", weight_decay=0.0)
-    if order == "right":
-        return [encoder_bias, encoder, bias]
-    return [encoder, bias]
-
-
-def per_parameter(opt: torch.optim.Optimizer, net: nn.Module) -> dict[str, tuple[float, float]]:
-    names = {id(p): n for n, p in net.named_parameters()}
-    return {names[id(p)]: (g["lr"], g["weight_decay"]) for g in opt.param_groups
-            for p in g["params"]}
-
-
-def test_first_match_wins_example_from_section_7():
-    net = EncoderHead()
-    optim = NNOptimParams(name=Optims.ADAM, max_lr=1e-3, weight_decay=5e-4,
-                          param_groups=spec_example_groups())
-    got = per_parameter(build_optimizer(net, optim), net)
-    assert got == {
-        "encoder.bias": (pytest.approx(1e-5), 0.0),
-        "encoder.weight": (pytest.approx(1e-5), 5e-4),
-        "head.bias": (1e-3, 0.0),
-        "head.weight": (1e-3, 5e-4),
-    }
-    assert got["encoder.bias"][0] == 1e-3 * 0.01
-
-
-def test_wrong_rule_order_leaves_every_encoder_bias_decayed():
-    net = EncoderHead()
-    optim = NNOptimParams(max_lr=1e-3, weight_decay=5e-4, param_groups=spec_example_groups("wrong"))
-    got = per_parameter(build_optimizer(net, optim), net)
-    assert got["encoder.bias"][1] == 5e-4  # the bias rule is never reached
-    assert got["head.bias"][1] == 0.0
 
 
 def test_non_strict_unmatched_join_a_default_group_and_empty_patterns_are_silent():

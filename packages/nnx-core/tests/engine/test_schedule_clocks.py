@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from _nnx_core_tiny import sgd, tiny_batches, tiny_model
+from _nnx_core_tiny import sgd
+from _support.schedule_clocks import TrainedAt, loader, make_model
 
 from nnx import (
-    Callback,
     Devices,
     LRMonitor,
     NNCheckpoint,
@@ -30,11 +30,6 @@ from nnx import (
 )
 from nnx._persistence.checkpoint import checkpoint_files
 
-# -- helpers ----------------------------------------------------------------------------
-
-
-loader = tiny_batches
-
 
 class ShortLen:
     """A loader whose len() under-reports what it yields (as a multi-worker
@@ -50,9 +45,6 @@ class ShortLen:
         return iter(self.batches)
 
 
-make_model = tiny_model
-
-
 def weights(model: NNModel) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.net.state_dict().items()}
 
@@ -65,19 +57,6 @@ def update_clock(builder) -> NNSchedulerParams:
     return builder.clock("optimizer_update").build()
 
 
-class TrainedAt(Callback):
-    """Records the LR each optimizer step actually trains at (a step pre-hook)."""
-
-    def __init__(self) -> None:
-        self.lrs: list[float] = []
-        self.schedule = None
-
-    def on_train_begin(self, ctx):
-        self.schedule = ctx.scheduler
-        ctx.optimizer.register_step_pre_hook(
-            lambda opt, *_: self.lrs.append(opt.param_groups[0]["lr"]))
-
-
 def schedule_state(root: Path) -> tuple[int, int]:
     """(horizon, steps) of the schedule LAST holds, for the one run under ``root``."""
     (run_dir,) = [p for p in root.iterdir() if p.name != "best" and not p.name.startswith(".")]
@@ -88,36 +67,6 @@ def schedule_state(root: Path) -> tuple[int, int]:
 def checkpoint_epochs(run_dir: Path) -> dict[str, int]:
     return {p.name[:-3]: NNCheckpoint.from_file(p).epoch
             for p in checkpoint_files(run_dir / "checkpoints")}
-
-
-# -- warm-up ------------------------------------------------------------------------------
-
-
-def test_warmup_trains_the_first_four_updates_at_004_008_012_012(tmp_path):
-    schedule = NNSchedulerParams.builder().linear_warmup_decay(
-        warmup_steps=3, total_steps=8).clock("optimizer_update").build()
-    assert schedule.clock == "optimizer_update"
-    probe, monitor = TrainedAt(), LRMonitor()
-    params = NNTrainParams(n_epochs=2, train_loader=loader(4), optim=sgd(0.12), scheduler=schedule)
-    run = make_model().train(params, callbacks=[probe, monitor], root=tmp_path / "runs",
-                             verbose=False)
-
-    assert len(probe.lrs) == 8  # exactly total_steps updates: the run fits its budget
-    assert probe.lrs[:4] == pytest.approx([0.04, 0.08, 0.12, 0.12], abs=1e-12)
-    # After the warm-up the rate decays linearly to min_lr=0 at total_steps.
-    assert probe.lrs[4:] == pytest.approx([0.12 * (1 - k / 5) for k in range(1, 5)], abs=1e-12)
-
-    # LRMonitor.update_history holds (update index, LR after that update's scheduler step):
-    # each entry is the rate the *next* update trains at.
-    indices = [i for i, _ in monitor.update_history]
-    after = [lr for _, lr in monitor.update_history]
-    assert indices == list(range(1, 9))
-    assert after[:7] == pytest.approx(probe.lrs[1:], abs=1e-12)
-    assert after[:3] == pytest.approx([0.08, 0.12, 0.12], abs=1e-12)
-    # The idps' lr column is read after the batch's step too: the same trace.
-    assert [i.lr for i in run.idps] == pytest.approx(after, abs=1e-12)
-    # LRMonitor.history: one rate per epoch, whatever the clock.
-    assert monitor.history == pytest.approx([after[3], after[7]], abs=1e-12)
 
 
 def test_warmup_steps_may_be_left_to_its_default_without_changing_explicit_run_ids():

@@ -25,7 +25,7 @@ from nnx.objectives.supervised import SupervisedObjective
 from nnx.tasks import CategoricalAdapter, MultilabelAdapter, RegressionAdapter, Task
 from nnx.tasks.adapters import task_adapter
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 # -- 1. nnx.extend ------------------------------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""Helpers shared by several test modules (tests/ is on sys.path)."""
