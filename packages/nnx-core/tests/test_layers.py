@@ -16,6 +16,9 @@ under ``TYPE_CHECKING`` and inside functions. The contract:
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,35 +69,36 @@ def _resolve(name: str, modules: dict[str, Path]) -> str | None:
     return name or None
 
 
-def _imports(modules: dict[str, Path]) -> list[Import]:
+def _imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[Import]:
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: list[Import] = []
-    for name, path in modules.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
 
-        def visit(node: ast.AST, in_function: bool) -> None:
-            for child in ast.iter_child_nodes(node):
-                inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
-                targets: list[str] = []
-                if isinstance(child, ast.Import):
-                    targets = [a.name for a in child.names]
-                elif isinstance(child, ast.ImportFrom):
-                    base = child.module or ""
-                    if child.level:
-                        anchor = package.split(".")[:len(package.split(".")) - child.level + 1]
-                        base = ".".join(anchor + ([child.module] if child.module else []))
-                    # ``from pkg import sub`` imports the submodule when one exists
-                    targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
-                               for a in child.names]
-                for target in targets:
-                    if target.split(".")[0] != "nnx":
-                        continue
-                    resolved = _resolve(target, modules)
-                    if resolved is not None and resolved != name:
-                        found.append(Import(name, resolved, child.lineno, inside))
-                visit(child, inside)
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            targets: list[str] = []
+            if isinstance(child, ast.Import):
+                targets = [a.name for a in child.names]
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    anchor = package.split(".")[:len(package.split(".")) - child.level + 1]
+                    base = ".".join(anchor + ([child.module] if child.module else []))
+                # ``from pkg import sub`` imports the submodule when one exists
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                           for a in child.names]
+            for target in targets:
+                resolved = _resolve(target, modules) if target.split(".")[0] == "nnx" else None
+                if resolved is not None and resolved != name:
+                    found.append(Import(name, resolved, child.lineno, inside))
+            visit(child, inside)
 
-        visit(ast.parse(path.read_text()), False)
+    visit(ast.parse(path.read_text()), False)
     return found
+
+
+def _imports(modules: dict[str, Path]) -> list[Import]:
+    return [imp for name, path in modules.items() for imp in _imports_of(name, path, modules)]
 
 
 def _layer(module: str) -> int | None:
@@ -189,6 +193,24 @@ def test_every_import_left_inside_a_function_says_why():
         if not any("#" in line for line in nearby):
             silent.append(f"{imp.source}:{imp.line} -> {imp.target}")
     assert silent == []
+
+
+def test_importing_a_layer_loads_nothing_above_it():
+    """At run time too: importing every module of the layers up to N, lowest first,
+    loads no module of a layer above N (one fresh interpreter)."""
+    code = (
+        "import importlib, json, sys\n"
+        f"layers = {[sorted(m for m in MODULES if _layer(m) == i) for i in range(len(LAYERS))]}\n"
+        "loaded = []\n"
+        "for modules in layers:\n"
+        "    for m in modules: importlib.import_module(m)\n"
+        "    loaded.append(sorted(m for m in sys.modules if m.startswith('nnx.')))\n"
+        "print(json.dumps(loaded))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    for index, loaded in enumerate(json.loads(out.stdout)):
+        above = sorted(m for m in loaded if m in MODULES
+                       and (_layer(m) is None or _layer(m) > index))  # type: ignore[operator]
+        assert above == [], f"importing the {LAYERS[index][0]} layer loaded {above}"
 
 
 def test_the_contract_catches_what_it_forbids():
