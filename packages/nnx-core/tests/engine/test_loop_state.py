@@ -149,36 +149,7 @@ def _imports(path: pathlib.Path) -> set[str]:
     return found
 
 
-def _module(path: pathlib.Path) -> str:
-    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def test_resume_and_the_commit_know_no_fit_loop():
     for name in ("resume", "loop_state", "epoch_commit", "control_signal"):
         imported = _imports(SRC / "_engine" / f"{name}.py")
         assert not any(m.startswith("nnx._engine.fit_loop") for m in imported), name
-
-
-def test_persistence_imports_no_engine_and_has_no_cycle():
-    modules = {_module(p): p for p in (SRC / "_persistence").glob("*.py")}
-    graph = {}
-    for name, path in modules.items():
-        imported = _imports(path)
-        upward = sorted(m for m in imported if m.startswith(("nnx._engine", "nnx._surface")))
-        assert not upward, (name, upward)
-        graph[name] = {m for m in imported if m in modules and m != name}
-    assert "nnx._persistence.run" not in graph["nnx._persistence.run_render"]
-    assert "nnx._persistence.run" not in graph["nnx._persistence.run_history"]
-    done: set[str] = set()
-
-    def visit(name: str, path: tuple[str, ...]) -> None:
-        assert name not in path, f"import cycle: {' -> '.join((*path, name))}"
-        if name in done:
-            return
-        for target in graph[name]:
-            visit(target, (*path, name))
-        done.add(name)
-
-    for name in graph:
-        visit(name, ())

@@ -4,9 +4,6 @@ return the recipes instead of recording them on the model (issue 14)."""
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import torch
 from torch import nn
 
@@ -32,7 +29,6 @@ from nnx.enums.precision import Precision
 from nnx.testing import sgd, tiny_batches, tiny_model, tiny_train_params, weights
 from nnx.transforms import apply_transform, replay_transforms
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "nnx"
 FP32 = ResolvedPrecision(Precision.FP32, "cpu")
 
 
@@ -198,19 +194,3 @@ def test_transforms_return_the_recipes_and_never_touch_a_model():
     recorded = tiny_model()
     recorded.apply_transform(recipe)
     assert recorded.transforms == (recipe,)
-
-
-# -- the layer contract for these modules -------------------------------------------------
-def test_no_module_below_the_surface_imports_it_even_for_types():
-    below = [p for p in SRC.rglob("*.py") if p.relative_to(SRC).parts[0] not in (
-        "_surface", "__init__.py", "cli.py", "trainer.py", "testing.py", "monitors.py",
-        "components.py", "finetune.py", "optimizers.py", "distributed.py", "_step_helpers.py",
-        "extend.py")]
-    offenders = []
-    for path in below:
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            if any(n == "nnx._surface" or n.startswith("nnx._surface.") for n in names):
-                offenders.append(str(path.relative_to(SRC)))
-    assert below and not offenders

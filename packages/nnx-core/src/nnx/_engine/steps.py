@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from nnx._engine.precision import ResolvedPrecision
-from nnx._engine.trainable import TrainableModel, step_model
+from nnx._engine.trainable import TrainableModel, TrainingContextBase
 from nnx._engine.update_window import WindowStepper, holds_gradients
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx.objectives.ownership import imperative_step
@@ -49,7 +49,7 @@ class UpdateWindow:
 
 
 @dataclass(eq=False)
-class TrainStepContext:
+class TrainStepContext(TrainingContextBase):
     """What one training microbatch's step sees.
 
     Honor ``grad_clip_norm``, ``accumulate_grad_batches``, ``scaler`` and
@@ -77,23 +77,6 @@ class TrainStepContext:
     # The DistributedDataParallel wrapper of model.net under DDP, None otherwise: the
     # context carries it, so the model itself never holds a wrapper.
     train_net: nn.Module | None = field(repr=False, default=None)
-
-    def __post_init__(self) -> None:
-        self.model = step_model(self.model, self.train_net)
-
-    @property
-    def device(self) -> torch.device:
-        return self.model.device
-
-    def forward(self, inputs: Sequence[Any]) -> torch.Tensor:
-        """The training forward of ``inputs`` (``model.forward_raw``, through the DDP
-        wrapper under DDP)."""
-        return self.model.forward_raw(inputs, net=self.train_net)
-
-    @property
-    def epoch_idx(self) -> int:
-        """``epoch`` under the name EvalStepContext uses (§6.2); read-only."""
-        return self.epoch
 
     def report_update(self, name: str | None = None) -> None:
         """Tell NNx an optimizer update was committed (steps update-clock schedules)."""

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from nnx.tasks.adapters import TaskAdapter
     from nnx.transforms.recipe import TransformRecipe
 
-__all__ = ["TrainableModel", "step_model"]
+__all__ = ["TrainableModel", "TrainingContextBase", "step_model"]
 
 
 class TrainableModel(Protocol):
@@ -121,3 +121,30 @@ def step_model(model: TrainableModel, train_net: nn.Module | None) -> TrainableM
         return model
     # The other members are delegated by __getattr__, which a protocol check cannot see.
     return cast("TrainableModel", _DistributedModel(model, train_net))
+
+
+class TrainingContextBase:
+    """What every training context shares (TrainStepContext, ObjectiveContext,
+    TrainerStepContext): ``model`` is the model, or under DDP its view whose forward
+    runs through ``train_net``; ``forward`` is the training forward a step calls."""
+
+    model: TrainableModel
+    train_net: nn.Module | None
+    epoch: int
+
+    def __post_init__(self) -> None:
+        self.model = step_model(self.model, self.train_net)
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.device
+
+    def forward(self, inputs: Sequence[Any]) -> torch.Tensor:
+        """The training forward of ``inputs`` (``model.forward_raw``, through the DDP
+        wrapper under DDP)."""
+        return self.model.forward_raw(inputs, net=self.train_net)
+
+    @property
+    def epoch_idx(self) -> int:
+        """``epoch`` under the name EvalStepContext uses (§6.2); read-only."""
+        return self.epoch

@@ -26,7 +26,7 @@ from nnx._engine.optimizers import build_optimizer
 from nnx._engine.precision import ResolvedPrecision
 from nnx._engine.schedule import ScheduleDriver, planned_updates_per_epoch
 from nnx._engine.steps import UpdateWindow
-from nnx._engine.trainable import TrainableModel, step_model
+from nnx._engine.trainable import TrainableModel, TrainingContextBase
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.run import DEFAULT_ROOT, NNRun
@@ -40,7 +40,7 @@ __all__ = ["Trainer", "TrainerStepContext"]
 
 
 @dataclass(eq=False)
-class TrainerStepContext:
+class TrainerStepContext(TrainingContextBase):
     """What one batch's ``trainer_step_fn`` sees.
 
     The step owns every update: zero_grad, backward and step per named
@@ -61,23 +61,6 @@ class TrainerStepContext:
     _on_update: Callable[[str], None] = field(repr=False, default=lambda name: None)
     # The DistributedDataParallel wrapper of model.net under DDP, None otherwise.
     train_net: nn.Module | None = field(repr=False, default=None)
-
-    def __post_init__(self) -> None:
-        self.model = step_model(self.model, self.train_net)
-
-    @property
-    def device(self) -> torch.device:
-        return self.model.device
-
-    def forward(self, inputs: Sequence[Any]) -> torch.Tensor:
-        """The training forward of ``inputs`` (``model.forward_raw``, through the DDP
-        wrapper under DDP)."""
-        return self.model.forward_raw(inputs, net=self.train_net)
-
-    @property
-    def epoch_idx(self) -> int:
-        """``epoch`` under the name EvalStepContext uses (§6.2); read-only."""
-        return self.epoch
 
     def report_update(self, name: str) -> None:
         """Tell NNx optimizer ``name`` committed an update (steps its update clock)."""

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from torch import nn
 
-from nnx._engine.trainable import TrainableModel, step_model
+from nnx._engine.trainable import TrainableModel, TrainingContextBase
 from nnx._foundation.validation import check_choice
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ class ObjectiveResult:
 
 
 @dataclass(eq=False)
-class ObjectiveContext:
+class ObjectiveContext(TrainingContextBase):
     """What an objective sees for one microbatch.
 
     The objective runs under the run's autocast, so a reduced run's outputs are
@@ -124,23 +124,6 @@ class ObjectiveContext:
     microbatch: int = 0  # the position in the update window
     # The DistributedDataParallel wrapper of model.net under DDP, None otherwise.
     train_net: nn.Module | None = field(repr=False, default=None)
-
-    def __post_init__(self) -> None:
-        self.model = step_model(self.model, self.train_net)
-
-    @property
-    def device(self) -> torch.device:
-        return self.model.device
-
-    def forward(self, inputs: Sequence[Any]) -> torch.Tensor:
-        """The training forward of ``inputs`` (``model.forward_raw``, through the DDP
-        wrapper under DDP)."""
-        return self.model.forward_raw(inputs, net=self.train_net)
-
-    @property
-    def epoch_idx(self) -> int:
-        """``epoch`` under the name EvalStepContext uses (§6.2); read-only."""
-        return self.epoch
 
     def split(self) -> tuple[Any, Any]:
         """The batch split by the model's adapter: (inputs, target)."""
