@@ -1,0 +1,171 @@
+"""The fixed cost of an epoch's commit (issue 15) without a weaker answer (spec §4, §4.1,
+§4.2, §14.3): runs/best promotes from the score kept beside the pointer, and never
+on a stale or forged one."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from pathlib import Path
+
+import pytest
+from _nnx_core_tiny import sgd, tiny_batches, tiny_model
+
+import nnx._persistence.best as best_module
+from nnx import NNEvaluationDataPoint, NNRun, NNTrainParams
+from nnx._foundation.locking import file_lock
+from nnx._persistence.best import (
+    SCORE_NAME,
+    candidate_score,
+    current_best,
+    elect_best,
+    promote_best,
+    recorded_score,
+    run_score,
+)
+
+make_model = functools.partial(tiny_model, hidden=6)
+
+
+def _run(root: Path, salt: str, errors: list[float]) -> NNRun:
+    """A run whose validation error is scripted per epoch (BEST scores it)."""
+    def evaluate(ctx):
+        return NNEvaluationDataPoint(error=errors[ctx.epoch_idx], loss=1.0)
+
+    params = NNTrainParams(n_epochs=len(errors), train_loader=tiny_batches(),
+                           val_loader=tiny_batches(1), optim=sgd(), scheduler=None)
+    return make_model().train(params, eval_step_fn=evaluate, salt=salt, root=root,
+                              verbose=False)
+
+
+def _record(root: Path) -> dict:
+    return json.loads((root / SCORE_NAME).read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory):
+    """Three finished runs: a (0.3), b (0.2, the owner), c (0.5)."""
+    root = tmp_path_factory.mktemp("best") / "runs"
+    a, b, c = (_run(root, salt, errors) for salt, errors in (
+        ("a", [0.4, 0.3]), ("b", [0.2]), ("c", [0.5])))
+    return root, a.id, b.id, c.id
+
+
+@pytest.fixture
+def root(three, tmp_path):
+    """A private copy of the three runs (tests edit the record)."""
+    import shutil
+
+    copy = tmp_path / "runs"
+    shutil.copytree(three[0], copy, symlinks=True)
+    return copy
+
+
+def _exact_only(monkeypatch) -> list[str]:
+    """Record which incumbents the exact path reads."""
+    read: list[str] = []
+    exact = best_module.run_score
+
+    def spy(run_dir):
+        read.append(run_dir.name)
+        return exact(run_dir)
+
+    monkeypatch.setattr(best_module, "run_score", spy)
+    return read
+
+
+def test_the_hand_over_records_the_owner_s_score_beside_the_pointer(three):
+    root, _, b, _ = three
+    assert current_best(root) == b
+    doc = _record(root)
+    manifest = json.loads((root / b / "checkpoints" / "best.pt.manifest.json").read_text())
+    assert doc["run"] == b and doc["score"] == pytest.approx(0.2)
+    assert (doc["checkpoint_id"], doc["generation"]) == (manifest["checkpoint_id"],
+                                                         manifest["generation"])
+    assert recorded_score(root, b) == pytest.approx(run_score(root / b))
+
+
+def test_a_promotion_that_does_not_win_reads_no_run(root, monkeypatch):
+    b = current_best(root)
+    read = _exact_only(monkeypatch)
+    others = [p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink()
+              and not p.name.startswith(".") and p.name != b]
+    for other in others:
+        with file_lock(root / ".best.lock"):
+            assert promote_best(root, other, 0.25) == b
+    assert read == []  # the record answered; no incumbent was loaded
+    assert elect_best(root) == b
+
+
+def test_the_fast_path_and_the_exact_path_give_the_same_answers(root, monkeypatch):
+    b = current_best(root)
+    others = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink()
+                    and not p.name.startswith(".") and p.name != b)
+    for score in (0.9, 0.2, math.inf, 0.21):  # worse, a tie (keeps b), none, worse
+        with file_lock(root / ".best.lock"):
+            fast = promote_best(root, others[0], score)
+        (root / SCORE_NAME).unlink()  # the exact path: no record
+        with file_lock(root / ".best.lock"):
+            slow = promote_best(root, others[0], score)
+        assert fast == slow == b
+        assert recorded_score(root, b) == pytest.approx(0.2)  # the exact path mended it
+
+
+def test_a_better_score_hands_over_after_an_exact_read(root, monkeypatch):
+    b = current_best(root)
+    read = _exact_only(monkeypatch)
+    winner = next(p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink()
+                  and not p.name.startswith(".") and p.name != b)
+    with file_lock(root / ".best.lock"):
+        assert promote_best(root, winner, 0.01) == winner
+    assert read == [b]  # the hand-over confirmed the incumbent on the exact path
+    assert current_best(root) == winner and _record(root)["run"] == winner
+
+
+def test_a_forged_high_score_cannot_promote_a_worse_run(root, monkeypatch):
+    b = current_best(root)  # really 0.2
+    doc = _record(root)
+    (root / SCORE_NAME).write_text(json.dumps({**doc, "score": 9.0}))  # identity intact
+    c = next(p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink()
+             and (p / "run.yaml").is_file() and candidate_score(p) == pytest.approx(0.5))
+    with file_lock(root / ".best.lock"):
+        assert promote_best(root, c, 0.5) == b  # 0.5 < 9.0, but b really holds 0.2
+    assert current_best(root) == b
+    assert _record(root)["score"] == pytest.approx(0.2)  # mended from the exact read
+
+
+@pytest.mark.parametrize("forgery", ["other run", "other checkpoint", "torn", "staged",
+                                     "no pointer"])
+def test_an_inconsistent_record_is_never_used(root, forgery):
+    b = current_best(root)
+    doc = _record(root)
+    a = next(p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink()
+             and (p / "run.yaml").is_file() and p.name != b)
+    checkpoints = root / b / "checkpoints"
+    if forgery == "other run":
+        (root / SCORE_NAME).write_text(json.dumps({**doc, "run": a, "score": 0.0}))
+        assert recorded_score(root, a) is None  # runs/best does not name it
+    elif forgery == "other checkpoint":  # b's BEST was replaced since: the record is stale
+        (root / SCORE_NAME).write_text(json.dumps({**doc, "checkpoint_id": "0" * 32}))
+    elif forgery == "torn":
+        (root / SCORE_NAME).write_text(json.dumps(doc)[:20])
+    elif forgery == "staged":  # a BEST publish is under way: the record may be behind it
+        (checkpoints / "best.pt.manifest.json.staged").write_text("{}")
+    else:
+        (root / "best").unlink()
+    assert recorded_score(root, b) is None
+
+
+def test_an_election_reads_records_not_histories(root, monkeypatch):
+    def no_history(*args, **kwargs):
+        raise AssertionError("an election parsed a history")
+
+    monkeypatch.setattr(NNRun, "load", no_history)
+    runs = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink()
+            and not p.name.startswith(".")]
+    monkeypatch.undo()
+    exact = {p.name: run_score(p) for p in runs}
+    monkeypatch.setattr(NNRun, "load", no_history)
+    assert {p.name: candidate_score(p) for p in runs} == pytest.approx(exact)
+    assert elect_best(root) == min(exact, key=lambda k: exact[k])
