@@ -14,7 +14,14 @@ from _nnx_core_tiny import sgd, tiny_batches, tiny_model
 
 import nnx._persistence.best as best_module
 import nnx._persistence.history_csv as history_csv
-from nnx import NNEvaluationDataPoint, NNRun, NNTrainParams, RunDamagedError
+from nnx import (
+    Callback,
+    NNCheckpoint,
+    NNEvaluationDataPoint,
+    NNRun,
+    NNTrainParams,
+    RunDamagedError,
+)
 from nnx._foundation.locking import file_lock
 from nnx._foundation.records import NNIterationDataPoint
 from nnx._persistence.best import (
@@ -269,3 +276,83 @@ def test_the_git_probe_runs_once_per_process_and_directory(tmp_path, monkeypatch
     environment.environment_snapshot()
     assert calls == [calls[0], str(tmp_path)]
     environment._git_commit_in.cache_clear()
+
+
+# -- BEST shares LAST's training state -------------------------------------------------------
+
+
+def _scripted(errors: list[float], **changes) -> NNTrainParams:
+    return NNTrainParams(n_epochs=len(errors), train_loader=tiny_batches(),
+                         val_loader=tiny_batches(1), optim=sgd(), scheduler=None, **changes)
+
+
+def _evaluate(errors):
+    def evaluate(ctx):
+        return NNEvaluationDataPoint(error=errors[ctx.epoch_idx], loss=1.0)
+    return evaluate
+
+
+def test_best_committed_with_last_shares_its_sidecar_and_serializes_it_once(tmp_path,
+                                                                              monkeypatch):
+    from nnx._persistence import resume_point
+
+    serialized, real = [], resume_point.serialized
+    monkeypatch.setattr(resume_point, "serialized", lambda f: (serialized.append(1),
+                                                               real(f))[1])
+    errors = [0.5, 0.4, 0.3]
+    run = make_model().train(_scripted(errors), eval_step_fn=_evaluate(errors),
+                             root=tmp_path / "runs", verbose=False)
+    assert len(serialized) == 3  # one training state per epoch: LAST's (FIRST, BEST share it)
+    ckdir = run.checkpoints_dir
+    last, best = (NNCheckpoint.verify(run.id, tag, root=run.root) for tag in ("last", "best"))
+    assert (best.generation, best.checkpoint_id) == (last.generation, last.checkpoint_id)
+    assert best.files["sidecar"]["sha256"] == last.files["sidecar"]["sha256"]
+    assert (ckdir / best.sidecar).samefile(ckdir / last.sidecar)
+    checkpoint = NNCheckpoint.load(run.id, "best", root=run.root)
+    assert (checkpoint.tag, checkpoint.epoch, checkpoint.sidecar) == (
+        "best", 2, f"best.pt.opt.{best.generation}.pt")
+    assert checkpoint.training_state()["generation"] == best.generation
+    first = NNCheckpoint.verify(run.id, "first", root=run.root)
+    assert first is not None and first.generation == 1
+
+
+def test_a_shared_sidecar_outlives_last_moving_on(tmp_path):
+    errors = [0.5, 0.2, 0.3, 0.4]  # BEST at epoch 1; LAST moves on twice
+    run = make_model().train(_scripted(errors), eval_step_fn=_evaluate(errors),
+                             root=tmp_path / "runs", verbose=False)
+    best = NNCheckpoint.verify(run.id, "best", root=run.root)
+    assert best is not None and best.position["completed_epoch"] == 1
+    names = {p.name for p in run.checkpoints_dir.iterdir()}
+    assert best.sidecar in names and f"last.pt.opt.{best.generation}.pt" not in names
+    state = NNCheckpoint.load(run.id, "best", root=run.root).training_state()
+    assert state["epoch"] == 1 and state["generation"] == best.generation
+    # The point resumes like any other.
+    child = make_model().train(
+        _scripted(errors, resume_from_run_id=run.id, resume_from_checkpoint="best",
+                  resume_mode="stateful"),
+        eval_step_fn=_evaluate([0.0] * 8), root=run.root, verbose=False)
+    assert child.resume_status.source_epoch == 1
+
+
+def test_last_carries_the_epoch_s_best_score_so_a_resume_judges_like_the_straight_run(
+        tmp_path):
+    class StopAfter(Callback):
+        def on_epoch_end(self, ctx):
+            if ctx.epoch == 1:
+                ctx.should_stop = True
+
+    errors = [0.5, 0.2, 0.3]  # epoch 2 is no improvement over epoch 1
+    root = tmp_path / "runs"
+    straight = make_model().train(_scripted(errors), eval_step_fn=_evaluate(errors),
+                                  root=root, salt="straight", verbose=False)
+    first = make_model().train(_scripted(errors), eval_step_fn=_evaluate(errors),
+                               callbacks=[StopAfter()], root=root, verbose=False)
+    saved = NNCheckpoint.load(first.id, "last", root=root).training_state()
+    assert saved["loop"]["best_score"] == pytest.approx(0.2)  # epoch 1's own score
+    rest = make_model().train(
+        _scripted(errors, resume_from_run_id=first.id, resume_mode="stateful",
+                  resume_epochs="planned"),
+        eval_step_fn=_evaluate(errors), root=root, verbose=False)
+    final = [NNCheckpoint.load(r.id, "last", root=root).training_state()["loop"]["best_score"]
+             for r in (straight, rest)]
+    assert final == [pytest.approx(0.2)] * 2

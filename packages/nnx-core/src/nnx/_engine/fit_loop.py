@@ -172,6 +172,8 @@ class FitLoop(ABC):
         self.partial_stop = False  # stopped inside an epoch: no final LAST refresh
         self.summary: Any = None
         self.best_score = math.inf
+        # LAST as the current commit saved it, with its training state (BEST shares it).
+        self._saved_last: tuple[NNCheckpoint, dict[str, Any]] | None = None
         self.phases = self._phases()
         self._warned_unowned = False
         if objective is not None:
@@ -483,7 +485,9 @@ class FitLoop(ABC):
     # -- commit -----------------------------------------------------------------------
     def _checkpoint(self, tag: str, epoch: int, idp: NNIterationDataPoint,
                     monitor_value: float | None = None,
-                    streams: dict[str, Any] | None = None) -> int | None:
+                    streams: dict[str, Any] | None = None, as_last: bool = False) -> int | None:
+        """Save ``tag``; ``as_last``: in the commit that just saved LAST, whose training
+        state this is, so the two points share its sidecar instead of a second copy."""
         run = self.run
         checkpoint = NNCheckpoint(
             tag=tag, epoch=epoch, run_id=run.id, state_dict=self.model.net.state_dict(),
@@ -491,14 +495,17 @@ class FitLoop(ABC):
             net=None if run.net_params is None else run.net_params.state(),
             train=self.params.state(), idp=idp, named_monitor=self.tracker is not None,
             monitor_value=monitor_value, transforms=self.transforms)
-        state = self._training_state(epoch, streams)
+        like = self._saved_last if as_last else None
+        state = like[1] if like is not None else self._training_state(epoch, streams)
         position = {"completed_epoch": epoch, "global_step": self.iter_idx,
                     "committed_updates": self.ctx.committed_updates,
                     "planned_n_epochs": self.end_epoch}
         if self.ctx.should_stop:  # a deliberate end before the plan's (an early stop)
             position["stopped"] = True
         checkpoint.save(run.checkpoints_dir / f"{tag}.pt", training_state=state,
-                        position=position)
+                        position=position, like=None if like is None else like[0])
+        if tag == "last":
+            self._saved_last = (checkpoint, state)
         return checkpoint.generation
 
     def slot_state(self, slot: OptimizerSlot) -> dict[str, Any]:
@@ -558,6 +565,11 @@ class FitLoop(ABC):
                 self.best_score = min(value, self.best_score)
             return
         self.commit_started = True  # from here on the run directory is kept (§4.4)
+        first_best = not (run.checkpoints_dir / "best.pt").exists()
+        if self.tracker is None and (improved or first_best) and value is not None:
+            # Before LAST, whose training state carries it: a resume from LAST then
+            # judges the next epoch against this one, as the uninterrupted run does.
+            self.best_score = min(value, self.best_score)
         self.hist.commit(epoch, idp)
         streams = self._streams()
         try:
@@ -573,17 +585,14 @@ class FitLoop(ABC):
             self.attempt.committed("last", epoch, generation)
         for tag, phase_epoch in self.phases.items():
             if phase_epoch == epoch:
-                self._checkpoint(tag, epoch, idp)
+                self._checkpoint(tag, epoch, idp, as_last=True)
         if self.tracker is not None:  # a named monitor decides BEST; never elected to runs/best
             if improved:
-                self._checkpoint("best", epoch, idp, monitor_value=value)
+                self._checkpoint("best", epoch, idp, monitor_value=value, as_last=True)
             return
-        first_best = not (run.checkpoints_dir / "best.pt").exists()
         if improved or first_best:
-            if value is not None:
-                self.best_score = min(value, self.best_score)
             checkpoint_score = self._checkpoint_score(idp)
-            self._checkpoint("best", epoch, idp)
+            self._checkpoint("best", epoch, idp, as_last=True)
             with file_lock(run.root / ".best.lock"):
                 promote_best(run.root, run.id, checkpoint_score)
 
