@@ -34,6 +34,7 @@ from nnx._persistence.best import (
     run_score,
 )
 from nnx._persistence.history_csv import IdpsCsv, read_idps_csv, render_idps_csv
+from nnx._persistence.run_listing import summarize_run
 
 make_model = functools.partial(tiny_model, hidden=6)
 
@@ -254,10 +255,13 @@ def test_a_kill_inside_an_append_leaves_a_torn_tail_that_no_reader_shows(tmp_pat
     assert render_idps_csv(read_idps_csv(history.read_text())) == render_idps_csv(run.idps)
     loaded = NNRun.load(run.id, root=run.root)
     assert render_idps_csv(loaded.idps) == render_idps_csv(run.idps)
+    assert summarize_run(run.root, run.id).epochs == 2  # `nnx runs list` agrees
     # Torn before LAST's record, the history lost committed lines: the run is damaged.
     history.write_text(committed[: len(committed) - 10], encoding="utf-8")
     with pytest.raises(RunDamagedError, match="before LAST's record"):
         NNRun.load(run.id, root=run.root)
+    with pytest.raises(RunDamagedError, match="before LAST's record"):
+        summarize_run(run.root, run.id)
 
 
 def test_the_git_probe_runs_once_per_process_and_directory(tmp_path, monkeypatch):
