@@ -23,7 +23,7 @@ __all__ = ["EagerHistory", "JournalHistory", "open_history"]
 
 
 class EagerHistory:
-    """Every record in memory; idps.csv rewritten whole at each commit."""
+    """Every record in memory; idps.csv grown by each commit's lines."""
 
     def __init__(self, run: NNRun) -> None:
         self.run = run
