@@ -1,27 +1,68 @@
-"""What one epoch commit costs: a LAST resume point against a plain ``torch.save``.
+"""What one epoch commit costs, against a plain and a careful ``torch.save``.
 
-A resume point is the training-state sidecar (plus its compatibility copy),
-the checkpoint and the manifest, each flushed to stable storage, with the
-directory flushed after the renames. The baseline is what a hand-written loop
-typically does: one ``torch.save`` of the same weights and optimizer state,
-no flush. Both run interleaved in one process; the report is the median of
-each and their ratio.
+Contenders, all saving the same weights and optimizer state:
 
-    uv run python tools/bench/commit_cost.py
+* **plain** — one ``torch.save``, no flush (what a hand-written loop typically does);
+* **careful** — ``torch.save`` into a temp file, ``fsync``, rename, directory
+  ``fsync``: the honest limit of a durable save (:func:`careful_save`);
+* **resume point** — NNx's LAST: sidecar, hard-linked compatibility copy,
+  checkpoint, SHA-256 manifest, each flushed, then the directory;
+* **epoch commit** — NNx's whole ``FitLoop.commit`` in a real fit (history, LAST,
+  runs/best), timed per epoch with the careful save of the same net and optimizer
+  right after it in the same process: in an empty runs root and in one holding 200
+  finished runs, and early (epochs 1–10) against late (490–500) in a 500-epoch fit.
+
+Every pair runs interleaved in one process; figures are medians, ratios the
+median of the per-repeat (or per-epoch) ratios.
+
+    uv run python tools/bench/commit_cost.py [--repeats N] [--long-epochs N]
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import os
+import shutil
 import statistics
+import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import torch
+import yaml
 from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
 
+if __package__ in (None, ""):  # run as a script: make tools.bench importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from nnx import NNOptimParams, NNRun, NNTrainParams
+from nnx._engine.fit_loop import FitLoop
 from nnx._foundation.seeding import capture_rng_state
 from nnx._persistence.checkpoint import NNCheckpoint
+from tools.bench import workloads
+
+
+def careful_save(state: Any, path: Path) -> None:
+    """``torch.save`` + ``fsync`` + rename + directory ``fsync``: a durable save."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as handle:
+        torch.save(state, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# -- one resume point against one save ----------------------------------------------------
 
 
 def state_for(width: int) -> tuple[nn.Module, torch.optim.Optimizer]:
@@ -33,7 +74,7 @@ def state_for(width: int) -> tuple[nn.Module, torch.optim.Optimizer]:
     return net, opt
 
 
-def one_commit(directory: Path, net: nn.Module, opt: torch.optim.Optimizer, epoch: int) -> None:
+def one_point(directory: Path, net: nn.Module, opt: torch.optim.Optimizer, epoch: int) -> None:
     checkpoint = NNCheckpoint(tag="last", epoch=epoch, run_id="bench", state_dict=net.state_dict(),
                               model={}, train={})
     checkpoint.save(directory / "last.pt", training_state={
@@ -41,35 +82,132 @@ def one_commit(directory: Path, net: nn.Module, opt: torch.optim.Optimizer, epoc
         position={"completed_epoch": epoch})
 
 
-def plain_save(directory: Path, net: nn.Module, opt: torch.optim.Optimizer, epoch: int) -> None:
-    torch.save({"epoch": epoch, "model": net.state_dict(), "optimizer": opt.state_dict()},
-               directory / "plain.pt")
+def _plain_state(net: nn.Module, opt: torch.optim.Optimizer, epoch: int) -> dict[str, Any]:
+    return {"epoch": epoch, "model": net.state_dict(), "optimizer": opt.state_dict()}
 
 
-def measure(width: int, repeats: int = 15) -> dict[str, float]:
+def measure_point(width: int, repeats: int) -> dict[str, float]:
     net, opt = state_for(width)
-    params = sum(p.numel() for p in net.parameters())
-    nnx_times, plain_times = [], []
+    times: dict[str, list[float]] = {"nnx": [], "plain": [], "careful": []}
+    runs: dict[str, Callable[[Path, int], None]] = {
+        "nnx": lambda d, e: one_point(d, net, opt, e),
+        "plain": lambda d, e: torch.save(_plain_state(net, opt, e), d / "plain.pt"),
+        "careful": lambda d, e: careful_save(_plain_state(net, opt, e), d / "careful.pt"),
+    }
     with tempfile.TemporaryDirectory() as tmp:
-        directory = Path(tmp)
         for epoch in range(repeats):
-            start = time.perf_counter()
-            one_commit(directory, net, opt, epoch)
-            nnx_times.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            plain_save(directory, net, opt, epoch)
-            plain_times.append(time.perf_counter() - start)
-    nnx_ms = statistics.median(nnx_times) * 1e3
-    plain_ms = statistics.median(plain_times) * 1e3
-    return {"params": params, "nnx_ms": nnx_ms, "plain_ms": plain_ms, "ratio": nnx_ms / plain_ms}
+            for name, run in runs.items():
+                start = time.perf_counter()
+                run(Path(tmp), epoch)
+                times[name].append(time.perf_counter() - start)
+    row = {f"{k}_ms": statistics.median(v) * 1e3 for k, v in times.items()}
+    row["params"] = sum(p.numel() for p in net.parameters())
+    row["vs_careful"] = statistics.median(a / b for a, b in zip(times["nnx"], times["careful"],
+                                                                strict=True))
+    return row
+
+
+# -- an epoch's commit in a real fit ------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def paired_commits(sink: list[tuple[int, float, float]]) -> Iterator[None]:
+    """Time every ``FitLoop.commit`` and, right after it, the careful save of the same
+    net and optimizer: (epoch, commit seconds, careful seconds)."""
+    original = FitLoop.commit
+
+    def timed(self: FitLoop, epoch: int, *args: Any, **kwargs: Any) -> None:
+        start = time.perf_counter()
+        original(self, epoch, *args, **kwargs)
+        mid = time.perf_counter()
+        careful_save(_plain_state(self.model.net, self.primary.optimizer, epoch),
+                     self.run.path.parent.parent / "careful.pt")
+        sink.append((epoch, mid - start, time.perf_counter() - mid))
+
+    FitLoop.commit = timed  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        FitLoop.commit = original  # type: ignore[method-assign]
+
+
+def _fit(root: Path, *, epochs: int, salt: str, rows: int = workloads.ROWS,
+         batch: int = 256) -> NNRun:
+    work = workloads.mlp()
+    model = work.make_model()
+    loader = DataLoader(TensorDataset(work.x_train[:rows], work.y_train[:rows]),
+                        batch_size=batch, shuffle=True,
+                        generator=torch.Generator().manual_seed(0))
+    params = NNTrainParams(n_epochs=epochs, train_loader=loader, seed=0, scheduler=None,
+                           save_phase_checkpoints=False,
+                           optim=NNOptimParams.builder().adam(max_lr=1e-3).build())
+    return model.train(params, salt=salt, root=root, verbose=False)
+
+
+def populate(root: Path, count: int) -> None:
+    """``count`` finished runs: one real 5-epoch fit, copied under salted ids (each a
+    valid run whose run.yaml hashes to its directory, with the same BEST)."""
+    source = _fit(root, epochs=5, salt="bench-source")
+    for i in range(count - 1):
+        run = NNRun.load(source.id, root=root)
+        copy = NNRun(model_params=run.model_params, train_params=run.train_params,
+                     net_params=run.net_params, salt=f"bench-{i}", root=root)
+        shutil.copytree(source.path, copy.path)
+        (copy.path / "run.yaml").write_text(yaml.safe_dump(copy.state(), sort_keys=False),
+                                            encoding="utf-8")
+
+
+def _summary(pairs: list[tuple[int, float, float]]) -> dict[str, float]:
+    return {"commit_ms": statistics.median(c for _, c, _ in pairs) * 1e3,
+            "careful_ms": statistics.median(k for _, _, k in pairs) * 1e3,
+            "ratio": statistics.median(c / k for _, c, k in pairs)}
+
+
+def measure_roots(repeats: int) -> dict[str, dict[str, float]]:
+    """The MLP fit (5 epochs, no validation) in an empty root and beside 200 runs."""
+    out: dict[str, list[tuple[int, float, float]]] = {"0 other runs": [], "200 other runs": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        crowded = Path(tmp) / "crowded"
+        populate(crowded, 200)
+        for r in range(repeats):
+            for label in (list(out) if r % 2 == 0 else list(out)[::-1]):
+                root = Path(tmp) / f"empty{r}" if label.startswith("0") else crowded
+                with paired_commits(out[label]):
+                    _fit(root, epochs=5, salt=f"measured-{r}")
+    return {label: _summary(pairs) for label, pairs in out.items()}
+
+
+def measure_long(epochs: int) -> dict[str, dict[str, float]]:
+    """One long fit (80 batches of 16 rows per epoch): early against late commits."""
+    pairs: list[tuple[int, float, float]] = []
+    with tempfile.TemporaryDirectory() as tmp, paired_commits(pairs):
+        _fit(Path(tmp) / "runs", epochs=epochs, salt="long", rows=80 * 16, batch=16)
+    early = [p for p in pairs if 1 <= p[0] <= 10]
+    late = [p for p in pairs if p[0] >= epochs - 10]
+    return {f"epochs 1-10 of {epochs}": _summary(early),
+            f"epochs {epochs - 10}-{epochs - 1}": _summary(late)}
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--long-epochs", type=int, default=500)
+    parser.add_argument("--skip-fits", action="store_true",
+                        help="only the resume point against one save")
+    args = parser.parse_args()
     torch.set_num_threads(1)
-    print(f"{'params':>10}  {'resume point':>12}  {'torch.save':>10}  {'ratio':>6}")
+    print(f"{'params':>10}  {'resume point':>12}  {'torch.save':>10}  {'careful':>9}  "
+          f"{'vs careful':>10}")
     for width in (128, 512, 2048):
-        row = measure(width)
+        row = measure_point(width, args.repeats)
         print(f"{row['params']:>10,}  {row['nnx_ms']:>10.2f}ms  {row['plain_ms']:>8.2f}ms  "
+              f"{row['careful_ms']:>7.2f}ms  {row['vs_careful']:>10.2f}")
+    if args.skip_fits:
+        return
+    print(f"\n{'MLP fit, epoch commit':<28}  {'NNx commit':>10}  {'careful':>9}  {'ratio':>6}")
+    results = {**measure_roots(max(1, args.repeats // 5)), **measure_long(args.long_epochs)}
+    for label, row in results.items():
+        print(f"{label:<28}  {row['commit_ms']:>8.2f}ms  {row['careful_ms']:>7.2f}ms  "
               f"{row['ratio']:>6.2f}")
 
 

@@ -141,14 +141,17 @@ def append_at(path: PathLike, offset: int, data: bytes, *, sync: bool = True) ->
 
 
 def atomic_write(path: PathLike, write: Callable[[IO[bytes]], Any], *, sync: bool = True,
-                 strict: bool = False) -> Path:
+                 strict: bool = False, temp: str | None = None) -> Path:
     """Write ``path`` atomically: ``write(f)`` fills a temp file that replaces it.
 
     Returns the resolved destination. ``sync=False`` skips the fsync (for
-    files whose durability an enclosing commit handles).
+    files whose durability an enclosing commit handles, or caches every reader
+    verifies). ``temp`` names the temp file (in the destination's directory)
+    instead of ``.<name>.<8 hex>``: runs/best's hand-over names its temps as the
+    pointer's own, so a stranded one reads as what it is.
     """
     dest = Path(os.path.realpath(os.fspath(path)))
-    tmp = dest.parent / f".{dest.name}.{secrets.token_hex(4)}"
+    tmp = dest.parent / (temp or f".{dest.name}.{secrets.token_hex(4)}")
     # O_EXCL: never reuse a name; mode 0o666 so the umask decides, as for open().
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
@@ -177,12 +180,13 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], Any], *, sync: boo
 
 
 def atomic_write_bytes(path: PathLike, data: bytes, *, sync: bool = True,
-                       strict: bool = False) -> Path:
-    return atomic_write(path, lambda f: f.write(data), sync=sync, strict=strict)
+                       strict: bool = False, temp: str | None = None) -> Path:
+    return atomic_write(path, lambda f: f.write(data), sync=sync, strict=strict, temp=temp)
 
 
-def atomic_write_text(path: PathLike, text: str, *, sync: bool = True) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"), sync=sync)
+def atomic_write_text(path: PathLike, text: str, *, sync: bool = True,
+                      temp: str | None = None) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"), sync=sync, temp=temp)
 
 
 def serialized(save: Callable[[IO[bytes]], Any]) -> bytes:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 import platform
 import subprocess
 from importlib import metadata
@@ -11,10 +13,21 @@ __all__ = ["environment_snapshot"]
 
 
 def _git_commit() -> str | None:
+    """HEAD of the working directory's repository, probed once per process and directory:
+    a subprocess costs milliseconds, and every run's setup asks."""
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working directory is gone: no repository to name
+        return None
+    return _git_commit_in(cwd)
+
+
+@functools.lru_cache(maxsize=8)
+def _git_commit_in(cwd: str) -> str | None:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=2, check=False
-        )
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=2, check=False,
+            cwd=cwd)
     except (OSError, subprocess.SubprocessError):
         return None
     commit = out.stdout.strip()

@@ -14,28 +14,46 @@ Overwriting a run hands the pointer on and makes the old run ineligible in one
 renamed aside to a dot-named trash directory, which is never a candidate, and
 deleted only after the lock is released. So no election that interleaves with
 the overwrite, from any process, can advertise the emptied run.
+
+A promotion reads the incumbent's score from ``runs/.best-score.json``, which
+the hand-over writes beside the pointer under the same ``.best.lock``: the
+run, its score and the identity (checkpoint id, generation) of the BEST it
+scores. It is a cache, not a record: it counts only while it names the run the
+pointer names and that run's live BEST manifest still names the same
+checkpoint, no later than its LAST. Anything else (missing, torn, stale,
+forged) sends the promotion down the exact path, and a hand-over is always
+confirmed on the exact path first, so the cache can keep the pointer where it
+is but never move it to a worse run. A full election (no usable incumbent, or
+the owner being overwritten) reads each candidate's run.yaml and its BEST and
+LAST records, never its history.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import shutil
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from nnx._foundation.atomic import atomic_write_text
 from nnx._foundation.locking import file_lock
+from nnx._foundation.records import NNIterationDataPoint, first_finite
 from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.checkpoint_format import read_record
 from nnx._persistence.run import NNRun
 
-__all__ = ["BEST_NAME", "current_best", "discard_retired", "elect_best", "promote_best",
-           "retire_run", "run_score"]
+__all__ = ["BEST_NAME", "SCORE_NAME", "candidate_score", "current_best", "discard_retired",
+           "elect_best", "promote_best", "recorded_score", "retire_run", "run_score"]
 
 BEST_NAME = "best"
+SCORE_NAME = ".best-score.json"
 _POINTER = "POINTER.txt"
+_SCORE_FORMAT = "nnx._persistence.best/score-1"
 
 
 def run_score(run_dir: Path) -> float | None:
@@ -58,6 +76,100 @@ def run_score(run_dir: Path) -> float | None:
     return checkpoint.score
 
 
+def _is_candidate_dir(run_dir: Path) -> bool:
+    return not (run_dir.name == BEST_NAME or run_dir.name.startswith(".")
+                or run_dir.is_symlink())
+
+
+def candidate_score(run_dir: Path) -> float | None:
+    """:func:`run_score` without reading the history or a tensor: run.yaml loads and
+    hashes to the directory, a history is present, and BEST's and LAST's records (read
+    without their tensors) show a committed BEST no later than LAST. What a full
+    election reads of each run, so its cost does not grow with the runs' histories."""
+    if not _is_candidate_dir(run_dir):
+        return None
+    checkpoints = run_dir / "checkpoints"
+    if not (run_dir / "run.yaml").is_file() or not (checkpoints / "best.pt").is_file():
+        return None
+    history = (run_dir / "idps.csv").is_file() or (
+        run_dir / "history" / "journal.json").is_file()
+    try:
+        NNRun._from_config(run_dir, run_dir.parent)
+        best = read_record(checkpoints / "best.pt")
+        committed = int(read_record(checkpoints / "last.pt")["epoch"])
+        if best.get("named_monitor") or not history or int(best["epoch"]) > committed:
+            return None
+        idp = best.get("idp")
+        found = None if idp is None else first_finite(NNIterationDataPoint.from_state(idp))
+    except Exception:  # a malformed artifact is never a candidate
+        return None
+    return math.inf if found is None else found[1]
+
+
+# -- the score beside the pointer --------------------------------------------------------
+def _temp_name() -> str:
+    """The hand-over's temp names: ``.best.<pid>.<32 hex>``, the pointer's own pattern."""
+    return f".best.{os.getpid()}.{uuid.uuid4().hex}"
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _best_identity(run_dir: Path) -> tuple[str, int, int] | None:
+    """(checkpoint id, generation, epoch) of the run's settled BEST, from its live
+    manifest; None while a publish is staged, without a manifest, or when BEST is past
+    the epoch LAST's live manifest commits."""
+    checkpoints = run_dir / "checkpoints"
+    if (checkpoints / "best.pt.manifest.json.staged").exists() or not (
+            run_dir / "run.yaml").is_file() or not (checkpoints / "best.pt").is_file():
+        return None
+    best, last = (_json(checkpoints / f"{tag}.pt.manifest.json") for tag in ("best", "last"))
+    try:
+        epoch = int(best["position"]["completed_epoch"])
+        if int(last["position"]["completed_epoch"]) < epoch:
+            return None
+        return str(best["checkpoint_id"]), int(best["generation"]), epoch
+    except (TypeError, KeyError, ValueError):
+        return None
+
+
+def _record_score(root: Path, run_id: str | None, score: float | None) -> None:
+    """Write (or, for no run, remove) the score beside the pointer. Not flushed: after a
+    power loss a torn or missing file only costs the next promotion the exact path."""
+    path = root / SCORE_NAME
+    identity = None if run_id is None else _best_identity(root / run_id)
+    if run_id is None or score is None or identity is None:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        return
+    checkpoint_id, generation, _ = identity
+    doc = {"format": _SCORE_FORMAT, "run": run_id, "score": score,
+           "checkpoint_id": checkpoint_id, "generation": generation}
+    atomic_write_text(path, json.dumps(doc, sort_keys=True) + "\n", sync=False,
+                      temp=_temp_name())
+
+
+def recorded_score(root: str | os.PathLike[str], run_id: str) -> float | None:
+    """The score beside the pointer for ``run_id``, when it is consistent: it names
+    ``run_id``, which runs/best names, and that run's settled BEST; else None."""
+    root = Path(root)
+    doc = _json(root / SCORE_NAME)
+    if not isinstance(doc, dict) or doc.get("format") != _SCORE_FORMAT or doc.get(
+            "run") != run_id or current_best(root) != run_id:
+        return None
+    identity = _best_identity(root / run_id)
+    score = doc.get("score")
+    if identity is None or (doc.get("checkpoint_id"), doc.get("generation")) != identity[:2]:
+        return None
+    if not isinstance(score, (int, float)) or isinstance(score, bool) or math.isnan(score):
+        return None
+    return float(score)
+
+
 def current_best(root: Path) -> str | None:
     """The run id runs/best points at, or None."""
     pointer = root / BEST_NAME
@@ -69,6 +181,12 @@ def current_best(root: Path) -> str | None:
     return None
 
 
+def _hand_over(root: Path, run_id: str | None, score: float | None) -> None:
+    """Point runs/best at ``run_id`` (None: remove it) and record its score beside it."""
+    _point(root, run_id)
+    _record_score(root, run_id, score)
+
+
 def _point(root: Path, run_id: str | None) -> None:
     pointer = root / BEST_NAME
     if run_id is None:
@@ -77,7 +195,7 @@ def _point(root: Path, run_id: str | None) -> None:
         elif pointer.is_dir():
             shutil.rmtree(pointer)
         return
-    tmp = root / f".best.{os.getpid()}.{uuid.uuid4().hex}"
+    tmp = root / _temp_name()
     try:
         os.symlink(run_id, tmp, target_is_directory=True)
     except (OSError, NotImplementedError):
@@ -105,6 +223,10 @@ def promote_best(root: str | os.PathLike[str], run_id: str, score: float) -> str
     :func:`elect_best`, reading only the incumbent. Only this run's score changed,
     and it only went down, so it either beats the incumbent or nothing moves (ties
     keep the incumbent). A missing or no longer valid incumbent takes the full path.
+
+    The incumbent's score comes from beside the pointer when that record is
+    consistent (:func:`recorded_score`); a hand-over, and any record that is not,
+    reads the incumbent exactly (:func:`run_score`) first.
     """
     root = Path(root)
     if not _has_best(root / run_id):
@@ -113,13 +235,19 @@ def promote_best(root: str | os.PathLike[str], run_id: str, score: float) -> str
         return elect_best(root)
     incumbent = current_best(root)
     if incumbent == run_id and (root / BEST_NAME).exists():
+        _record_score(root, run_id, score)  # its own BEST moved: keep the record current
         return run_id
+    if incumbent is not None:
+        recorded = recorded_score(root, incumbent)
+        if recorded is not None and not score < recorded:
+            return incumbent  # the common case: the incumbent holds, nothing is read
     held = None if incumbent is None else run_score(root / incumbent)
     if held is None:
         return elect_best(root, known={run_id: score})
     if score < held:
-        _point(root, run_id)
+        _hand_over(root, run_id, score)
         return run_id
+    _record_score(root, incumbent, held)  # the record was missing or wrong: mend it
     return incumbent
 
 
@@ -140,11 +268,11 @@ def elect_best(root: str | os.PathLike[str], *, exclude: str | None = None,
     for entry in root.iterdir():
         if entry.name == exclude or not entry.is_dir():
             continue
-        score = known[entry.name] if entry.name in known else run_score(entry)
+        score = known[entry.name] if entry.name in known else candidate_score(entry)
         if score is not None:
             scored.append((score, entry.name))
     if not scored:
-        _point(root, None)
+        _hand_over(root, None, None)
         return None
     low = min(score for score, _ in scored)
     tied = sorted(name for score, name in scored if score == low or (
@@ -152,6 +280,7 @@ def elect_best(root: str | os.PathLike[str], *, exclude: str | None = None,
     winner = incumbent if incumbent in tied else tied[0]
     if winner != incumbent or not (root / BEST_NAME).exists():
         _point(root, winner)
+    _record_score(root, winner, low)
     return winner
 
 

@@ -140,6 +140,8 @@ class NNCheckpoint:
     checkpoint_id: str | None = None
     sidecar: str | None = None
     path: Path | None = field(default=None, compare=False)
+    #: The resume point the last :meth:`save` wrote (None for one read from a file).
+    point: ResumePoint | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # A runtime module (spec §3.2) is never reconstructible, whoever writes its checkpoint.
@@ -178,8 +180,14 @@ class NNCheckpoint:
         }
 
     def save(self, path: str | os.PathLike[str], training_state: Mapping[str, Any] | None = None,
-             *, position: Mapping[str, Any] | None = None) -> Path:
-        """Write a resume point: the sidecar (when given), the checkpoint, the manifest."""
+             *, position: Mapping[str, Any] | None = None,
+             like: NNCheckpoint | None = None) -> Path:
+        """Write a resume point: the sidecar (when given), the checkpoint, the manifest.
+
+        ``like``: a checkpoint just saved beside this one with exactly this
+        ``training_state``; the two points then share its sidecar's bytes
+        (:func:`~nnx._persistence.resume_point.write_point`).
+        """
         dest = Path(path)
         if is_safetensors(dest) and not self.reconstructible:
             raise MissingModelFactoryError(
@@ -188,10 +196,12 @@ class NNCheckpoint:
                 f"model factory and use a ModelSpec, or save a pickle checkpoint")
         dest.parent.mkdir(parents=True, exist_ok=True)
         self.training_state_present = training_state is not None
+        beside = like is not None and like.path is not None and like.path.parent == dest.parent
         point = write_point(dest, self.payload(), training_state,
-                            position or {"completed_epoch": self.epoch})
+                            position or {"completed_epoch": self.epoch},
+                            like=like.point if beside and like is not None else None)
         self.generation, self.checkpoint_id = point.generation, point.checkpoint_id
-        self.sidecar, self.path = point.sidecar, dest
+        self.sidecar, self.path, self.point = point.sidecar, dest, point
         return dest
 
     @classmethod

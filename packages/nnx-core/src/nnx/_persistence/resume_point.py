@@ -13,6 +13,15 @@ Saving tag ``T`` as generation ``g``:
    directory flushed. A Ctrl-C inside 2–3 is held until the point is complete;
 4. every sidecar and compatibility temp no manifest names is removed.
 
+A point saved right after another tag's point of the same state (BEST, or a
+phase checkpoint, committed in the epoch LAST just committed) takes that
+point's training state as it is: its sidecar is a hard link of the other
+point's (same bytes, same digest, already flushed), so the state is neither
+serialized nor flushed twice, and the point carries the other point's
+generation and checkpoint id, which the sidecar records. Its checkpoint file
+and its manifest are its own. Where the filesystem has no hard links, or the
+generation would not advance, the point is written as any other.
+
 So a crash leaves either the previous complete point, or a staged manifest
 that matches every new file (verification accepts it), never new weights
 paired with stale optimizer state. The compatibility copy changes only while a
@@ -228,9 +237,26 @@ def repair_point(checkpoint: Path) -> list[str]:
         return strays
 
 
+def _linked_sidecar(directory: Path, source: ResumePoint, name: str) -> bool:
+    """``name`` as a hard link of ``source``'s sidecar; False where links are unavailable."""
+    assert source.sidecar is not None
+    target = directory / name
+    with contextlib.suppress(FileNotFoundError):
+        target.unlink()  # a dead writer's file of this generation: no manifest names it
+    try:
+        os.link(directory / source.sidecar, target)
+    except OSError:
+        return False
+    return True
+
+
 def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str, Any] | None,
-                position: Mapping[str, Any]) -> ResumePoint:
-    """Write one resume point for ``dest`` (a ``<tag>.pt`` path) as described above."""
+                position: Mapping[str, Any], *, like: ResumePoint | None = None) -> ResumePoint:
+    """Write one resume point for ``dest`` (a ``<tag>.pt`` path) as described above.
+
+    ``like``: a point just saved in the same directory whose sidecar holds exactly
+    ``training_state`` (the caller's promise); this point then shares its sidecar.
+    """
     directory = dest.parent
     with file_lock(lock_path(dest)):
         _settle_staged(dest)
@@ -240,9 +266,17 @@ def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str
         generation = 1 if previous is None else previous.generation + 1
         checkpoint_id = uuid.uuid4().hex
         files: dict[str, Any] = {}
+        shared = (like is not None and like.sidecar is not None and training_state is not None
+                  and like.generation >= generation and not like.staged)
+        if shared:
+            assert like is not None
+            generation, checkpoint_id = like.generation, like.checkpoint_id
         payload = {**payload, "generation": generation, "checkpoint_id": checkpoint_id}
-        if training_state is not None:
-            side_name = f"{dest.name}.opt.{generation}.pt"
+        side_name = f"{dest.name}.opt.{generation}.pt"
+        if shared and like is not None and _linked_sidecar(directory, like, side_name):
+            files["sidecar"] = {**like.files["sidecar"], "name": side_name}
+            payload["sidecar"] = side_name
+        elif training_state is not None:
             state = {**training_state, "generation": generation, "checkpoint_id": checkpoint_id}
             side_bytes = serialized(lambda f: torch.save(state, f))
             atomic_write_bytes(directory / side_name, side_bytes, strict=True)

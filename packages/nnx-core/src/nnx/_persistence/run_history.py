@@ -35,7 +35,7 @@ class HistoryRun(Protocol):
 
 
 class EagerHistory:
-    """Every record in memory; idps.csv rewritten whole at each commit."""
+    """Every record in memory; idps.csv grown by each commit's lines."""
 
     def __init__(self, run: HistoryRun) -> None:
         self.run = run
