@@ -47,6 +47,8 @@ class EpochCommit:
                  history: Any, attempt: Any, phases: Mapping[str, int]) -> None:
         self.state, self.run, self.net, self.params = state, run, net, params
         self.history, self.attempt, self.phases = history, attempt, dict(phases)
+        # LAST as the current commit saved it, with its training state (BEST shares it).
+        self._saved_last: tuple[NNCheckpoint, dict[str, Any]] | None = None
 
     # -- what a checkpoint holds --------------------------------------------------------
     def slot_state(self, slot: OptimizerSlot) -> dict[str, Any]:
@@ -86,8 +88,10 @@ class EpochCommit:
 
     def checkpoint(self, tag: str, epoch: int, idp: NNIterationDataPoint,
                    monitor_value: float | None = None,
-                   streams: dict[str, Any] | None = None) -> int | None:
-        """Write the resume point ``tag`` of ``epoch``; returns its generation."""
+                   streams: dict[str, Any] | None = None, as_last: bool = False) -> int | None:
+        """Write the resume point ``tag`` of ``epoch``; returns its generation. ``as_last``:
+        in the commit that just saved LAST, whose training state this is, so the two
+        points share its sidecar instead of serializing and flushing a second copy."""
         run, state = self.run, self.state
         checkpoint = NNCheckpoint(
             tag=tag, epoch=epoch, run_id=run.id, state_dict=self.net.state_dict(),
@@ -95,14 +99,17 @@ class EpochCommit:
             net=None if run.net_params is None else run.net_params.state(),
             train=self.params.state(), idp=idp, named_monitor=state.tracker is not None,
             monitor_value=monitor_value, transforms=state.transforms)
-        training_state = self.training_state(epoch, streams)
+        like = self._saved_last if as_last else None
+        training_state = like[1] if like is not None else self.training_state(epoch, streams)
         position = {"completed_epoch": epoch, "global_step": state.iter_idx,
                     "committed_updates": state.committed_updates,
                     "planned_n_epochs": state.end_epoch}
         if state.ctx.should_stop:  # a deliberate end before the plan's (an early stop)
             position["stopped"] = True
         checkpoint.save(run.checkpoints_dir / f"{tag}.pt", training_state=training_state,
-                        position=position)
+                        position=position, like=None if like is None else like[0])
+        if tag == "last":
+            self._saved_last = (checkpoint, training_state)
         return checkpoint.generation
 
     def fingerprint(self) -> Any:
@@ -122,6 +129,11 @@ class EpochCommit:
         """history → LAST → FIRST/Qk → BEST → runs/best, for the epoch's last record."""
         run, state = self.run, self.state
         state.commit_started = True  # from here on the run directory is kept (§4.4)
+        first_best = not (run.checkpoints_dir / "best.pt").exists()
+        if state.tracker is None and (improved or first_best) and value is not None:
+            # Before LAST, whose training state carries it: a resume from LAST then
+            # judges the next epoch against this one, as the uninterrupted run does.
+            state.best_score = min(value, state.best_score)
         self.history.commit(epoch, idp)
         streams = state.capture_streams()
         try:
@@ -139,17 +151,14 @@ class EpochCommit:
             self.attempt.committed("last", epoch, generation)
         for tag, phase_epoch in self.phases.items():
             if phase_epoch == epoch:
-                self.checkpoint(tag, epoch, idp)
+                self.checkpoint(tag, epoch, idp, as_last=True)
         if state.tracker is not None:  # a named monitor decides BEST; never elected to runs/best
             if improved:
-                self.checkpoint("best", epoch, idp, monitor_value=value)
+                self.checkpoint("best", epoch, idp, monitor_value=value, as_last=True)
             return
-        first_best = not (run.checkpoints_dir / "best.pt").exists()
         if improved or first_best:
-            if value is not None:
-                state.best_score = min(value, state.best_score)
             score = checkpoint_score(idp)
-            self.checkpoint("best", epoch, idp)
+            self.checkpoint("best", epoch, idp, as_last=True)
             with file_lock(run.root / ".best.lock"):
                 promote_best(run.root, run.id, score)
 

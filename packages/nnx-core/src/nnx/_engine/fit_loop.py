@@ -170,12 +170,6 @@ class FitLoop(ABC):
         self.verbose = verbose
         self.created = False  # this call reserved (created) the run directory
         self.summary: Any = None
-<<<<<<< HEAD
-=======
-        self.best_score = math.inf
-        # LAST as the current commit saved it, with its training state (BEST shares it).
-        self._saved_last: tuple[NNCheckpoint, dict[str, Any]] | None = None
->>>>>>> lay-d
         self.phases = self._phases()
         self._warned_unowned = False
         if objective is not None:
@@ -401,7 +395,6 @@ class FitLoop(ABC):
         return edp
 
     # -- commit -----------------------------------------------------------------------
-<<<<<<< HEAD
     def commit(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
                value: float | None) -> None:
         """The epoch transaction (:class:`EpochCommit`); under DDP only rank 0 persists,
@@ -410,130 +403,6 @@ class FitLoop(ABC):
             self.committer.commit(epoch, idp, improved=improved, value=value)
         else:
             keep_best_score(self.state, improved=improved, value=value)
-=======
-    def _checkpoint(self, tag: str, epoch: int, idp: NNIterationDataPoint,
-                    monitor_value: float | None = None,
-                    streams: dict[str, Any] | None = None, as_last: bool = False) -> int | None:
-        """Save ``tag``; ``as_last``: in the commit that just saved LAST, whose training
-        state this is, so the two points share its sidecar instead of a second copy."""
-        run = self.run
-        checkpoint = NNCheckpoint(
-            tag=tag, epoch=epoch, run_id=run.id, state_dict=self.model.net.state_dict(),
-            model=run.model_params.state(),
-            net=None if run.net_params is None else run.net_params.state(),
-            train=self.params.state(), idp=idp, named_monitor=self.tracker is not None,
-            monitor_value=monitor_value, transforms=self.transforms)
-        like = self._saved_last if as_last else None
-        state = like[1] if like is not None else self._training_state(epoch, streams)
-        position = {"completed_epoch": epoch, "global_step": self.iter_idx,
-                    "committed_updates": self.ctx.committed_updates,
-                    "planned_n_epochs": self.end_epoch}
-        if self.ctx.should_stop:  # a deliberate end before the plan's (an early stop)
-            position["stopped"] = True
-        checkpoint.save(run.checkpoints_dir / f"{tag}.pt", training_state=state,
-                        position=position, like=None if like is None else like[0])
-        if tag == "last":
-            self._saved_last = (checkpoint, state)
-        return checkpoint.generation
-
-    def slot_state(self, slot: OptimizerSlot) -> dict[str, Any]:
-        """One optimizer's part of the training state: identity, topology, state, schedule."""
-        names = {id(p): n for n, p in self.model.net.named_parameters()}
-        return {
-            "optimizer_class": type(slot.optimizer).__name__,
-            "optimizer_factory": optimizer_factory_state(slot.config),
-            "optimizer": slot.optimizer.state_dict(),
-            "param_names": [[names.get(id(p), "?") for p in g["params"]]
-                            for g in slot.optimizer.param_groups],
-            "schedule": None if slot.schedule is None else slot.schedule.state_dict(),
-            "updates": slot.updates,
-        }
-
-    def _streams(self) -> dict[str, Any]:
-        """The random streams a checkpoint restores: RNGs and the loaders' generators."""
-        from nnx._foundation.seeding import capture_rng_state
-
-        generators = loader_generators(self.params.train_loader)
-        return {"loaders": {seed: gen.get_state() for seed, gen in generators.items()},
-                "rng": capture_rng_state()}
-
-    def _training_state(self, epoch: int, streams: dict[str, Any] | None = None
-                        ) -> dict[str, Any]:
-        streams = self._streams() if streams is None else streams
-        state = {
-            "epoch": epoch,
-            "loop_kind": self.kind,
-            "components": collect_states(self.components),
-            "loop": {"iter_idx": self.iter_idx, "planned_n_epochs": self.end_epoch,
-                     "best_score": None if math.isinf(self.best_score) else self.best_score},
-            "loaders": streams["loaders"],
-            "scaler": None if self.scaler is None else self.scaler.state_dict(),
-            "precision": self.precision.state(),
-            "committed_updates": self.ctx.committed_updates,
-            "rng": streams["rng"],
-        }
-        if self.kind == "model":
-            state.update(self.slot_state(self.primary))
-        else:
-            state["optimizers"] = {name: self.slot_state(slot)
-                                   for name, slot in self.slots.items()}
-        return state
-
-    def saved_slots(self, state: Mapping[str, Any]) -> dict[str | None, Mapping[str, Any]]:
-        """The saved per-optimizer states, keyed like :attr:`slots`."""
-        if self.kind == "model":
-            return {None: state}
-        return dict(state.get("optimizers") or {})
-
-    def commit(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
-               value: float | None) -> None:
-        run = self.run
-        if not self.is_main:  # under DDP only rank 0 persists; the others keep the score
-            if improved and self.tracker is None and value is not None:
-                self.best_score = min(value, self.best_score)
-            return
-        self.commit_started = True  # from here on the run directory is kept (§4.4)
-        first_best = not (run.checkpoints_dir / "best.pt").exists()
-        if self.tracker is None and (improved or first_best) and value is not None:
-            # Before LAST, whose training state carries it: a resume from LAST then
-            # judges the next epoch against this one, as the uninterrupted run does.
-            self.best_score = min(value, self.best_score)
-        self.hist.commit(epoch, idp)
-        streams = self._streams()
-        try:
-            generation = self._checkpoint("last", epoch, idp, streams=streams)
-        except BaseException:
-            self.hist.rollback(epoch)  # LAST failed: history rolls back to the last epoch
-            raise
-        # Fingerprinted on the run's last epoch only (cheap, but not free): the final
-        # LAST refresh compares against it; without one it always rewrites.
-        final = epoch == self.end_epoch - 1 or self.ctx.should_stop or self.ctx.stop_at_update
-        self.last_commit = (epoch, idp, streams, self._state_fingerprint() if final else None)
-        if self.attempt is not None:
-            self.attempt.committed("last", epoch, generation)
-        for tag, phase_epoch in self.phases.items():
-            if phase_epoch == epoch:
-                self._checkpoint(tag, epoch, idp, as_last=True)
-        if self.tracker is not None:  # a named monitor decides BEST; never elected to runs/best
-            if improved:
-                self._checkpoint("best", epoch, idp, monitor_value=value, as_last=True)
-            return
-        if improved or first_best:
-            checkpoint_score = self._checkpoint_score(idp)
-            self._checkpoint("best", epoch, idp, as_last=True)
-            with file_lock(run.root / ".best.lock"):
-                promote_best(run.root, run.id, checkpoint_score)
-
-    def _state_fingerprint(self) -> Any:
-        """What LAST's weights and training state are, without copying a tensor: each
-        tensor by its storage, shape and in-place version counter, every other value as
-        it is. Any in-place write, replaced tensor or changed component state differs."""
-        slots = {str(n): (s.optimizer.state_dict(),
-                          None if s.schedule is None else s.schedule.state_dict())
-                 for n, s in self.slots.items()}
-        return _fingerprint((self.model.net.state_dict(), slots, collect_states(self.components),
-                             None if self.scaler is None else self.scaler.state_dict()))
->>>>>>> lay-d
 
     def _run_deferred(self) -> None:
         """The transaction's last step: what callbacks deferred (ctx.defer), in order."""

@@ -6,32 +6,21 @@ evaluation record (``train``, ``val``, ``train_summary``), with
 ``selection`` as a JSON cell. Only columns some record uses are written, so a
 run that uses no task, metric or monitor keeps the legacy columns. A CSV
 cannot tell NaN from absent: NaN cells read back as absent values.
-
-The file grows by appending: each commit adds that epoch's lines, flushed,
-after the lines already there (:meth:`IdpsCsv.write`); a new column or an
-earlier record changed replaces the whole file atomically instead. A process
-killed inside an append leaves the committed lines whole and a torn last line
-past them; readers drop a last line without its newline, and LAST (the commit
-marker) already hides records newer than its epoch. An append that fails, or
-is interrupted, is cut back off, so the file is the previous one again.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
 import math
-import os
+import operator
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
-from nnx._foundation.atomic import append_at, atomic_write_text
 from nnx._foundation.records import EDP_FIELDS, NNEvaluationDataPoint, NNIterationDataPoint
 
-__all__ = ["IdpsCsv", "committed_text", "read_idps_csv", "render_idps_csv"]
+__all__ = ["IdpsCsv", "read_idps_csv", "render_idps_csv"]
 
 _BASE = ("epoch", "iter_idx", "batch_idx", "update_count", "lr")
 _SPLITS = (("train", "train_edp"), ("val", "val_edp"), ("train_summary", "train_summary"))
@@ -94,10 +83,10 @@ def render_idps_csv(idps: Iterable[NNIterationDataPoint]) -> str:
 class IdpsCsv:
     """:func:`render_idps_csv` of a history that grows between calls.
 
-    Records that are still the ones of the last call keep their rendered lines, so
-    each epoch's commit renders only that epoch's records; the whole file is
-    rendered again only when a record appears with a column the file has not had,
-    or an earlier record was removed or replaced by a different one (a rollback).
+    A record that is still the same object as at the last call keeps its rendered
+    line, so each epoch's commit renders only that epoch's records; the whole file
+    is rendered again only when a record appears with a column the file has not
+    had, or an earlier record was removed or replaced (a rollback).
     """
 
     def __init__(self) -> None:
@@ -107,76 +96,25 @@ class IdpsCsv:
         self._records: list[NNIterationDataPoint] = []
         self._rows: list[dict[str, Any]] = []
         self._columns: list[str] = _columns([])
-        self._chunks: list[str] = []  # the file's text, one chunk per call
-        self._size: int | None = None  # bytes on disk after the last write; None: unknown
+        self._text = ""
 
-    def _advance(self, idps: Sequence[NNIterationDataPoint]) -> str | None:
-        """Take ``idps`` in; the text to append, or None when the whole text changed."""
+    def render(self, idps: Sequence[NNIterationDataPoint]) -> str:
         done = len(self._records)
-        # A C-level comparison (identity first, then value): a record replaced by an
-        # equal one renders the same line, so only a real change starts over.
-        if len(idps) < done or list(idps[:done]) != self._records:
+        if len(idps) < done or not all(map(operator.is_, idps, self._records)):
             self._reset()  # an earlier record changed: start over
             done = 0
         new = list(idps[done:])
         rows = [_row(idp) for idp in new]
         self._records += new
         self._rows += rows
-        known = set(self._columns)
-        if self._chunks and all(c in known for row in rows for c in row):
-            tail = _lines(rows, self._columns, header=False)
-            self._chunks.append(tail)
-            return tail
-        self._columns = _columns(self._rows)
-        self._chunks = [_lines(self._rows, self._columns, header=True)]
-        return None
-
-    def render(self, idps: Sequence[NNIterationDataPoint]) -> str:
-        self._advance(idps)
-        return "".join(self._chunks)
-
-    def write(self, path: Path, idps: Sequence[NNIterationDataPoint]) -> None:
-        """Bring ``path`` up to ``idps``: append the new lines when the file is still
-        what the last write left, else replace it whole with the atomic writer."""
-        size = self._size
-        tail = self._advance(idps)
-        try:
-            if tail is not None and size is not None and _size_of(path) == size:
-                self._size = _append(path, size, tail.encode("utf-8"))
-            else:
-                data = "".join(self._chunks)
-                atomic_write_text(path, data)
-                self._size = len(data.encode("utf-8"))
-        except BaseException:
-            self._reset()  # the file is the previous one: the next write replaces it whole
-            raise
-
-
-def _size_of(path: Path) -> int | None:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return None
-
-
-def _append(path: Path, offset: int, data: bytes) -> int:
-    """``data`` after the first ``offset`` bytes, flushed (as the atomic writer flushes);
-    on any failure, a Ctrl-C included, the file is cut back to ``offset``."""
-    try:
-        return append_at(path, offset, data)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.truncate(path, offset)
-        raise
-
-
-def committed_text(text: str) -> tuple[str, bool]:
-    """(the text up to its last newline, whether a torn last line was dropped). Every
-    line is written with its newline, so a last line without one is an append a killed
-    process did not finish."""
-    if not text or text.endswith("\n"):
-        return text, False
-    return text[:text.rfind("\n") + 1], True
+        columns = _columns(self._rows) if any(c not in self._columns for row in rows
+                                               for c in row) else self._columns
+        if columns != self._columns or not self._text:
+            self._columns = columns
+            self._text = _lines(self._rows, columns, header=True)
+        else:
+            self._text += _lines(rows, columns, header=False)
+        return self._text
 
 
 def _cell(text: str) -> float | None:
@@ -213,10 +151,8 @@ def _edp(row: dict[str, str], prefix: str) -> NNEvaluationDataPoint | None:
 
 
 def read_idps_csv(text: str) -> list[NNIterationDataPoint]:
-    """The records of an idps.csv text; a torn last line (see :func:`committed_text`)
-    is not one."""
     out = []
-    for row in csv.DictReader(io.StringIO(committed_text(text)[0])):
+    for row in csv.DictReader(io.StringIO(text)):
         update = _cell(row.get("update_count") or "")
         selection = row.get("selection") or None
         out.append(NNIterationDataPoint(

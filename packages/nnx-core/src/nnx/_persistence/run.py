@@ -2,7 +2,7 @@
 
 ``runs/<id>/run.yaml`` is the configuration and hashes to ``<id>``;
 ``metadata.yaml`` is the environment (never hashed); ``idps.csv`` the
-per-iteration history, grown by each epoch's lines. Every file goes through the
+per-iteration history, rewritten each epoch. Every file goes through the
 atomic writer. LAST is the commit marker: loading a run drops history newer
 than LAST's epoch (what a killed process may have left behind).
 
@@ -32,7 +32,7 @@ from nnx._foundation.records import NNIterationDataPoint
 from nnx._foundation.validation import check_run_id
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.checkpoint_format import read_record
-from nnx._persistence.history_csv import IdpsCsv, committed_text, read_idps_csv
+from nnx._persistence.history_csv import IdpsCsv, read_idps_csv
 from nnx._persistence.resume_status import ResumeStatus
 from nnx._persistence.run_render import render_html, render_text
 from nnx.enums.nets import Nets
@@ -167,14 +167,13 @@ class NNRun:
         return (self.path / "history" / "journal.json").is_file() or self.journal is not None
 
     def save_history(self) -> None:
-        """idps.csv, grown by the epoch's lines (see history_csv); a journal run's history
-        is never rewritten."""
+        """idps.csv, rewritten whole; a journal run's history is never rewritten."""
         if self.has_journal:
             return
         if self._csv is None:
             self._csv = IdpsCsv()
         with file_lock(self.path / ".run.lock"):
-            self._csv.write(self.path / "idps.csv", self.idps)  # appends what is new
+            atomic_write_text(self.path / "idps.csv", self._csv.render(self.idps))
 
     def save(self) -> None:
         self.save_config()
@@ -218,10 +217,7 @@ class NNRun:
                                                    f"{last_epoch}")
         if history.is_file() and not uncommitted:
             with _reading(run_id, history):
-                text, torn = committed_text(history.read_text(encoding="utf-8"))
-                run.idps = read_idps_csv(text)
-                if torn and last_epoch is not None:
-                    run._check_torn(last_epoch)
+                run.idps = read_idps_csv(history.read_text(encoding="utf-8"))
         if last_epoch is not None:
             run.idps = [idp for idp in run.idps if idp.epoch <= last_epoch]
         return run
@@ -260,17 +256,6 @@ class NNRun:
     def provenance(self) -> Any:
         """The run's provenance (fingerprint, manifest, attempt), or None without one."""
         return read_provenance(self.path) if self.path.is_dir() else None
-
-    def _check_torn(self, last_epoch: int) -> None:
-        """A torn last line is an append a kill cut short: harmless past LAST's record,
-        lost records when the committed history ends before it."""
-        with _reading(self.id, self.checkpoints_dir / "last.pt"):
-            idp = read_record(self.checkpoints_dir / "last.pt").get("idp") or {}
-        kept = [r for r in self.idps if r.epoch <= last_epoch]
-        if idp.get("iter_idx") is not None and (
-                not kept or kept[-1].iter_idx != idp["iter_idx"]):
-            raise ValueError(f"the history ends inside a line before LAST's record (epoch "
-                             f"{last_epoch}, step {idp['iter_idx']})")
 
     def committed_epoch(self) -> int | None:
         """LAST's epoch: the last committed epoch, or None before the first commit."""

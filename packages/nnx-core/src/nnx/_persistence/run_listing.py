@@ -83,20 +83,14 @@ def _record(run_id: str, path: Path) -> Mapping[str, Any]:
     return record
 
 
-def _check_csv_ends(run_id: str, path: Path, last: Mapping[str, Any] | None = None) -> None:
-    """idps.csv's header and last row agree on the columns: a torn tail is damage. A last
-    line without its newline is an append a kill cut short (history_csv): dropped, as
-    readers drop it, and damage only when the lines before it end before LAST's record
-    (``last``, LAST's checkpoint record)."""
+def _check_csv_ends(run_id: str, path: Path) -> None:
+    """idps.csv's header and last row agree on the columns: a torn tail is damage."""
     with _reading(run_id, path):
         with path.open("rb") as handle:
             header = handle.readline()
             size = handle.seek(0, os.SEEK_END)
             handle.seek(max(len(header), size - 65536))
-            window = handle.read()
-        torn = bool(window) and not window.endswith(b"\n")
-        lines = window[:window.rfind(b"\n") + 1] if torn else window
-        tail = lines.rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
+            tail = handle.read().rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
         if not header:
             raise ValueError("no header row")
         if not tail or size <= len(header):
@@ -106,29 +100,9 @@ def _check_csv_ends(run_id: str, path: Path, last: Mapping[str, Any] | None = No
         if len(row) != len(columns):
             raise ValueError(f"its last row has {len(row)} of {len(columns)} fields (torn)")
         int(row[columns.index("epoch")])
-        if torn and last is not None:
-            _check_reaches(lines, columns, last)
 
 
-def _check_reaches(lines: bytes, columns: list[str], last: Mapping[str, Any]) -> None:
-    """The last row of LAST's epoch or before, among the tail's whole lines, is LAST's
-    record (a window holding no such row is not judged)."""
-    idp = last.get("idp") or {}
-    if idp.get("iter_idx") is None:
-        return
-    epoch, step = columns.index("epoch"), columns.index("iter_idx")
-    for line in reversed(lines.decode("utf-8", errors="replace").splitlines()[1:]):
-        row = next(csv.reader(io.StringIO(line)), [])
-        if len(row) != len(columns) or int(row[epoch]) > int(last["epoch"]):
-            continue
-        if int(row[step]) != int(idp["iter_idx"]):
-            raise ValueError(f"the history ends inside a line before LAST's record (epoch "
-                             f"{last['epoch']}, step {idp['iter_idx']})")
-        return
-
-
-def _check_history(run: NNRun, committed: int | None,
-                   last: Mapping[str, Any] | None = None) -> None:
+def _check_history(run: NNRun, committed: int | None) -> None:
     """What NNRun.load refuses, from the history's ends only."""
     path = run.path
     if committed is None and (path / ".history-committed-by-last").is_file():
@@ -143,7 +117,7 @@ def _check_history(run: NNRun, committed: int | None,
             raise RunDamagedError(run.id, history, f"missing, but LAST commits epoch "
                                                    f"{committed}")
         return
-    _check_csv_ends(run.id, history, last)
+    _check_csv_ends(run.id, history)
 
 
 def _net(run: NNRun) -> str:
@@ -212,9 +186,8 @@ def summarize_run(root: str | os.PathLike[str], run_id: str) -> RunSummary:
         with _reading(run_id, path / "metadata.yaml"):
             _yaml(path / "metadata.yaml")
     last = run.checkpoints_dir / "last.pt"
-    last_record = _record(run_id, last) if last.is_file() else None
-    committed = None if last_record is None else int(last_record["epoch"])
-    _check_history(run, committed, last_record)
+    committed = int(_record(run_id, last)["epoch"]) if last.is_file() else None
+    _check_history(run, committed)
     epochs = 0 if committed is None else committed + 1
     planned, stopped = (_planned(run, last) if committed is not None
                         else (int(run.loop_params.n_epochs), False))

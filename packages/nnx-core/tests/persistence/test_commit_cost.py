@@ -13,17 +13,14 @@ import pytest
 from _nnx_core_tiny import sgd, tiny_batches, tiny_model
 
 import nnx._persistence.best as best_module
-import nnx._persistence.history_csv as history_csv
 from nnx import (
     Callback,
     NNCheckpoint,
     NNEvaluationDataPoint,
     NNRun,
     NNTrainParams,
-    RunDamagedError,
 )
 from nnx._foundation.locking import file_lock
-from nnx._foundation.records import NNIterationDataPoint
 from nnx._persistence.best import (
     SCORE_NAME,
     candidate_score,
@@ -33,8 +30,6 @@ from nnx._persistence.best import (
     recorded_score,
     run_score,
 )
-from nnx._persistence.history_csv import IdpsCsv, read_idps_csv, render_idps_csv
-from nnx._persistence.run_listing import summarize_run
 
 make_model = functools.partial(tiny_model, hidden=6)
 
@@ -182,88 +177,7 @@ def test_an_election_reads_records_not_histories(root, monkeypatch):
     assert elect_best(root) == min(exact, key=lambda k: exact[k])
 
 
-# -- idps.csv grows by appending -------------------------------------------------------------
-
-
-def _records(e: int, n: int = 3, *, val: bool = False) -> list[NNIterationDataPoint]:
-    return [NNIterationDataPoint(
-        epoch=e, iter_idx=n * e + b, batch_idx=b, lr=0.1, update_count=n * e + b,
-        train_edp=NNEvaluationDataPoint(loss=1.0 / (n * e + b + 1), error=0.5),
-        val_edp=NNEvaluationDataPoint(loss=0.25 * e) if val and b == n - 1 else None)
-        for b in range(n)]
-
-
-def test_each_commit_appends_only_its_epoch_and_the_file_is_the_full_render(tmp_path,
-                                                                            monkeypatch):
-    appended, replaced = [], []
-    real_append, real_replace = history_csv.append_at, history_csv.atomic_write_text
-    monkeypatch.setattr(history_csv, "append_at", lambda path, offset, data, **kw: (
-        appended.append(len(data)), real_append(path, offset, data, **kw))[1])
-    monkeypatch.setattr(history_csv, "atomic_write_text", lambda path, text, **kw: (
-        replaced.append(len(text)), real_replace(path, text, **kw))[1])
-    params = NNTrainParams(n_epochs=4, train_loader=tiny_batches(), optim=sgd(), scheduler=None)
-    run = make_model().train(params, root=tmp_path / "runs", verbose=False)
-    assert len(replaced) == 1 and len(appended) == 3  # epoch 0 writes the file, then appends
-    assert max(appended) - min(appended) < 0.2 * min(appended)  # an epoch's lines, not more
-    text = (run.path / "idps.csv").read_text(encoding="utf-8")
-    assert text == render_idps_csv(run.idps) == render_idps_csv(
-        NNRun.load(run.id, root=run.root).idps)
-
-
-def test_a_new_column_or_a_rollback_replaces_the_file_whole(tmp_path):
-    path, csv, idps = tmp_path / "idps.csv", IdpsCsv(), _records(0)
-    csv.write(path, idps)
-    idps += _records(1, val=True)  # val_loss appears: every line gets the cell
-    csv.write(path, idps)
-    assert path.read_text() == render_idps_csv(idps)
-    del idps[3:]  # rolled back
-    csv.write(path, idps)
-    assert path.read_text() == render_idps_csv(idps)
-    path.write_text("changed by someone else\n")  # not what the last write left
-    idps += _records(1)
-    csv.write(path, idps)
-    assert path.read_text() == render_idps_csv(idps)
-
-
-def test_an_interrupted_append_leaves_the_previous_file(tmp_path, monkeypatch):
-    path, csv, idps = tmp_path / "idps.csv", IdpsCsv(), _records(0)
-    csv.write(path, idps)
-    before = path.read_bytes()
-
-    def torn(p, offset, data, **kw):  # half the lines land, then a Ctrl-C
-        with open(p, "r+b") as f:
-            f.seek(offset)
-            f.write(data[: len(data) // 2])
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(history_csv, "append_at", torn)
-    with pytest.raises(KeyboardInterrupt):
-        csv.write(path, idps + _records(1))
-    assert path.read_bytes() == before
-    monkeypatch.undo()
-    csv.write(path, idps + _records(1))  # the next write replaces it whole
-    assert path.read_text() == render_idps_csv(idps + _records(1))
-
-
-def test_a_kill_inside_an_append_leaves_a_torn_tail_that_no_reader_shows(tmp_path):
-    params = NNTrainParams(n_epochs=2, train_loader=tiny_batches(), optim=sgd(), scheduler=None)
-    run = make_model().train(params, root=tmp_path / "runs", verbose=False)
-    history = run.path / "idps.csv"
-    committed = history.read_text(encoding="utf-8")
-    nxt = render_idps_csv(_records(2, n=1)).splitlines()[1]
-    history.write_text(committed + nxt[: len(nxt) // 2], encoding="utf-8")  # no newline
-    assert render_idps_csv(read_idps_csv(history.read_text())) == render_idps_csv(run.idps)
-    loaded = NNRun.load(run.id, root=run.root)
-    assert render_idps_csv(loaded.idps) == render_idps_csv(run.idps)
-    assert summarize_run(run.root, run.id).epochs == 2  # `nnx runs list` agrees
-    # Torn before LAST's record, the history lost committed lines: the run is damaged.
-    history.write_text(committed[: len(committed) - 10], encoding="utf-8")
-    with pytest.raises(RunDamagedError, match="before LAST's record"):
-        NNRun.load(run.id, root=run.root)
-    with pytest.raises(RunDamagedError, match="before LAST's record"):
-        summarize_run(run.root, run.id)
-
-
+# -- the run's setup -----------------------------------------------------------------------
 def test_the_git_probe_runs_once_per_process_and_directory(tmp_path, monkeypatch):
     import subprocess
 
