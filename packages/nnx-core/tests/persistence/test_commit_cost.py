@@ -177,6 +177,15 @@ def test_an_election_reads_records_not_histories(root, monkeypatch):
     assert elect_best(root) == min(exact, key=lambda k: exact[k])
 
 
+def test_an_election_skips_a_run_whose_history_does_not_load(three, root):
+    """§4.1: a candidate has a loadable history; the election judges it from the ends."""
+    _, _, owner, _ = three
+    history = root / owner / "idps.csv"
+    history.write_bytes(history.read_bytes().rstrip(b"\n").rsplit(b",", 3)[0] + b"\n")  # torn
+    assert run_score(root / owner) is None and candidate_score(root / owner) is None
+    assert elect_best(root) != owner
+
+
 # -- the run's setup -----------------------------------------------------------------------
 def test_the_git_probe_runs_once_per_process_and_directory(tmp_path, monkeypatch):
     import subprocess

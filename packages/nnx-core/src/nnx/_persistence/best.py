@@ -45,6 +45,7 @@ from nnx._foundation.locking import file_lock
 from nnx._foundation.records import NNIterationDataPoint, first_finite
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.checkpoint_format import read_record
+from nnx._persistence.history_ends import check_history_ends
 from nnx._persistence.run import NNRun
 
 __all__ = ["BEST_NAME", "SCORE_NAME", "candidate_score", "current_best", "discard_retired",
@@ -82,22 +83,23 @@ def _is_candidate_dir(run_dir: Path) -> bool:
 
 
 def candidate_score(run_dir: Path) -> float | None:
-    """:func:`run_score` without reading the history or a tensor: run.yaml loads and
-    hashes to the directory, a history is present, and BEST's and LAST's records (read
-    without their tensors) show a committed BEST no later than LAST. What a full
-    election reads of each run, so its cost does not grow with the runs' histories."""
+    """:func:`run_score` without parsing the history or reading a tensor: run.yaml loads
+    and hashes to the directory, the history loads as judged from its ends (§4.1's
+    "loadable history", :mod:`nnx._persistence.history_ends`), and BEST's and LAST's
+    records (read without their tensors) show a committed BEST no later than LAST.
+    What a full election reads of each run, so its cost does not grow with the runs'
+    histories."""
     if not _is_candidate_dir(run_dir):
         return None
     checkpoints = run_dir / "checkpoints"
     if not (run_dir / "run.yaml").is_file() or not (checkpoints / "best.pt").is_file():
         return None
-    history = (run_dir / "idps.csv").is_file() or (
-        run_dir / "history" / "journal.json").is_file()
     try:
         NNRun._from_config(run_dir, run_dir.parent)
         best = read_record(checkpoints / "best.pt")
         committed = int(read_record(checkpoints / "last.pt")["epoch"])
-        if best.get("named_monitor") or not history or int(best["epoch"]) > committed:
+        check_history_ends(run_dir.name, run_dir, committed)
+        if best.get("named_monitor") or int(best["epoch"]) > committed:
             return None
         idp = best.get("idp")
         found = None if idp is None else first_finite(NNIterationDataPoint.from_state(idp))

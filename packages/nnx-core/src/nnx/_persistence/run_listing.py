@@ -22,8 +22,6 @@ Status (documented in docs/durability.md):
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import os
 import warnings
 from collections.abc import Mapping
@@ -39,11 +37,11 @@ from nnx._foundation.records import NNIterationDataPoint
 from nnx._foundation.validation import check_run_id
 from nnx._persistence.checkpoint import CHECKPOINT_FORMAT
 from nnx._persistence.checkpoint_format import read_record
+from nnx._persistence.history_ends import check_history_ends
 from nnx._persistence.resume_point import ResumePointError, read_point
 from nnx._persistence.run import DamagedRun, NNRun, RunDamagedError, _reading
 from nnx._persistence.run_render import score_label
 from nnx.enums.nets import Nets
-from nnx.history.reader import check_history
 from nnx.provenance import read_provenance
 
 __all__ = ["RunSummary", "matching_run_ids", "summarize_run", "summarize_runs"]
@@ -81,43 +79,6 @@ def _record(run_id: str, path: Path) -> Mapping[str, Any]:
             raise ValueError(f"not an NNx checkpoint ({CHECKPOINT_FORMAT})")
         int(record["epoch"])
     return record
-
-
-def _check_csv_ends(run_id: str, path: Path) -> None:
-    """idps.csv's header and last row agree on the columns: a torn tail is damage."""
-    with _reading(run_id, path):
-        with path.open("rb") as handle:
-            header = handle.readline()
-            size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(len(header), size - 65536))
-            tail = handle.read().rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
-        if not header:
-            raise ValueError("no header row")
-        if not tail or size <= len(header):
-            return  # a header alone: no record yet
-        columns = next(csv.reader(io.StringIO(header.decode("utf-8"))))
-        row = next(csv.reader(io.StringIO(tail.decode("utf-8"))))
-        if len(row) != len(columns):
-            raise ValueError(f"its last row has {len(row)} of {len(columns)} fields (torn)")
-        int(row[columns.index("epoch")])
-
-
-def _check_history(run: NNRun, committed: int | None) -> None:
-    """What NNRun.load refuses, from the history's ends only."""
-    path = run.path
-    if committed is None and (path / ".history-committed-by-last").is_file():
-        return  # before the first LAST nothing is committed, so nothing is read
-    if (path / "history" / "journal.json").is_file():
-        with _reading(run.id, path / "history"):
-            check_history(path)
-        return
-    history = path / "idps.csv"
-    if not history.is_file():
-        if committed is not None:
-            raise RunDamagedError(run.id, history, f"missing, but LAST commits epoch "
-                                                   f"{committed}")
-        return
-    _check_csv_ends(run.id, history)
 
 
 def _net(run: NNRun) -> str:
@@ -187,7 +148,7 @@ def summarize_run(root: str | os.PathLike[str], run_id: str) -> RunSummary:
             _yaml(path / "metadata.yaml")
     last = run.checkpoints_dir / "last.pt"
     committed = int(_record(run_id, last)["epoch"]) if last.is_file() else None
-    _check_history(run, committed)
+    check_history_ends(run.id, run.path, committed)
     epochs = 0 if committed is None else committed + 1
     planned, stopped = (_planned(run, last) if committed is not None
                         else (int(run.loop_params.n_epochs), False))
