@@ -80,7 +80,7 @@ ABSENT_CHECKS = {
     "unknown_net": "from nnx import Nets; Nets.NO_SUCH_NET",
     "factory": (
         "from nnx._foundation.plugins import versioned_registry\n"
-        "out = versioned_registry('nnx._engine.optimizer_factories').get('example.sgd', 1)"
+        "out = versioned_registry('nnx.optimizer_factories').get('example.sgd', 1)"
     ),
     "module": "import nnx.example_plugin",
     "factory_hint": (
@@ -128,7 +128,7 @@ PRESENT_CHECKS = {
     ),
     "factory": (
         "from nnx._foundation.plugins import versioned_registry\n"
-        "f = versioned_registry('nnx._engine.optimizer_factories').get('example.sgd', 1)\n"
+        "f = versioned_registry('nnx.optimizer_factories').get('example.sgd', 1)\n"
         "out = f'{f.__module__}:{f.__name__}'"
     ),
     "unknown": "from nnx import NoSuchThing",

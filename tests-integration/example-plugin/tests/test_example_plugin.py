@@ -77,7 +77,7 @@ def test_nets_member_pickles_by_name() -> None:
 
 
 def test_optimizer_factory_resolves_by_id_and_version() -> None:
-    reg = versioned_registry("nnx._engine.optimizer_factories")
+    reg = versioned_registry("nnx.optimizer_factories")
     assert reg.get("example.sgd", 1) is example_sgd
     assert reg.get("example.sgd", 2) is None
     assert 1 in reg.versions("example.sgd")

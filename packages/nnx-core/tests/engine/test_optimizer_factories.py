@@ -47,7 +47,7 @@ def lion(param_groups, config):
 @pytest.fixture(autouse=True)
 def registry(monkeypatch):
     """Each test sees acme.lion@v1 and nothing it registers leaks into another test."""
-    names = versioned_registry("nnx._engine.optimizer_factories")._names
+    names = versioned_registry("nnx.optimizer_factories")._names
     monkeypatch.setattr(names, "_explicit", dict(names._explicit))
     register_optimizer_factory("acme.lion", 1, lion)
     CALLS.clear()
@@ -280,7 +280,7 @@ RELOAD = textwrap.dedent("""
 
     run = NNRun.load(sys.argv[1], root=sys.argv[2])
     assert isinstance(run.train_params.optim, NNOptimFactoryParams)
-    assert versioned_registry("nnx._engine.optimizer_factories").versions("acme.lion") == []
+    assert versioned_registry("nnx.optimizer_factories").versions("acme.lion") == []
     assert "Lion" not in sys.modules and "test_optimizer_factories" not in str(sys.modules)
     print(run)
 """)

@@ -70,7 +70,7 @@ def test_require_names_the_missing_versions_and_refuses_a_wrong_entry():
 def test_process_registries_are_shared_per_group():
     assert registry("nnx.exports") is registry("nnx.exports")
     assert versioned_registry("nnx.metrics") is versioned_registry("nnx.metrics")
-    for group in ("nnx.model_factories", "nnx._engine.optimizer_factories", "nnx.metrics",
+    for group in ("nnx.model_factories", "nnx.optimizer_factories", "nnx.metrics",
                   "nnx.transforms"):
         assert versioned_registry(group).get("absent.id", 1) is None
 

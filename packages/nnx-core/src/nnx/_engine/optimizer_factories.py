@@ -1,6 +1,6 @@
 """Registered optimizer factories: register, resolve, construct, check (spec §3.1).
 
-Factories live in the process-wide ``nnx._engine.optimizer_factories`` versioned
+Factories live in the process-wide ``nnx.optimizer_factories`` versioned
 registry, so an add-on can also announce one through an entry point named
 ``id@vN``. Resolving a spec never imports a module by name or evaluates a
 string. :func:`nnx.optimizers.build_optimizer` is the one place that calls a
@@ -39,7 +39,7 @@ class MissingOptimizerFactoryError(LookupError):
 
 
 def _registry() -> VersionedRegistry:
-    return versioned_registry("nnx._engine.optimizer_factories")
+    return versioned_registry("nnx.optimizer_factories")
 
 
 def register_optimizer_factory(id: str, version: int, factory: OptimizerFactory) -> None:

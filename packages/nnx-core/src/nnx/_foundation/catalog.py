@@ -53,7 +53,7 @@ GROUP_KINDS: dict[str, str] = {
     "nnx.exports": "export",
     "nnx.nets": "net",
     "nnx.model_factories": "model_factory",
-    "nnx._engine.optimizer_factories": "optimizer_factory",
+    "nnx.optimizer_factories": "optimizer_factory",
     "nnx.metrics": "metric",
     "nnx.transforms": "transform",
 }

@@ -6,7 +6,7 @@ the namespace and announce what they provide through entry-point groups:
 ``nnx.exports``             top-level names (``from nnx import X``)
 ``nnx.nets``                ``Nets`` members implemented outside core
 ``nnx.model_factories``     registered model factories, named ``id@vN``
-``nnx._engine.optimizer_factories`` registered optimizer factories, named ``id@vN``
+``nnx.optimizer_factories`` registered optimizer factories, named ``id@vN``
 ``nnx.metrics``             registered metrics, named ``id@vN``
 ``nnx.transforms``          topology-transform recipes, named ``id@vN``
 

@@ -54,7 +54,7 @@ __all__ = ["BEST_NAME", "SCORE_NAME", "candidate_score", "current_best", "discar
 BEST_NAME = "best"
 SCORE_NAME = ".best-score.json"
 _POINTER = "POINTER.txt"
-_SCORE_FORMAT = "nnx._persistence.best/score-1"
+_SCORE_FORMAT = "nnx.best/score-1"
 
 
 def run_score(run_dir: Path) -> float | None:

@@ -36,7 +36,7 @@ from nnx.models import MissingModelFactoryError
 
 __all__ = ["CHECKPOINT_FORMAT", "NNCheckpoint", "checkpoint_files", "sidecar_path"]
 
-CHECKPOINT_FORMAT = "nnx._persistence.checkpoint/1"
+CHECKPOINT_FORMAT = "nnx.checkpoint/1"
 
 
 def sidecar_path(checkpoint: str | os.PathLike[str]) -> Path:

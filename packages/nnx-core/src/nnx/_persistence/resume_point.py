@@ -56,7 +56,7 @@ from nnx._persistence.checkpoint_format import encode_checkpoint, read_record
 __all__ = ["MANIFEST_FORMAT", "ResumePoint", "ResumePointError", "read_point", "repair_point",
            "stray_files", "verify_point", "write_point"]
 
-MANIFEST_FORMAT = "nnx._persistence.resume_point/1"
+MANIFEST_FORMAT = "nnx.resume_point/1"
 
 
 class ResumePointError(RuntimeError):

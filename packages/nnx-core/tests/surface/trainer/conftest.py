@@ -13,7 +13,7 @@ from nnx._foundation.plugins import versioned_registry
 @pytest.fixture(autouse=True)
 def registry(monkeypatch):
     """Every test sees test.lion@v1, and nothing a test (un)registers leaks out of it."""
-    names = versioned_registry("nnx._engine.optimizer_factories")._names
+    names = versioned_registry("nnx.optimizer_factories")._names
     monkeypatch.setattr(names, "_explicit", dict(names._explicit))
     register_optimizer_factory("test.lion", 1, lion_factory)
     FACTORY_CALLS.clear()

@@ -62,7 +62,7 @@ RELOAD = textwrap.dedent("""
     from nnx import NNOptimFactoryParams, NNOptimParams, NNRun
     from nnx._foundation.plugins import versioned_registry
 
-    assert versioned_registry("nnx._engine.optimizer_factories").versions("test.lion") == []
+    assert versioned_registry("nnx.optimizer_factories").versions("test.lion") == []
     run = NNRun.load(sys.argv[1], root=sys.argv[2])
     assert run.id == sys.argv[1] and run.train_params is None
     assert type(run.trainer_params.optims["lion"]) is NNOptimFactoryParams

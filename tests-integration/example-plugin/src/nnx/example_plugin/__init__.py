@@ -7,7 +7,7 @@ nnx-core) and announces what it provides through entry points in its
 
 ``nnx.exports``             ``ExampleScaler``  → ``from nnx import ExampleScaler``
 ``nnx.nets``                ``EXAMPLE_MLP``    → ``Nets.EXAMPLE_MLP(ExampleMLPParams(...))``
-``nnx._engine.optimizer_factories`` ``example.sgd@v1`` → :func:`example_sgd`
+``nnx.optimizer_factories`` ``example.sgd@v1`` → :func:`example_sgd`
 
 Nothing here is imported by ``import nnx``; nnx-core loads each entry the
 first time someone asks for its name.
