@@ -1,0 +1,1 @@
+"""Generation (spec §2.4, §15): logits processors and LogitsChain."""

@@ -1,0 +1,1 @@
+"""Language models (spec §15): TransformerNN, NNTransformerParams, tokenizers, GenerativeNNModel."""
