@@ -11,9 +11,7 @@ base alphabet, so ``decode(encode(text)) == text`` for any Unicode text.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,7 +20,14 @@ from typing import Any
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from nnx.extend import Params, check_count, check_optional_str, runtime, set_field
+from nnx.extend import (
+    Params,
+    atomic_write_text,
+    check_count,
+    check_optional_str,
+    runtime,
+    set_field,
+)
 
 __all__ = ["BYTE_ALPHABET_SIZE", "NNTokenizerParams"]
 
@@ -30,23 +35,6 @@ __all__ = ["BYTE_ALPHABET_SIZE", "NNTokenizerParams"]
 BYTE_ALPHABET_SIZE = 256
 
 _SPECIALS = ("pad_token", "bos_token", "eos_token")
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    # nnx.extend has no public face for core's atomic writer (nnx._foundation.atomic),
-    # and add-ons may not import nnx._*: same recipe, temp file + fsync + rename.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -147,7 +135,8 @@ class NNTokenizerParams(Params):
     def save(self, path: str | os.PathLike[str]) -> NNTokenizerParams:
         """Write the tokenizer JSON to ``path`` atomically; the params that point at it."""
         dest = Path(os.fspath(path))
-        _write_atomically(dest, self._tok.to_str())
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(dest, self._tok.to_str())
         return replace(self, path=os.fspath(dest), tokenizer=self._tok)
 
     @property
