@@ -11,6 +11,9 @@ unchanged, so an add-on (and the reference plugin under
 * the one validator: ``check_*``, ``enum_spelling(s)``, :class:`Domain` and the
   domains ``NON_NEGATIVE``, ``POSITIVE``, ``PROBABILITY``, ``UNIT_HALF_OPEN``,
   ``OPEN_UNIT`` and ``MAX_SEED``;
+* files: :func:`atomic_write`, :func:`atomic_write_bytes`, :func:`atomic_write_text`
+  (the one atomic writer: temp beside the destination, flush, rename), so an add-on
+  that saves a file (a tokenizer, an adapter) never writes a second one;
 * nets: :class:`NetRegistration` (an ``nnx.nets`` entry point's value);
 * registries: ``register_*`` / ``registered_*`` / ``unregister_*`` for model
   factories, optimizer factories, metrics (with :class:`MetricRegistration`)
@@ -29,6 +32,7 @@ from nnx._engine.optimizer_factories import (
 )
 from nnx._engine.step_helpers import FinalizedStep, finalize_step, full_precision_only
 from nnx._engine.trainable import TrainableModel
+from nnx._foundation.atomic import atomic_write, atomic_write_bytes, atomic_write_text
 from nnx._foundation.config_base import (
     Params,
     always,
@@ -94,6 +98,9 @@ __all__ = [
     "Task",
     "TrainableModel",
     "always",
+    "atomic_write",
+    "atomic_write_bytes",
+    "atomic_write_text",
     "check_batch_sizes",
     "check_choice",
     "check_count",

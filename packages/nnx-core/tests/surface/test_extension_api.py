@@ -14,6 +14,7 @@ import torch
 from _nnx_core_tiny import tiny_batches, tiny_loader, tiny_train_params, weights
 
 import nnx
+import nnx._foundation.atomic as atomic
 import nnx._foundation.config_base as params_base
 import nnx._foundation.validation as validation
 import nnx.extend as extend
@@ -42,6 +43,8 @@ def test_extend_reexports_the_one_validator_and_params_base_unchanged():
     assert extend.register_optimizer_factory is nnx.register_optimizer_factory
     assert extend.MissingDistributionError is nnx.MissingDistributionError
     assert extend.Component is Component and extend.Task is Task
+    assert extend.atomic_write_text is atomic.atomic_write_text
+    assert extend.atomic_write_bytes is atomic.atomic_write_bytes
     assert sorted(extend.__all__) == sorted(n for n in dir(extend) if not n.startswith("_")
                                             and n != "annotations")
 
