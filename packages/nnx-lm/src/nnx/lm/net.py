@@ -6,10 +6,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nnx.extend import NetRegistration
 from nnx.lm.layers import RMSNorm, RoPE
 from nnx.lm.params import NNTransformerParams
 
-__all__ = ["KVCache", "TransformerNN"]
+__all__ = ["TRANSFORMER", "KVCache", "TransformerNN"]
 
 #: One ``(keys, values)`` pair per layer, each ``(batch, heads, length, head_dim)``.
 KVCache = tuple[tuple[torch.Tensor, torch.Tensor], ...]
@@ -130,3 +131,7 @@ def _init(module: nn.Module) -> None:
     # Embedding inits make a tied output projection's logits far too large.
     if isinstance(module, (nn.Linear, nn.Embedding)):
         nn.init.normal_(module.weight, std=0.02)
+
+
+#: The ``nnx.nets`` entry: how ``Nets.TRANSFORMER`` builds, and its params class.
+TRANSFORMER = NetRegistration(build=TransformerNN, params_class=NNTransformerParams)
