@@ -10,12 +10,12 @@ import torch.nn.functional as F
 
 import nnx
 from nnx import (
+    Nets,
     NNModel,
     NNModelParams,
     NNOptimParams,
     NNParams,
     NNRun,
-    Nets,
     NNTrainParams,
 )
 from nnx.extend import finalize_step
