@@ -1,1 +1,19 @@
-"""Language models (spec §15): TransformerNN, NNTransformerParams, tokenizers, GenerativeNNModel."""
+"""Language models (spec §15): TransformerNN, NNTransformerParams, tokenizers, GenerativeNNModel.
+
+The top-level names (``from nnx import TransformerNN``) and ``Nets.TRANSFORMER``
+reach nnx-core through this distribution's entry points, not through this module.
+"""
+
+from nnx.lm.layers import RMSNorm, RoPE
+from nnx.lm.net import TRANSFORMER, KVCache, TransformerNN
+from nnx.lm.params import NNTransformerParams, NNTransformerParamsBuilder
+
+__all__ = [
+    "TRANSFORMER",
+    "KVCache",
+    "NNTransformerParams",
+    "NNTransformerParamsBuilder",
+    "RMSNorm",
+    "RoPE",
+    "TransformerNN",
+]
