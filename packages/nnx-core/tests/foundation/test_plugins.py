@@ -76,8 +76,10 @@ def test_process_registries_are_shared_per_group():
 
 
 def test_add_on_names_without_their_distribution_raise_one_clear_error():
-    with pytest.raises(MissingDistributionError, match=r"nnx\.LogitsChain .* pip install nnx-lm"):
-        from nnx import LogitsChain  # noqa: F401
+    # Names of distributions the workspace does not install (nnx-lm is installed now).
+    with pytest.raises(MissingDistributionError,
+                       match=r"nnx\.NNGraphDataset .* pip install nnx-graph"):
+        from nnx import NNGraphDataset  # noqa: F401
     with pytest.raises(MissingDistributionError, match="pip install nnx-peft"):
         _ = nnx.apply_lora_to
     with pytest.raises(ImportError, match="pip install nnx-diffusion"):

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 
+from nnx.extend import atomic_write_bytes, atomic_write_text
 from nnx.lm.net import TransformerNN
 from nnx.lm.params import NNTransformerParams
 
@@ -164,8 +165,10 @@ def save_llama(net: TransformerNN, path: str | os.PathLike[str]) -> Path:
             out[dst + theirs] = state[src + ours]
     directory = Path(path)
     directory.mkdir(parents=True, exist_ok=True)
-    # safetensors refuses views sharing storage: write contiguous copies.
-    save_file({k: v.detach().contiguous().clone() for k, v in out.items()},
-              directory / _WEIGHTS, metadata={"format": "pt"})
-    (directory / _CONFIG).write_text(json.dumps(llama_config(params), indent=2) + "\n")
+    # safetensors refuses views sharing storage: serialize contiguous copies, then write
+    # both files through nnx-core's one atomic writer (a reader never sees half a file).
+    weights = save({k: v.detach().contiguous().clone() for k, v in out.items()},
+                   metadata={"format": "pt"})
+    atomic_write_bytes(directory / _WEIGHTS, weights)
+    atomic_write_text(directory / _CONFIG, json.dumps(llama_config(params), indent=2) + "\n")
     return directory
