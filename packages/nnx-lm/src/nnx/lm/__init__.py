@@ -10,8 +10,8 @@ from nnx.lm.net import TRANSFORMER, KVCache, TransformerNN
 from nnx.lm.params import NNTransformerParams, NNTransformerParamsBuilder
 
 __all__ = [
-    "GenerativeNNModel",
     "TRANSFORMER",
+    "GenerativeNNModel",
     "KVCache",
     "NNTransformerParams",
     "NNTransformerParamsBuilder",

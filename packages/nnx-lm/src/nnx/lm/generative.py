@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, overload
+from typing import Any
 
 import torch
 from torch import nn
@@ -76,13 +76,6 @@ class GenerativeNNModel(NNModel):
     def _lm(self) -> TransformerNN:
         assert isinstance(self.net, TransformerNN)  # checked by the constructor
         return self.net
-
-    @overload
-    def generate(self, prompt: str, **kwargs: Any) -> str: ...
-    @overload
-    def generate(self, prompt: torch.Tensor, **kwargs: Any) -> torch.Tensor: ...
-    @overload
-    def generate(self, prompt: Sequence[int], **kwargs: Any) -> list[int]: ...
 
     def generate(
         self,

@@ -44,7 +44,7 @@ class StopMatcher:
                                  "(and a tokenizer); give token ids for an id prompt")
             if not all(items):
                 raise ValueError("generate stop: an empty string would stop at once")
-            self._strings = tuple(items)
+            self._strings = tuple(str(s) for s in items)
             return
         self._ids = tuple(_id_sequence(i, s) for i, s in enumerate(items))
 
