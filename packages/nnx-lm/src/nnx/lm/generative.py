@@ -53,8 +53,8 @@ class GenerativeNNModel(NNModel):
                         map_location: Any = "cpu", *, module: nn.Module | None = None,
                         batch_adapter: Any = None,
                         tokenizer: NNTokenizerParams | None = None) -> GenerativeNNModel:
-        """Core's reload, then ``tokenizer``: a checkpoint holds weights and config, not the
-        tokenizer (spec §22), so pass the one the model was trained with."""
+        """Core's reload, then ``tokenizer``: a checkpoint holds the weights and the config,
+        not the tokenizer, so pass the one the model was trained with."""
         model = super().from_checkpoint(checkpoint, map_location, module=module,
                                         batch_adapter=batch_adapter)
         assert isinstance(model, GenerativeNNModel)  # core rebuilds through cls
