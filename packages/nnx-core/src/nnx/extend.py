@@ -14,6 +14,9 @@ unchanged, so an add-on (and the reference plugin under
 * files: :func:`atomic_write`, :func:`atomic_write_bytes`, :func:`atomic_write_text`
   (the one atomic writer: temp beside the destination, flush, rename), so an add-on
   that saves a file (a tokenizer, an adapter) never writes a second one;
+* modes: :func:`preserved_state` (the §13.2 non-destructive contract: every
+  submodule's train/eval flag restored, also on error), so an add-on's
+  inference helper (``GenerativeNNModel.generate``) restores modes as core's do;
 * nets: :class:`NetRegistration` (an ``nnx.nets`` entry point's value);
 * registries: ``register_*`` / ``registered_*`` / ``unregister_*`` for model
   factories, optimizer factories, metrics (with :class:`MetricRegistration`)
@@ -44,6 +47,7 @@ from nnx._foundation.config_base import (
     runtime,
     set_field,
 )
+from nnx._foundation.modes import preserved_state
 from nnx._foundation.plugins import MissingDistributionError
 from nnx._foundation.validation import (
     MAX_SEED,
@@ -122,6 +126,7 @@ __all__ = [
     "finalize_step",
     "frozen_mapping",
     "full_precision_only",
+    "preserved_state",
     "register_metric",
     "register_model_factory",
     "register_optimizer_factory",

@@ -4,12 +4,14 @@ The top-level names (``from nnx import TransformerNN``) and ``Nets.TRANSFORMER``
 reach nnx-core through this distribution's entry points, not through this module.
 """
 
+from nnx.lm.generative import GenerativeNNModel
 from nnx.lm.layers import RMSNorm, RoPE
 from nnx.lm.net import TRANSFORMER, KVCache, TransformerNN
 from nnx.lm.params import NNTransformerParams, NNTransformerParamsBuilder
 
 __all__ = [
     "TRANSFORMER",
+    "GenerativeNNModel",
     "KVCache",
     "NNTransformerParams",
     "NNTransformerParamsBuilder",
