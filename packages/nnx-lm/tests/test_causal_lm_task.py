@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from nnx import Devices, MonitorSpec, NNModelParams, Nets
+
+from nnx import Devices, MonitorSpec, Nets, NNModelParams
 from nnx.extend import Component, Task
 from nnx.lm import NNTransformerParams
 from nnx.lm_tasks import CausalLMModel, CausalLMTask

@@ -1,7 +1,7 @@
 """CausalLMTask: next-token targets, the ``token_ce`` objective and the NLL evaluation
 (spec §15; the core ``Task`` protocol of docs/extending.md).
 
-Every path reads a batch through :func:`nnx.lm_tasks._batches.split_batch`, so
+Every path reads a batch through :func:`nnx.lm_tasks.batches.split_batch`, so
 the objective's denominator, the NLL and the token accuracy count the same
 positions: the update engine then normalizes by valid tokens across a window,
 and an epoch's NLL does not depend on batching or right padding.
@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from nnx import ComponentSpec, EvalStepContext, NNEvaluationDataPoint
 from nnx.extend import UNIT_HALF_OPEN, check_choice, check_count, check_real
-from nnx.lm_tasks._batches import LMBatch, split_batch
+from nnx.lm_tasks.batches import LMBatch, split_batch
 from nnx.objectives import LossTerm, Objective, ObjectiveContext, ObjectiveResult
 from nnx.tasks import LossOnlyAdapter
 
