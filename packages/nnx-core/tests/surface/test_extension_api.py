@@ -18,7 +18,7 @@ import nnx._foundation.atomic as atomic
 import nnx._foundation.config_base as params_base
 import nnx._foundation.validation as validation
 import nnx.extend as extend
-from nnx import Devices, Losses, NNModel, NNModelParams, NNParams
+from nnx import Devices, Losses, NNModel, NNModelParams, NNParams, NNRun
 from nnx._foundation.plugins import registry
 from nnx.components import Component, ComponentSpec, discover_components
 from nnx.objectives import supervised_objective
@@ -222,6 +222,44 @@ def test_a_task_that_is_a_component_is_checkpointed_with_the_run(tmp_path):
     assert isinstance(model.task, Component)
     model.train(tiny_train_params(), root=tmp_path / "runs", verbose=False)
     assert model.task.calls > 0  # its state went into the training-state sidecar
+
+
+class ConfiguredTask(HookedTask):
+    """A task whose configuration changes what trains: it names it through identity()."""
+
+    def __init__(self, loss_fn, *, smoothing=0.0):
+        super().__init__(loss_fn)
+        self.smoothing = smoothing
+
+    def identity(self):
+        return {"kind": "test.configured", "smoothing": self.smoothing}
+
+
+def test_a_task_s_identity_enters_the_run_id_and_run_yaml(tmp_path):
+    root = tmp_path / "runs"
+    plain = task_model().train(tiny_train_params(), root=root, verbose=False)
+    plain_ids = task_model(cls=HookedTask).train(tiny_train_params(), root=tmp_path / "b",
+                                                 verbose=False)
+    assert plain.id == plain_ids.id  # no identity() hook: the id is the bare model's
+    assert "task" not in plain.state()
+    runs = [task_model(cls=ConfiguredTask, smoothing=s).train(tiny_train_params(), root=root,
+                                                               verbose=False)
+            for s in (0.0, 0.1)]
+    assert len({plain.id, runs[0].id, runs[1].id}) == 3  # each configuration its own run
+    assert runs[1].state()["task"] == {"kind": "test.configured", "smoothing": 0.1}
+    loaded = NNRun.load(runs[1].id, root=root)  # run.yaml keeps the block; it still hashes
+    assert loaded.id == runs[1].id and loaded.task == runs[1].state()["task"]
+
+
+def test_a_task_identity_that_is_not_a_mapping_is_refused_before_anything(tmp_path):
+    class Broken(HookedTask):
+        def identity(self):
+            return ["not", "a", "mapping"]
+
+    model = task_model(cls=Broken)
+    with pytest.raises(TypeError, match=r"Broken.identity\(\) must return a mapping or None"):
+        model.train(tiny_train_params(), root=tmp_path / "runs", verbose=False)
+    assert not (tmp_path / "runs").exists()
 
 
 # -- 5. install hints from every registry -------------------------------------------------

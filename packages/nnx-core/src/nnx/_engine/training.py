@@ -22,7 +22,7 @@ from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.run import NNRun
 from nnx.objectives.ownership import check_precision_owner, check_update_owner
 from nnx.params.train import NNTrainParams
-from nnx.tasks.protocol import refuse_default_path
+from nnx.tasks.protocol import refuse_default_path, task_identity
 
 __all__ = ["RunExistsError", "RunLeaseError", "phase_epochs", "train_model"]
 
@@ -67,7 +67,8 @@ class _Loop(FitLoop):
     def _new_run(self, salt: str | None, root: str) -> NNRun:
         model = self.model
         return NNRun(model_params=model.params, net_params=model.net_params,
-                     train_params=self.params, salt=salt, transforms=self.transforms, root=root)
+                     train_params=self.params, salt=salt, transforms=self.transforms, root=root,
+                     task=task_identity(model.task_adapter))
 
     def _update_owner(self) -> Any:
         return self.objective if self.objective is not None else self.step_fn

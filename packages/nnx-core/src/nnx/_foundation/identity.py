@@ -1,6 +1,6 @@
 """Run identity (spec §4, §4.3): the run id is the md5 of the configuration.
 
-The hashed document is ``{model[, net], train[, trainer][, salt][, transforms]}``
+The hashed document is ``{model[, net], train[, trainer][, task][, salt][, transforms]}``
 (a Trainer run has no ``train`` block: its ``trainer`` block is the whole loop):
 the states of the params objects, the optional salt string and the recorded
 topology-transform recipes. The environment (library versions, hardware) is
@@ -48,6 +48,7 @@ def run_identity(
     trainer: Any | None = None,
     salt: str | None = None,
     transforms: Sequence[Any] = (),
+    task: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The pre-id document the run id hashes (and run.yaml stores)."""
     doc: dict[str, Any] = {"model": _state(model, "model")}
@@ -60,6 +61,8 @@ def run_identity(
         doc["train"] = _state(train, "train")
     if trainer is not None:
         doc["trainer"] = _state(trainer, "trainer")
+    if task is not None:  # an add-on task's configuration (Task.identity); absent otherwise
+        doc["task"] = dict(plain(task, "task"))
     salt = check_salt(salt)
     if salt is not None:
         doc["salt"] = salt
@@ -76,10 +79,12 @@ def run_id(
     trainer: Any | None = None,
     salt: str | None = None,
     transforms: Sequence[Any] = (),
+    task: Mapping[str, Any] | None = None,
 ) -> str:
     """The run id: md5 of the canonical JSON of :func:`run_identity`."""
     return md5_hex(
         run_identity(
-            model=model, train=train, net=net, trainer=trainer, salt=salt, transforms=transforms
+            model=model, train=train, net=net, trainer=trainer, salt=salt, transforms=transforms,
+            task=task,
         )
     )

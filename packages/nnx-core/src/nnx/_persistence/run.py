@@ -98,6 +98,13 @@ def _reading(run_id: str, path: Path) -> Iterator[None]:
                               ) from exc
 
 
+def _task_block(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    task = doc.get("task")
+    if task is not None and not isinstance(task, Mapping):
+        raise ValueError(f"its task block is a {type(task).__name__}, not a mapping")
+    return task
+
+
 class NNRun:
     """One configuration's run: its params, its id, its history on disk."""
 
@@ -111,6 +118,7 @@ class NNRun:
         salt: str | None = None,
         transforms: Sequence[Any] = (),
         root: str | os.PathLike[str] = DEFAULT_ROOT,
+        task: Mapping[str, Any] | None = None,
     ) -> None:
         self.model_params = model_params
         self.net_params = net_params
@@ -118,6 +126,8 @@ class NNRun:
         self.trainer_params = trainer_params
         self.salt = check_salt(salt)
         self.transforms = tuple(transforms)
+        # An add-on task's configuration (Task.identity()): part of the id, None otherwise.
+        self.task = None if task is None else dict(task)
         self.root = Path(root)
         self.idps: list[NNIterationDataPoint] = []
         self.metadata: dict[str, Any] = {}
@@ -129,7 +139,7 @@ class NNRun:
     def _parts(self) -> dict[str, Any]:
         return {"model": self.model_params, "net": self.net_params, "train": self.train_params,
                 "trainer": self.trainer_params, "salt": self.salt,
-                "transforms": self.transforms}
+                "transforms": self.transforms, "task": self.task}
 
     def state(self) -> dict[str, Any]:
         """run.yaml: the configuration document the id hashes."""
@@ -246,7 +256,7 @@ class NNRun:
                   train_params=None if "train" not in doc else NNTrainParams.from_state(
                       doc["train"]),
                   trainer_params=trainer, salt=doc.get("salt"),
-                  transforms=doc.get("transforms", ()), root=root)
+                  transforms=doc.get("transforms", ()), root=root, task=_task_block(doc))
         run_dir_name = path.resolve().name
         if run.id != run_dir_name:
             raise ValueError(f"it hashes to {run.id}, not to its directory name {run_dir_name}")

@@ -19,7 +19,11 @@ What ``NNModel`` wires (see docs/extending.md):
 * ``sample_ids(data, rows)`` — the ids ``predict_proba`` gives its rows
   (None: iteration positions ``0..rows-1``);
 * a task that is also a :class:`nnx.components.Component` is registered as a
-  component of the run, so its state is checkpointed and resumed.
+  component of the run, so its state is checkpointed and resumed;
+* ``identity()`` (optional) — the task's configuration as plain data. It
+  changes what trains, so ``NNModel.train`` hashes it into the run id as the
+  run's ``task`` block (run.yaml keeps it); a task without the hook, or one
+  answering None, adds nothing, so the built-in tasks' run ids never move.
 
 ``metric_specs()`` is described only: it names the metrics a task records
 natively, for add-ons and tools to read; the loop does not declare them.
@@ -27,12 +31,12 @@ natively, for add-ons and tools to read; the loop does not declare them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from nnx.params.metric import MetricSpec
 
-__all__ = ["DEFAULT_PATHS", "Task", "refuse_default_path"]
+__all__ = ["DEFAULT_PATHS", "Task", "refuse_default_path", "task_identity"]
 
 #: The default paths a task may refuse.
 DEFAULT_PATHS = ("train", "evaluate", "predict")
@@ -62,6 +66,20 @@ class Task(Protocol):
         """Raise when the default ``path`` ("train" / "evaluate" / "predict") cannot
         handle this task's batches; return to accept it."""
         ...
+
+
+def task_identity(task: Any) -> dict[str, Any] | None:
+    """``task.identity()`` when the task has the hook and answers, else None."""
+    hook = getattr(task, "identity", None)
+    if not callable(hook):
+        return None
+    value = hook()
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{type(task).__name__}.identity() must return a mapping or None; "
+                        f"got {type(value).__name__}")
+    return dict(value)
 
 
 def refuse_default_path(task: Any, path: str) -> None:
