@@ -76,3 +76,14 @@ def test_a_resume_under_another_task_configuration_is_refused_first(tmp_path, ch
     assert steps == []  # refused before any forward, so before the first resumed update
     assert all(torch.equal(before[k], v) for k, v in weights(other).items())
     assert records(NNRun.load(run.id, root=tmp_path)) == saved
+
+
+def test_the_task_configuration_is_part_of_the_run_id(tmp_path) -> None:
+    """Task.identity(): two task configurations are two runs, never one reused id."""
+    plain = lm_model().train(params(1), verbose=False, root=tmp_path)
+    smoothed = lm_model(label_smoothing=0.1).train(params(1), verbose=False, root=tmp_path)
+    assert plain.id != smoothed.id
+    assert plain.state()["task"] == {"kind": "lm.causal_task", "vocab_size": VOCAB}
+    assert smoothed.state()["task"] == {"kind": "lm.causal_task", "vocab_size": VOCAB,
+                                        "label_smoothing": 0.1}
+    assert NNRun.load(smoothed.id, root=tmp_path).id == smoothed.id

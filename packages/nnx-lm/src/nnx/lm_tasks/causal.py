@@ -150,7 +150,16 @@ class CausalLMTask(LossOnlyAdapter):
         return NNEvaluationDataPoint(loss=mean, metrics=metrics, kind=KIND, count=count,
                                      status="ok")
 
-    # -- component state ------------------------------------------------------------------
+    # -- identity and component state -----------------------------------------------------
+    def identity(self) -> dict[str, Any]:
+        """The run id's ``task`` block (core's Task.identity): the configuration, each value
+        only when it differs from its default, so a field added later keeps old ids."""
+        defaults = {"pad_id": None, "ignore_id": -100, "alignment": "shift_inputs",
+                    "label_smoothing": 0.0}
+        config = self.config()
+        return {"kind": "lm.causal_task", "vocab_size": config["vocab_size"],
+                **{k: config[k] for k, d in defaults.items() if config[k] != d}}
+
     def component_spec(self) -> ComponentSpec:
         return ComponentSpec("lm.causal_task", version=self.VERSION)
 
