@@ -97,7 +97,7 @@ class GenerativeNNModel(NNModel):
 
         The result has the prompt's kind: text for a ``str`` prompt, a 1-D
         LongTensor for a tensor, a ``list[int]`` for a list. See
-        docs/lm-generate.md for every argument; everything is validated before
+        docs/lm.md §6 for every argument; everything is validated before
         the net runs, and every submodule's train/eval mode is restored
         afterwards, also when decoding (or ``on_token``) raises (§13.2).
         """

@@ -1,4 +1,4 @@
-"""Stop sequences for ``GenerativeNNModel.generate`` (docs/lm-generate.md).
+"""Stop sequences for ``GenerativeNNModel.generate`` (docs/lm.md §6).
 
 A stop is text (``str``, needs a text prompt) or token ids (an id, a list of
 ids, or a list of such lists). Text stops are matched on the decoded

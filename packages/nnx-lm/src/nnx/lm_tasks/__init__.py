@@ -1,4 +1,4 @@
-"""nnx.lm_tasks: the causal-LM task (spec §15, docs/lm-task.md)."""
+"""nnx.lm_tasks: the causal-LM task (spec §15, docs/lm.md §7)."""
 
 from nnx.lm_tasks.causal import ALIGNMENTS, CausalLMObjective, CausalLMTask
 from nnx.lm_tasks.model import CausalLMModel
