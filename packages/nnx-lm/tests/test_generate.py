@@ -260,3 +260,27 @@ def test_a_trained_model_reloaded_from_its_checkpoint_generates_the_same_text(
     assert reloaded.generate("the quick", max_new_tokens=20, seed=5) == sampled
     losses = [r.train_edp.loss for r in run.epoch_records()]
     assert losses[-1] < losses[0]  # it did train
+
+
+def test_a_generative_model_trains_with_the_causal_lm_task_and_then_generates(tmp_path):
+    """task= hands the task to NNx (objective, eval step, component, run id), as for
+    CausalLMModel; the same model then generates."""
+    from nnx import Devices, Nets, NNModelParams, NNOptimParams, NNTrainParams
+    from nnx.lm import GenerativeNNModel, NNTransformerParams
+    from nnx.lm_tasks import CausalLMTask
+
+    torch.manual_seed(0)
+    task = CausalLMTask(vocab_size=32, label_smoothing=0.1)
+    model = GenerativeNNModel(
+        net_params=NNTransformerParams(vocab_size=32, d_model=16, n_heads=2, n_layers=1,
+                                       max_seq_len=32),
+        params=NNModelParams(net=Nets.TRANSFORMER, device=Devices.CPU), task=task)
+    ids = torch.randint(0, 32, (8, 9), generator=torch.Generator().manual_seed(1))
+    run = model.train(NNTrainParams(n_epochs=1, train_loader=[ids[:4]], val_loader=[ids[4:]],
+                                    optim=NNOptimParams.builder().adamw(max_lr=1e-2).build(),
+                                    scheduler=None), verbose=False, root=tmp_path)
+    assert run.state()["task"]["label_smoothing"] == 0.1  # the task is in the run id
+    assert set(run.epoch_records()[-1].val_edp.metrics) == {"nll", "perplexity",
+                                                            "token_accuracy"}
+    out = model.generate([1, 2, 3], max_new_tokens=4, temperature=0)
+    assert out == model.generate([1, 2, 3], max_new_tokens=4, temperature=0, use_cache=False)

@@ -17,12 +17,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from nnx import NNCheckpoint, NNModel, NNModelParams, NNParams
+from nnx import NNCheckpoint, NNModelParams, NNParams
 from nnx.extend import check_count, check_seed, preserved_state
 from nnx.generation import LogitsChain, LogitsProcessor
 from nnx.lm.net import KVCache, TransformerNN
 from nnx.lm.stops import StopMatcher
 from nnx.lm.tokenizer import NNTokenizerParams
+from nnx.lm_tasks import CausalLMTask, TaskedModel
 
 __all__ = ["GenerativeNNModel", "Prompt"]
 
@@ -30,19 +31,21 @@ __all__ = ["GenerativeNNModel", "Prompt"]
 Prompt = str | Sequence[int] | torch.Tensor
 
 
-class GenerativeNNModel(NNModel):
+class GenerativeNNModel(TaskedModel):
     """``GenerativeNNModel(net_params=NNTransformerParams(...), params=NNModelParams(
     net=Nets.TRANSFORMER, ...), tokenizer=NNTokenizerParams(...))``.
 
     Without a tokenizer, prompts and results are token ids. The net must be a
-    :class:`~nnx.lm.TransformerNN` (it owns the KV cache).
+    :class:`~nnx.lm.TransformerNN` (it owns the KV cache). ``task=CausalLMTask(...)``
+    makes ``train`` run the causal-LM task (docs/lm.md §6).
     """
 
     def __init__(self, net_params: NNParams | None = None,
                  params: NNModelParams | None = None, *,
-                 tokenizer: NNTokenizerParams | None = None,
+                 tokenizer: NNTokenizerParams | None = None, task: CausalLMTask | None = None,
                  module: nn.Module | None = None, batch_adapter: Any = None) -> None:
-        super().__init__(net_params, params, module=module, batch_adapter=batch_adapter)
+        super().__init__(net_params, params, task=task, module=module,
+                         batch_adapter=batch_adapter)
         if not isinstance(self.net, TransformerNN):
             raise TypeError(f"GenerativeNNModel needs a TransformerNN net (Nets.TRANSFORMER); "
                             f"got {type(self.net).__name__}")
@@ -52,13 +55,19 @@ class GenerativeNNModel(NNModel):
     def from_checkpoint(cls, checkpoint: NNCheckpoint | str | os.PathLike[str],
                         map_location: Any = "cpu", *, module: nn.Module | None = None,
                         batch_adapter: Any = None,
-                        tokenizer: NNTokenizerParams | None = None) -> GenerativeNNModel:
+                        tokenizer: NNTokenizerParams | None = None,
+                        task: CausalLMTask | None = None) -> GenerativeNNModel:
         """Core's reload, then ``tokenizer``: a checkpoint holds the weights and the config,
         not the tokenizer, so pass the one the model was trained with."""
         model = super().from_checkpoint(checkpoint, map_location, module=module,
                                         batch_adapter=batch_adapter)
         assert isinstance(model, GenerativeNNModel)  # core rebuilds through cls
         model.tokenizer = model._checked_tokenizer(tokenizer)
+        if task is not None:
+            if not isinstance(task, CausalLMTask):
+                raise TypeError(f"task must be a CausalLMTask or None; got "
+                                f"{type(task).__name__}")
+            model.task = task
         return model
 
     def _checked_tokenizer(self, tokenizer: NNTokenizerParams | None) -> NNTokenizerParams | None:
