@@ -229,7 +229,10 @@ def _check_loss(net: nn.Module, work: Workload) -> float:
     return loss
 
 
-def run_plain(work: Workload, directory: Path, stamps: Stamps) -> nn.Module:
+def run_plain(work: Workload, directory: Path, stamps: Stamps,
+              save: Callable[[Any, Path], Any] = torch.save) -> nn.Module:
+    """The hand-written loop; ``save`` persists LAST / BEST (whole_fit.py passes the
+    careful torch.save + fsync + rename)."""
     net = work.make_model().net
     seed_everything(work.seed)
     optimizer = torch.optim.Adam(net.parameters(), lr=work.lr)
@@ -258,10 +261,10 @@ def run_plain(work: Workload, directory: Path, stamps: Stamps) -> nn.Module:
             score = total / count
         start = time.perf_counter()
         state = {"epoch": epoch, "model": net.state_dict(), "optimizer": optimizer.state_dict()}
-        torch.save(state, directory / "last.pt")
+        save(state, directory / "last.pt")
         if val is not None and score < best:
             best = score
-            torch.save(state, directory / "best.pt")
+            save(state, directory / "best.pt")
         stamps.commits.append(time.perf_counter() - start)
     return net
 

@@ -1,7 +1,7 @@
 """A whole fit, setup to return: NNx against a careful hand-written loop.
 
-The careful loop is the plain loop of harness.py (same net, data, Adam, seeds,
-``DataLoader``) whose per-epoch saves are durable: LAST each epoch and BEST when
+The careful loop is harness.py's plain loop itself (same net, data, Adam, seeds,
+``DataLoader``, validation pass) whose per-epoch saves are durable: LAST each epoch and BEST when
 validation improves, each with ``torch.save`` + ``fsync`` + rename + directory
 ``fsync`` (commit_cost.careful_save). NNx is ``NNModel.train`` as in harness.py:
 the run's reservation, run.yaml and metadata.yaml, the history, LAST, BEST and
@@ -15,7 +15,6 @@ median of each contender and the median of the per-round ratios.
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 import tempfile
@@ -24,52 +23,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 if __package__ in (None, ""):  # run as a script: make tools.bench importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tools.bench import workloads
 from tools.bench.commit_cost import careful_save
-from tools.bench.harness import Stamps, Workload, quiet, run_nnx, seed_everything
-
-
-def run_careful(work: Workload, directory: Path) -> nn.Module:
-    net = work.make_model().net
-    seed_everything(work.seed)
-    optimizer = torch.optim.Adam(net.parameters(), lr=work.lr)
-    loss_fn = nn.CrossEntropyLoss()
-    loader, val = work.train_loader(None), work.val_loader()
-    best = math.inf
-    history: list[float] = []
-    for epoch in range(work.epochs):
-        net.train()
-        for x, y in loader:
-            optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(net(x), y)
-            loss.backward()
-            optimizer.step()
-            history.append(loss.item())
-        score = history[-1]
-        if val is not None:
-            net.eval()
-            total, count = 0.0, 0
-            with torch.no_grad():
-                for x, y in val:
-                    total += float(F.cross_entropy(net(x), y, reduction="sum"))
-                    count += len(y)
-            score = total / count
-        state = {"epoch": epoch, "model": net.state_dict(), "optimizer": optimizer.state_dict()}
-        careful_save(state, directory / "last.pt")
-        if val is not None and score < best:
-            best = score
-            careful_save(state, directory / "best.pt")
-    return net
-
+from tools.bench.harness import Stamps, Workload, quiet, run_nnx, run_plain
 
 RUNNERS: dict[str, Callable[[Workload, Path], object]] = {
-    "careful": run_careful,
+    # The harness's plain loop, its LAST / BEST saves made durable.
+    "careful": lambda work, directory: run_plain(work, directory, Stamps(), save=careful_save),
     "nnx": lambda work, directory: run_nnx(work, directory, Stamps()),
 }
 
