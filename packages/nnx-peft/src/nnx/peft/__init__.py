@@ -1,4 +1,6 @@
 """Parameter-efficient fine-tuning (spec §11): adapters that train a few new
 parameters on a frozen base."""
 
-__all__: list[str] = []
+from nnx.peft.lora import LoRALinear, apply_lora_to
+
+__all__: list[str] = ["LoRALinear", "apply_lora_to"]
