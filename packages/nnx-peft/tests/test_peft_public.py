@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ast
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 import nnx
 import nnx.peft
@@ -26,8 +27,7 @@ def test_every_lora_name_is_announced_exported_and_resolves() -> None:
     assert project["entry-points"]["nnx.transforms"] == {
         "nnx.lora@v1": "nnx.peft.recipe:materialize_lora"}
     for name in LORA:
-        module, _, attr = exports[name].partition(":")
-        assert attr == name and name in nnx.peft.__all__
+        assert exports[name].partition(":")[2] == name and name in nnx.peft.__all__
         assert getattr(nnx, name) is getattr(nnx.peft, name)
 
 
@@ -40,8 +40,11 @@ def _private(path: Path) -> list[str]:
             dotted = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
         else:
             continue
-        found += [d for d in dotted if d.split(".")[0] in ("peft", "transformers")
-                  or (d.split(".")[0] == "nnx" and any(p.startswith("_") for p in d.split(".")[1:]))]
+        for d in dotted:
+            top, *rest = d.split(".")
+            if top in ("peft", "transformers") or (
+                    top == "nnx" and any(p.startswith("_") for p in rest)):
+                found.append(d)
     return found
 
 
