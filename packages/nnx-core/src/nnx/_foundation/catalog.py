@@ -11,6 +11,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "nnx-peft": (
         "apply_lora_to", "apply_dora_to", "LoRALinear", "DoRALinear", "save_lora_weights",
         "AdapterLayer", "PrefixTuner", "PromptTuner",
+        "load_lora_weights", "merge_lora", "unmerge_lora", "lora_recipe",
     ),
     "nnx-diffusion": ("DiffusionMLP", "NoiseSchedulers", "diffusion_objective"),
     "nnx-paradigms": (
@@ -46,7 +47,9 @@ _OPTIMIZER_FACTORIES: dict[str, tuple[str, ...]] = {
 
 _METRICS: dict[str, tuple[str, ...]] = {}
 
-_TRANSFORMS: dict[str, tuple[str, ...]] = {}
+_TRANSFORMS: dict[str, tuple[str, ...]] = {
+    "nnx-peft": ("nnx.lora@v1",),
+}
 
 #: Catalog kind of each entry-point group (the plain groups and the ``id@vN`` ones).
 GROUP_KINDS: dict[str, str] = {
