@@ -14,7 +14,7 @@ pytest.importorskip("nnx.lm")
 
 from nnx import GenerativeNNModel, Nets, NNModelParams
 from nnx.lm import NNTransformerParams, TransformerNN
-from nnx.peft import PrefixTuner, load_prefix_weights, save_prefix_weights
+from nnx.peft import PrefixTuner, PromptTuner, load_prefix_weights, save_prefix_weights
 
 VOCAB, D, H = 23, 16, 2
 HD = D // H
@@ -256,3 +256,28 @@ def test_loading_keeps_the_destination_dtype(tmp_path: Path) -> None:
     dest = PrefixTuner(_net().double(), 2)
     load_prefix_weights(dest, path)
     assert {p.dtype for p in dest.parameters()} == {torch.float64}
+
+
+def test_a_whole_tuner_pickles_and_reloads_working(tmp_path: Path) -> None:
+    tuner = PrefixTuner(_net(), 2)
+    torch.save(tuner, tmp_path / "whole.pt")
+    back = torch.load(tmp_path / "whole.pt", weights_only=False)
+    ids = torch.randint(0, VOCAB, (1, 5))
+    with torch.no_grad():
+        assert torch.equal(back(ids), tuner(ids))
+        back.prefix_keys[0].zero_()  # the reloaded patch reads the reloaded prefixes
+        torch.testing.assert_close(back(ids), _reference(back.net, back, ids), atol=1e-5,
+                                   rtol=0)
+
+
+def test_a_prompt_tuner_composes_over_a_prefix_tuned_net() -> None:
+    net = _net()
+    prefix = PrefixTuner(net, 2)
+    prompt = PromptTuner(net, 3)
+    ids = torch.randint(0, VOCAB, (1, 4))
+    with torch.no_grad():
+        embeds = torch.cat((prompt.soft_prompt.unsqueeze(0), net.embed(ids)), dim=1)
+        ref, _ = net.forward_embeddings(embeds)  # the patched net: prefix included
+        torch.testing.assert_close(prompt(ids), ref[:, 3:], atol=1e-6, rtol=0)
+    assert {n for n, p in prefix.named_parameters() if p.requires_grad} == {
+        "prefix_keys.0", "prefix_keys.1", "prefix_values.0", "prefix_values.1"}
