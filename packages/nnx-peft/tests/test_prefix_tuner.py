@@ -12,7 +12,7 @@ from torch import nn
 
 pytest.importorskip("nnx.lm")
 
-from nnx import GenerativeNNModel, Nets, NNModelParams
+from nnx import GenerativeNNModel, Nets, NNModelParams, NNOptimParams, build_param_groups
 from nnx.lm import NNTransformerParams, TransformerNN
 from nnx.peft import PrefixTuner, PromptTuner, load_prefix_weights, save_prefix_weights
 
@@ -45,6 +45,12 @@ class _Wrapper(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out: torch.Tensor = self.base(x) + self.delta(x)
         return out
+
+
+def _groups(module: nn.Module) -> list[tuple[str, list[int]]]:
+    """Param-group membership as the optimizer would build it."""
+    return [(g["name"], [id(p) for p in g["params"]])
+            for g in build_param_groups(module, NNOptimParams())]
 
 
 def _qkv_weight(proj: nn.Module) -> torch.Tensor:
@@ -157,8 +163,10 @@ def test_wrapping_an_already_tuned_net_raises_and_changes_nothing() -> None:
     tuner = PrefixTuner(net, 2)
     forwards = [vars(b.attn)["forward"] for b in net.blocks]
     state = {k: v.clone() for k, v in tuner.state_dict().items()}
+    groups = _groups(tuner)
     with pytest.raises(ValueError, match="already prefix-tuned"):
         PrefixTuner(net, 3)
+    assert _groups(tuner) == groups
     assert [vars(b.attn)["forward"] for b in net.blocks] == forwards
     now = tuner.state_dict()
     assert now.keys() == state.keys() and all(torch.equal(now[k], state[k]) for k in state)
@@ -167,8 +175,10 @@ def test_wrapping_an_already_tuned_net_raises_and_changes_nothing() -> None:
 @pytest.mark.parametrize("n", [0, -1, True, 1.5])
 def test_a_bad_prefix_length_is_refused_before_anything_changes(n: object) -> None:
     net = _net()
+    groups = _groups(net)
     with pytest.raises(ValueError, match="n_prefix"):
         PrefixTuner(net, n)  # type: ignore[arg-type]
+    assert _groups(net) == groups
     assert all(p.requires_grad for p in net.parameters())
     assert not any("forward" in vars(b.attn) for b in net.blocks)
 

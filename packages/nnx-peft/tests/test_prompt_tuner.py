@@ -10,6 +10,7 @@ import torch
 
 pytest.importorskip("nnx.lm")
 
+from nnx import NNOptimParams, build_param_groups
 from nnx.lm import NNTransformerParams, TransformerNN
 from nnx.peft import PromptTuner, load_prompt_weights, save_prompt_weights
 
@@ -23,18 +24,24 @@ def _net(seed: int = 0, **over: object) -> TransformerNN:
     return TransformerNN(NNTransformerParams(**shape)).eval()  # type: ignore[arg-type]
 
 
-def _snapshot(net: torch.nn.Module) -> tuple[dict[str, torch.Tensor], list[bool], list[bool]]:
+Snapshot = tuple[dict[str, torch.Tensor], list[bool], list[bool], list[list[int]]]
+
+
+def _snapshot(net: torch.nn.Module) -> Snapshot:
+    """Weights, requires_grad flags, modes and param-group membership."""
+    trainable = any(p.requires_grad for p in net.parameters())  # else the builder refuses
+    groups = [[id(p) for p in g["params"]] for g in build_param_groups(net, NNOptimParams())
+              ] if trainable else []
     return ({k: v.clone() for k, v in net.state_dict().items()},
-            [p.requires_grad for p in net.parameters()], [m.training for m in net.modules()])
+            [p.requires_grad for p in net.parameters()], [m.training for m in net.modules()],
+            groups)
 
 
-def _same(net: torch.nn.Module, snap: tuple[dict[str, torch.Tensor], list[bool], list[bool]]
-          ) -> bool:
-    state, grads, modes = snap
-    now = net.state_dict()
-    return (now.keys() == state.keys() and all(torch.equal(now[k], state[k]) for k in state)
-            and [p.requires_grad for p in net.parameters()] == grads
-            and [m.training for m in net.modules()] == modes)
+def _same(net: torch.nn.Module, snap: Snapshot) -> bool:
+    state, grads, modes, groups = snap
+    now = _snapshot(net)
+    return (now[0].keys() == state.keys() and all(torch.equal(now[0][k], state[k]) for k in state)
+            and (now[1], now[2], now[3]) == (grads, modes, groups))
 
 
 def test_logits_equal_the_base_model_on_the_concatenated_embeddings() -> None:
