@@ -12,6 +12,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "apply_lora_to", "apply_dora_to", "LoRALinear", "DoRALinear", "save_lora_weights",
         "AdapterLayer", "PrefixTuner", "PromptTuner",
         "load_lora_weights", "merge_lora", "unmerge_lora", "lora_recipe",
+        "save_prefix_weights", "load_prefix_weights", "save_prompt_weights", "load_prompt_weights",
     ),
     "nnx-diffusion": ("DiffusionMLP", "NoiseSchedulers", "diffusion_objective"),
     "nnx-paradigms": (

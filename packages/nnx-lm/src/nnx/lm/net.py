@@ -27,6 +27,18 @@ class _Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None
                 ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        return self.attend(x, past)
+
+    def attend(self, x: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None,
+               prefix: tuple[torch.Tensor, torch.Tensor] | None = None
+               ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """``forward``, optionally with ``prefix`` keys and values ahead of every key.
+
+        ``prefix`` is ``(keys, values)``, each ``(batch, heads, P, head_dim)``: used
+        as given (no rotation), seen by every query, and kept out of the returned
+        cache, so token positions and the cache length are the same as without it
+        (the hook point nnx-peft's PrefixTuner patches ``forward`` onto).
+        """
         b, t, d = x.shape
         q, k, v = (p.view(b, t, self.n_heads, self.head_dim).transpose(1, 2)
                    for p in self.qkv(x).split(d, dim=-1))
@@ -35,12 +47,21 @@ class _Attention(nn.Module):
         q, k = self.rope(q, offset), self.rope(k, offset)
         if past is not None:
             k, v = torch.cat((past[0], k), dim=2), torch.cat((past[1], v), dim=2)
-        mask = None
-        if offset and t > 1:  # a chunk after a cache: query i sees keys up to offset + i
-            mask = torch.ones(t, offset + t, dtype=torch.bool, device=x.device).tril(offset)
-        y = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, is_causal=offset == 0 and t > 1,
-            dropout_p=self.dropout if self.training else 0.0)
+        if prefix is None:
+            mask = None
+            if offset and t > 1:  # a chunk after a cache: query i sees keys up to offset + i
+                mask = torch.ones(t, offset + t, dtype=torch.bool, device=x.device).tril(offset)
+            y = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, is_causal=offset == 0 and t > 1,
+                dropout_p=self.dropout if self.training else 0.0)
+        else:
+            slots = prefix[0].shape[2]
+            # Every query sees every prefix slot, then the tokens causally.
+            causal = torch.ones(t, offset + t, dtype=torch.bool, device=x.device).tril(offset)
+            mask = torch.cat((causal.new_ones(t, slots), causal), dim=1)
+            y = F.scaled_dot_product_attention(
+                q, torch.cat((prefix[0], k), dim=2), torch.cat((prefix[1], v), dim=2),
+                attn_mask=mask, dropout_p=self.dropout if self.training else 0.0)
         return self.out(y.transpose(1, 2).reshape(b, t, d)), (k, v)
 
 
@@ -112,11 +133,29 @@ class TransformerNN(nn.Module):
         if ids.dim() != 2:
             raise ValueError(f"TransformerNN takes token ids of shape (batch, T); got "
                              f"{tuple(ids.shape)}")
+        self._check_room(cache, ids.shape[1])
+        return self._run(self.embed(ids), cache)
+
+    def forward_embeddings(self, embeds: torch.Tensor, cache: KVCache | None = None
+                           ) -> tuple[torch.Tensor, KVCache]:
+        """``forward_with_cache`` over input embeddings ``(batch, T, d_model)`` instead of
+        ids (Hugging Face's ``inputs_embeds``): what ``embed(ids)`` would give, or a
+        soft prompt concatenated ahead of it (nnx-peft's PromptTuner)."""
+        d = self.params.d_model
+        if embeds.dim() != 3 or embeds.shape[-1] != d:
+            raise ValueError(f"TransformerNN.forward_embeddings takes embeddings of shape "
+                             f"(batch, T, {d}); got {tuple(embeds.shape)}")
+        self._check_room(cache, embeds.shape[1])
+        return self._run(embeds, cache)
+
+    def _check_room(self, cache: KVCache | None, new: int) -> None:
         length = 0 if cache is None else cache[0][0].shape[2]
-        if length + ids.shape[1] > self.params.max_seq_len:
-            raise ValueError(f"TransformerNN: {length} cached + {ids.shape[1]} new tokens is "
+        if length + new > self.params.max_seq_len:
+            raise ValueError(f"TransformerNN: {length} cached + {new} new tokens is "
                              f"past max_seq_len ({self.params.max_seq_len})")
-        x = self.drop(self.embed(ids))
+
+    def _run(self, embeds: torch.Tensor, cache: KVCache | None) -> tuple[torch.Tensor, KVCache]:
+        x = self.drop(embeds)
         new: list[tuple[torch.Tensor, torch.Tensor]] = []
         for i, block in enumerate(self.blocks):
             x, kv = block(x, None if cache is None else cache[i])

@@ -1,0 +1,31 @@
+"""docs/peft.md's "Prompt tuning" and "Prefix tuning" sections run as written (so they
+cannot rot). Only these two sections: the page's other sections have their own tests."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("nnx.lm")
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "peft.md"
+
+
+def _section(text: str, title: str) -> str:
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert match, f"docs/peft.md has no '## {title}' section"
+    return match.group(1)
+
+
+@pytest.mark.parametrize("title", ["Prompt tuning", "Prefix tuning"])
+def test_every_python_block_of_the_section_runs(title: str, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the blocks write adapter files
+    blocks = re.findall(r"^```python\n(.*?)^```$", _section(DOC.read_text(encoding="utf-8"),
+                                                            title), re.M | re.S)
+    assert blocks
+    namespace: dict[str, object] = {"__name__": "__peft_doc__"}
+    for i, code in enumerate(blocks):
+        exec(compile(code, f"docs/peft.md {title} block {i + 1}", "exec"), namespace)
