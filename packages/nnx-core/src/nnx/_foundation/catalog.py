@@ -12,7 +12,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "apply_lora_to", "apply_dora_to", "LoRALinear", "DoRALinear", "save_lora_weights",
         "AdapterLayer", "PrefixTuner", "PromptTuner",
     ),
-    "nnx-diffusion": ("DiffusionMLP", "NoiseSchedulers", "diffusion_objective"),
+    "nnx-diffusion": (
+        "NoiseSchedulers", "NoiseSchedule", "DiffusionMLP", "DiffusionObjective",
+        "diffusion_train_step_factory", "diffusion_objective", "sample",
+    ),
     "nnx-paradigms": (
         "kd_train_step_factory", "feature_kd_train_step_factory", "simclr_train_step_factory",
         "mixup_train_step_factory", "cutmix_train_step_factory", "moe_train_step_factory",
