@@ -42,3 +42,20 @@ def test_one_reverse_step_at_t_500_equals_diffusers_from_the_same_noise(kind):
     # The posterior variance is diffusers' fixed_small variance.
     assert float(ours.posterior_variance[500]) == pytest.approx(
         float(theirs._get_variance(500)), rel=1e-5)
+
+
+def test_a_whole_sample_equals_a_diffusers_step_loop_from_the_same_generator():
+    from nnx.diffusion import DiffusionMLP, sample
+
+    torch.manual_seed(0)
+    net = DiffusionMLP(input_dim=2, hidden_dims=[16], time_embed_dim=8)
+    schedule = NoiseSchedulers.LINEAR(T=50, beta_min=1e-3, beta_max=0.1)
+    theirs = diffusers.DDPMScheduler(num_train_timesteps=50, beta_start=1e-3, beta_end=0.1,
+                                     clip_sample=False, variance_type="fixed_small")
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(32, 2, generator=g)
+    with torch.no_grad():
+        for t in theirs.timesteps:
+            x = theirs.step(net(x, t.expand(32)), int(t), x, generator=g).prev_sample
+    got = sample(net, schedule, (32, 2), generator=torch.Generator().manual_seed(4))
+    torch.testing.assert_close(got, x, atol=1e-4, rtol=1e-4)  # 50 float32 steps, 2 formulas
