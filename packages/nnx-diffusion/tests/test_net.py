@@ -55,7 +55,7 @@ def test_bad_shapes_are_refused(kwargs, match):
 
 def test_samples_of_the_wrong_size_are_refused():
     net = DiffusionMLP(input_dim=2, hidden_dims=[4], time_embed_dim=4)
-    with pytest.raises(ValueError, match="input_dim=2.*3 elements"):
+    with pytest.raises(ValueError, match=r"input_dim=2.*3 elements"):
         net(torch.randn(4, 3), torch.zeros(4, dtype=torch.long))
 
 

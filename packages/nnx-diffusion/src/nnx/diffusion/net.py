@@ -34,6 +34,8 @@ class DiffusionMLP(nn.Module):
     row and ``t`` an integer tensor of shape ``(B,)`` (or a scalar, for every row).
     """
 
+    freqs: torch.Tensor
+
     def __init__(self, input_dim: int, hidden_dims: Sequence[int], time_embed_dim: int) -> None:
         super().__init__()
         self.input_dim = check_count("DiffusionMLP input_dim", input_dim)
