@@ -14,7 +14,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "load_lora_weights", "merge_lora", "unmerge_lora", "lora_recipe",
         "save_prefix_weights", "load_prefix_weights", "save_prompt_weights", "load_prompt_weights",
     ),
-    "nnx-diffusion": ("DiffusionMLP", "NoiseSchedulers", "diffusion_objective"),
+    "nnx-diffusion": (
+        "NoiseSchedulers", "NoiseSchedule", "DiffusionMLP", "DiffusionObjective",
+        "diffusion_train_step_factory", "diffusion_objective", "sample",
+    ),
     "nnx-paradigms": (
         "kd_train_step_factory", "feature_kd_train_step_factory", "simclr_train_step_factory",
         "mixup_train_step_factory", "cutmix_train_step_factory", "moe_train_step_factory",
