@@ -129,13 +129,26 @@ def test_an_unmarked_step_on_finalize_step_refuses_reduced_precision_without_ste
     assert same(weights(model), before)
 
 
+def test_a_full_precision_only_step_refuses_accumulation_before_any_run_dir(tmp_path):
+    model = tiny_model()
+    before, rng = weights(model), torch.get_rng_state()
+    with pytest.raises(ValueError, match=r"paradigm_step.*cannot accumulate: "
+                                         r"accumulate_grad_batches=2"):
+        model.train(NNTrainParams(n_epochs=1, train_loader=tiny_batches(2),
+                                  optim=sgd(accumulate=2)),
+                    train_step_fn=paradigm_step, root=tmp_path / "runs", verbose=False)
+    assert not (tmp_path / "runs").exists()
+    assert same(weights(model), before)
+    assert torch.equal(torch.get_rng_state(), rng)
+
+
 def test_finalize_step_refuses_accumulation_without_stepping(tmp_path):
     model = tiny_model()
     before = weights(model)
     with pytest.raises(ValueError, match="accumulate_grad_batches=2"):
         model.train(NNTrainParams(n_epochs=1, train_loader=tiny_batches(2),
                                   optim=sgd(accumulate=2)),
-                    train_step_fn=paradigm_step, root=tmp_path / "runs", verbose=False)
+                    train_step_fn=unmarked_step, root=tmp_path / "runs", verbose=False)
     assert same(weights(model), before)
 
 

@@ -51,7 +51,8 @@ class _Loop(FitLoop):
         optimizer = build_optimizer(model.net, params.optim)
         self.precision = resolve_precision(model.params, model.device)
         if self.custom_step:  # before any run is reserved (§6.1)
-            check_precision_owner(self.step_fn, self.precision, step_name="train_step_fn")
+            check_precision_owner(self.step_fn, self.precision, step_name="train_step_fn",
+                                  accumulate=params.optim.accumulate_grad_batches)
         self.scaler = self.precision.make_scaler()
         self.accumulate = params.optim.accumulate_grad_batches
         schedule = None

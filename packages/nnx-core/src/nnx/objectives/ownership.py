@@ -38,9 +38,10 @@ def is_imperative_step(fn: Any) -> bool:
 
 
 def full_precision_only(fn: F) -> F:
-    """Mark a step function that trains in full precision only (one built on
-    ``nnx._step_helpers.finalize_step``), so a run whose precision resolves to FP16 or
-    BF16 refuses it before any run is reserved (§6.1)."""
+    """Mark a step function that trains in full precision, one microbatch per update
+    (one built on ``nnx._step_helpers.finalize_step``), so a run whose precision
+    resolves to FP16 or BF16, or that accumulates gradients, refuses it before any run
+    is reserved (§6.1)."""
     setattr(fn, _FULL_PRECISION, True)
     return fn
 
@@ -49,14 +50,24 @@ def is_full_precision_only(fn: Any) -> bool:
     return bool(getattr(fn, _FULL_PRECISION, False))
 
 
-def check_precision_owner(step_fn: Any, precision: Any, *, step_name: str) -> None:
-    """Refuse a full-precision-only step under a reduced resolved precision."""
-    if step_fn is not None and precision.is_reduced and is_full_precision_only(step_fn):
+def check_precision_owner(step_fn: Any, precision: Any, *, step_name: str,
+                          accumulate: int = 1) -> None:
+    """Refuse a full-precision-only step under a reduced resolved precision or with
+    gradient accumulation: finalize_step would refuse either at the first batch, after
+    the run was reserved and the step had drawn from the RNG streams."""
+    if step_fn is None or not is_full_precision_only(step_fn):
+        return
+    if precision.is_reduced:
         raise ValueError(f"{step_name} {_name(step_fn)} is full-precision-only, but the run's "
                          f"precision resolves to {precision.policy.name}: set "
                          "NNModelParams.precision=FP32 (or drop mixed_precision), or train its "
                          "objective counterpart, whose shared update engine applies autocast "
                          "and the FP16 scaler")
+    if accumulate != 1:
+        raise ValueError(f"{step_name} {_name(step_fn)} steps the optimizer once per batch and "
+                         f"cannot accumulate: accumulate_grad_batches={accumulate}; set it to "
+                         "1, or train its objective counterpart, whose shared update engine "
+                         "accumulates exactly")
 
 
 def _hidden_objective(fn: Any) -> bool:
