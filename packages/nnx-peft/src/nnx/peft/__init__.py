@@ -1,4 +1,7 @@
 """Parameter-efficient fine-tuning (spec §11): adapters that train a few new
 parameters on a frozen base."""
 
-__all__: list[str] = []
+from nnx.peft.adapter import AdapterLayer
+from nnx.peft.ia3 import IA3Linear
+
+__all__ = ["AdapterLayer", "IA3Linear"]
