@@ -3,5 +3,6 @@ parameters on a frozen base."""
 
 from nnx.peft.adapter import AdapterLayer
 from nnx.peft.ia3 import IA3Linear
+from nnx.peft.lora import LoRALinear, apply_lora_to
 
-__all__ = ["AdapterLayer", "IA3Linear"]
+__all__ = ["AdapterLayer", "IA3Linear", "LoRALinear", "apply_lora_to"]

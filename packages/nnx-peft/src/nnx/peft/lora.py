@@ -1,0 +1,157 @@
+"""LoRA (spec §11.1): ``LoRALinear`` and ``apply_lora_to``.
+
+``y = base(x) + (alpha / r) · lora_B(lora_A(dropout(x)))``. ``lora_A`` and
+``lora_B`` are ``nn.Linear(bias=False)`` submodules, as in Hugging Face PEFT,
+so the adapter's state-dict keys are ``<path>.lora_A.weight`` /
+``<path>.lora_B.weight`` and the wrapped layer's become ``<path>.base.weight``
+/ ``<path>.base.bias``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn.parameter import UninitializedParameter
+
+from nnx.extend import POSITIVE, UNIT_HALF_OPEN, check_count, check_real
+from nnx.peft.targeting import AdapterWrapper, replace_slots, select_linear_slots
+
+__all__ = ["LoRALinear", "apply_lora_to", "check_lora_args"]
+
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def check_lora_args(what: str, r: object, alpha: object,
+                    dropout: object) -> tuple[int, float, float]:
+    """``(r, alpha, dropout)`` validated: r an integer >= 1, alpha finite and > 0 (§2.3),
+    dropout in [0, 1); ValueError naming the field and its domain otherwise."""
+    rank = check_count(f"{what} r", r)
+    scale = float(check_real(f"{what} alpha", alpha, POSITIVE))
+    drop = float(check_real(f"{what} dropout", dropout, UNIT_HALF_OPEN))
+    return rank, scale, drop
+
+
+class LoRALinear(AdapterWrapper):
+    """A frozen ``nn.Linear`` plus a trainable rank-``r`` residual (Hu et al., 2021).
+
+    ``lora_A`` (r × in) is Kaiming-uniform initialized (``a = sqrt(5)``, as in
+    HF PEFT) and ``lora_B`` (out × r) zero-initialized, so at step 0 the
+    output is exactly ``base(x)``. Both are allocated with the base weight's
+    dtype and device (meta included); the base is never moved, recast or
+    replaced, only frozen. The wrapper and its ``lora_dropout`` copy the base's
+    training flag. ``init_weights=False`` leaves A and B zero without drawing
+    from any RNG stream (a recipe replay, whose weights are loaded next).
+    """
+
+    def __init__(self, base: nn.Linear, r: int, alpha: float, dropout: float = 0.0, *,
+                 init_weights: bool = True) -> None:
+        rank, scale, drop = check_lora_args(type(self).__name__, r, alpha, dropout)
+        if not isinstance(base, nn.Linear):
+            raise TypeError(f"{type(self).__name__} wraps an nn.Linear; got "
+                            f"{type(base).__name__}")
+        if isinstance(base.weight, UninitializedParameter):
+            raise ValueError(f"{type(self).__name__}: the Linear is an uninitialized lazy "
+                             f"Linear; run one forward to materialize it before wrapping")
+        super().__init__()
+        weight = base.weight
+        self.base = base
+        self.r, self.alpha, self.scaling = rank, scale, scale / rank
+        self.merged = False
+        self._merge_flags: tuple[bool, bool] | None = None
+        self.lora_dropout: nn.Module = nn.Dropout(drop) if drop > 0 else nn.Identity()
+        # Built on meta, then given storage where the base lives: no default
+        # init runs, so the only RNG draw is the explicit one for lora_A below.
+        self.lora_A = nn.Linear(base.in_features, rank, bias=False, device="meta",
+                                dtype=weight.dtype).to_empty(device=weight.device)
+        self.lora_B = nn.Linear(rank, base.out_features, bias=False, device="meta",
+                                dtype=weight.dtype).to_empty(device=weight.device)
+        with torch.no_grad():
+            if init_weights:
+                nn.init.kaiming_uniform_(self.lora_A.weight, a=math.sqrt(5))
+            else:
+                self.lora_A.weight.zero_()
+            self.lora_B.weight.zero_()
+        for param in base.parameters():
+            param.requires_grad_(False)
+        # Mode is inherited per layer and set directly: calling .train() here
+        # would also reach into the base (and any child a Linear subclass has).
+        self.training = base.training
+        for child in (self.lora_dropout, self.lora_A, self.lora_B):
+            child.training = base.training
+
+    @property
+    def in_features(self) -> int:
+        return self.base.in_features
+
+    @property
+    def out_features(self) -> int:
+        return self.base.out_features
+
+    def extra_repr(self) -> str:
+        return f"r={self.r}, alpha={self.alpha}, merged={self.merged}"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.base(x)
+        if self.merged:  # the update already lives in base.weight
+            return out
+        update: torch.Tensor = self.lora_B(self.lora_A(self.lora_dropout(x)))
+        return out + update * self.scaling
+
+    # -- merging (nnx.peft.merging drives these; DoRA overrides them) ----------------
+    def delta_weight(self) -> torch.Tensor:
+        """``(alpha / r) · B · A`` in the base weight's dtype, computed in FP32 for
+        FP16 / BF16 layers (as HF PEFT does) and cast back."""
+        a, b = self.lora_A.weight.detach(), self.lora_B.weight.detach()
+        dtype = a.dtype
+        if dtype in _HALF:
+            a, b = a.float(), b.float()
+        delta: torch.Tensor = ((b @ a) * self.scaling).to(dtype)
+        return delta
+
+    def merge(self) -> bool:
+        """Fold the update into ``base.weight``; False (nothing done) if already merged.
+
+        While merged the adapters are frozen too, so training the merged
+        wrapper cannot count the update twice: forward is ``base(x)`` alone
+        and nothing of the adapter is trainable until :meth:`unmerge`.
+        """
+        if self.merged:
+            return False
+        with torch.no_grad():
+            self.base.weight.add_(self.delta_weight())
+        self._merge_flags = (self.lora_A.weight.requires_grad,
+                             self.lora_B.weight.requires_grad)
+        self.lora_A.weight.requires_grad_(False)
+        self.lora_B.weight.requires_grad_(False)
+        self.merged = True
+        return True
+
+    def unmerge(self) -> bool:
+        """Subtract the update back out of ``base.weight``; False if not merged."""
+        if not self.merged:
+            return False
+        with torch.no_grad():
+            self.base.weight.sub_(self.delta_weight())
+        a_flag, b_flag = self._merge_flags or (True, True)
+        self.lora_A.weight.requires_grad_(a_flag)
+        self.lora_B.weight.requires_grad_(b_flag)
+        self._merge_flags = None
+        self.merged = False
+        return True
+
+
+def apply_lora_to(module: nn.Module, *patterns: str, r: int, alpha: float,
+                  dropout: float = 0.0) -> int:
+    """Wrap every ``nn.Linear`` a glob selects in a :class:`LoRALinear`; the new count.
+
+    Patterns are ``fnmatch`` globs over every registration path (see
+    :func:`nnx.peft.targeting.select_linear_slots` for the matching rules and
+    refusals). Everything is validated before the first wrapper is built, so
+    a refused call changes nothing; already-wrapped layers are left alone
+    (a second identical call returns 0). Never calls ``.train()`` / ``.eval()``.
+    """
+    rank, scale, drop = check_lora_args("apply_lora_to", r, alpha, dropout)
+    slots = select_linear_slots(module, patterns, what="apply_lora_to")
+    return replace_slots(slots, lambda linear: LoRALinear(linear, rank, scale, drop))
