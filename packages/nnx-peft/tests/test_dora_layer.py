@@ -1,0 +1,261 @@
+"""DoRALinear (spec §11 DoRA): forward, gradients and merge equal to HF PEFT's
+``LoraConfig(use_dora=True)``, the precision rules, zero rows, placement and modes."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from nnx.peft.dora import DoRALinear
+from nnx.peft.lora import LoRALinear
+
+
+class _Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.q = nn.Linear(6, 5)
+        self.out = nn.Linear(5, 3, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.out(torch.tanh(self.q(x)))
+        return out
+
+
+def _pair(dropout: float = 0.0) -> tuple[_Net, Any]:
+    """Our net with both Linears DoRA-wrapped, and HF PEFT's on the same weights and the
+    same random (non-init) A / B / magnitude values."""
+    peft = pytest.importorskip("peft")
+    torch.manual_seed(0)
+    ours = _Net()
+    theirs = peft.get_peft_model(copy.deepcopy(ours), peft.LoraConfig(
+        r=2, lora_alpha=3, target_modules=["q", "out"], lora_dropout=dropout, use_dora=True))
+    for name in ("q", "out"):
+        mine = DoRALinear(getattr(ours, name), r=2, alpha=3.0, dropout=dropout)
+        setattr(ours, name, mine)
+        hf = getattr(theirs.base_model.model, name)
+        with torch.no_grad():
+            mine.lora_A.weight.normal_()
+            mine.lora_B.weight.normal_()
+            mine.magnitude.uniform_(0.5, 2.0)
+            hf.lora_A["default"].weight.copy_(mine.lora_A.weight)
+            hf.lora_B["default"].weight.copy_(mine.lora_B.weight)
+            hf.lora_magnitude_vector["default"].weight.copy_(mine.magnitude)
+    return ours, theirs
+
+
+def test_magnitude_starts_at_the_row_norms_and_the_layer_equals_its_base() -> None:
+    torch.manual_seed(0)
+    base = nn.Linear(4, 3)
+    layer = DoRALinear(base, r=2, alpha=4.0)
+    torch.testing.assert_close(layer.magnitude, base.weight.norm(dim=1), rtol=0, atol=0)
+    assert isinstance(layer, LoRALinear)
+    assert layer.magnitude.shape == (3,) and layer.magnitude.requires_grad
+    x = torch.randn(5, 4)
+    torch.testing.assert_close(layer(x), base(x), rtol=0, atol=1e-6)
+    torch.testing.assert_close(layer.effective_weight(), base.weight, rtol=0, atol=1e-6)
+    trainable = sorted(n for n, p in layer.named_parameters() if p.requires_grad)
+    assert trainable == ["lora_A.weight", "lora_B.weight", "magnitude"]
+
+
+def test_forward_is_magnitude_times_the_row_normalized_composed_weight() -> None:
+    torch.manual_seed(0)
+    base = nn.Linear(4, 3)
+    layer = DoRALinear(base, r=2, alpha=4.0)
+    with torch.no_grad():
+        layer.lora_B.weight.normal_()
+        layer.magnitude.uniform_(0.5, 2.0)
+    v = base.weight + 2.0 * layer.lora_B.weight @ layer.lora_A.weight
+    w_eff = layer.magnitude.unsqueeze(1) * v / v.norm(dim=1, keepdim=True)
+    x = torch.randn(5, 4)
+    torch.testing.assert_close(layer(x), x @ w_eff.T + base.bias, rtol=0, atol=1e-6)
+    torch.testing.assert_close(layer.effective_weight(), w_eff.detach(), rtol=0, atol=1e-6)
+
+
+def test_forward_and_gradients_equal_hf_peft() -> None:
+    ours, theirs = _pair()
+    x = torch.randn(7, 6)
+    g = torch.randn(7, 3)
+    y_ours, y_theirs = ours(x), theirs(x)
+    torch.testing.assert_close(y_ours, y_theirs, rtol=0, atol=1e-6)
+    (y_ours * g).sum().backward()
+    (y_theirs * g).sum().backward()
+    for name in ("q", "out"):
+        mine = getattr(ours, name)
+        hf = getattr(theirs.base_model.model, name)
+        pairs = [(mine.lora_A.weight, hf.lora_A["default"].weight),
+                 (mine.lora_B.weight, hf.lora_B["default"].weight),
+                 (mine.magnitude, hf.lora_magnitude_vector["default"].weight)]
+        for p_ours, p_theirs in pairs:
+            assert p_ours.grad is not None and p_theirs.grad is not None
+            torch.testing.assert_close(p_ours.grad, p_theirs.grad, rtol=0, atol=1e-6)
+        assert mine.base.weight.grad is None
+
+
+def test_the_row_norm_is_a_constant_in_backward() -> None:
+    # Paper §4.3 / HF PEFT: d/dB flows through V in the numerator only.
+    torch.manual_seed(0)
+    layer = DoRALinear(nn.Linear(4, 3, bias=False), r=2, alpha=2.0)
+    with torch.no_grad():
+        layer.lora_B.weight.normal_()
+    x = torch.randn(5, 4)
+    layer(x).sum().backward()
+    b = layer.lora_B.weight.detach().clone().requires_grad_(True)
+    v = layer.base.weight + b @ layer.lora_A.weight
+    w_eff = layer.magnitude.detach().unsqueeze(1) * v / v.norm(dim=1, keepdim=True).detach()
+    (x @ w_eff.T).sum().backward()
+    assert layer.lora_B.weight.grad is not None
+    torch.testing.assert_close(layer.lora_B.weight.grad, b.grad, rtol=0, atol=1e-6)
+
+
+def test_training_dropout_equals_hf_peft_on_the_same_mask() -> None:
+    ours, theirs = _pair(dropout=0.5)
+    ours.train()
+    theirs.train()
+    x = torch.randn(7, 6)
+    torch.manual_seed(123)
+    y_ours = ours(x)
+    torch.manual_seed(123)
+    y_theirs = theirs(x)
+    torch.testing.assert_close(y_ours, y_theirs, rtol=0, atol=1e-6)
+    # The frozen path sees x, the composed update dropout(x): not W' x + b.
+    layer = ours.q
+    full = x @ layer.effective_weight().T + layer.base.bias
+    torch.manual_seed(123)
+    assert not torch.allclose(layer(x), full, atol=1e-4)
+    ours.eval()
+    theirs.eval()
+    torch.testing.assert_close(ours(x), theirs(x), rtol=0, atol=1e-6)
+
+
+def test_merge_equals_hf_merge_and_unload_and_unmerge_restores() -> None:
+    ours, theirs = _pair()
+    x = torch.randn(7, 6)
+    before = ours(x).detach()
+    w_q = ours.q.base.weight.detach().clone()
+    merged = theirs.merge_and_unload()
+    assert ours.q.merge() and not ours.q.merge()
+    assert ours.out.merge()
+    torch.testing.assert_close(ours.q.base.weight, merged.q.weight, rtol=0, atol=1e-6)
+    torch.testing.assert_close(ours.out.base.weight, merged.out.weight, rtol=0, atol=1e-6)
+    torch.testing.assert_close(ours.q.base.bias, merged.q.bias, rtol=0, atol=0)
+    torch.testing.assert_close(ours(x), before, rtol=0, atol=1e-6)
+    assert not any(p.requires_grad for p in ours.q.parameters())  # nothing counts twice
+    assert ours.q.unmerge() and not ours.q.unmerge()
+    torch.testing.assert_close(ours.q.base.weight, w_q, rtol=0, atol=1e-6)
+    assert ours.q.magnitude.requires_grad and ours.q.lora_B.weight.requires_grad
+    assert not ours.q.base.weight.requires_grad
+
+
+def test_delta_weight_is_the_composed_update_merged_or_not() -> None:
+    ours, _ = _pair()
+    layer = ours.q
+    want = layer.effective_weight() - layer.base.weight.detach()
+    torch.testing.assert_close(layer.delta_weight(), want, rtol=0, atol=1e-6)
+    layer.merge()
+    torch.testing.assert_close(layer.delta_weight(), want, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_zero_row_gives_a_finite_output_equal_to_the_base_at_init(dtype: torch.dtype) -> None:
+    torch.manual_seed(0)
+    base = nn.Linear(4, 3).to(dtype)
+    with torch.no_grad():
+        base.weight[1].zero_()
+    layer = DoRALinear(base, r=2, alpha=2.0)
+    assert layer.magnitude[1] == 0
+    x = torch.randn(5, 4, dtype=dtype)
+    y = layer(x)
+    assert torch.isfinite(y).all()
+    tol = 1e-6 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(y, base(x), rtol=0, atol=tol)
+    torch.testing.assert_close(y[:, 1], base.bias[1].expand(5), rtol=0, atol=0)
+    y.sum().backward()
+    for p in (layer.lora_A.weight, layer.lora_B.weight, layer.magnitude):
+        assert p.grad is not None and torch.isfinite(p.grad).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_learned_update_on_a_zero_row_stays_differentiable(dtype: torch.dtype) -> None:
+    torch.manual_seed(0)
+    base = nn.Linear(4, 3).to(dtype)
+    with torch.no_grad():
+        base.weight[1].zero_()
+    layer = DoRALinear(base, r=2, alpha=2.0)
+    with torch.no_grad():  # what training grew: an update and a magnitude on that row
+        layer.lora_B.weight.normal_()
+        layer.magnitude[1] = 0.7
+    x = torch.randn(5, 4, dtype=dtype)
+    y = layer(x)
+    assert torch.isfinite(y).all()
+    # W' row 1 = 0.7 · V1 / ||V1||: a unit direction times the magnitude.
+    torch.testing.assert_close(layer.effective_weight()[1].float().norm(),
+                               torch.tensor(0.7), rtol=0, atol=1e-2)
+    y.sum().backward()
+    for p in (layer.lora_A.weight, layer.lora_B.weight, layer.magnitude):
+        assert p.grad is not None and torch.isfinite(p.grad).all()
+    assert layer.magnitude.grad is not None and layer.magnitude.grad[1] != 0
+    assert layer.lora_B.weight.grad is not None and layer.lora_B.weight.grad[1].abs().sum() > 0
+
+
+def test_half_layers_normalize_in_fp32_and_fp64_keeps_fp64() -> None:
+    torch.manual_seed(0)
+    ref = nn.Linear(8, 4)
+    bf = DoRALinear(copy.deepcopy(ref).to(torch.bfloat16), r=2, alpha=2.0)
+    with torch.no_grad():
+        bf.lora_B.weight.normal_()
+    assert bf._composed().dtype == torch.float32
+    assert bf.row_scale().dtype == torch.bfloat16 and bf.effective_weight().dtype == torch.bfloat16
+    v = bf.base.weight.float() + bf.lora_B.weight.float() @ bf.lora_A.weight.float()
+    want = (bf.magnitude.float() / v.norm(dim=1)).to(torch.bfloat16)
+    assert torch.equal(bf.row_scale(), want)
+    d = DoRALinear(copy.deepcopy(ref).double(), r=2, alpha=2.0)
+    assert d._composed().dtype == torch.float64 and d.row_scale().dtype == torch.float64
+    assert d.magnitude.dtype == torch.float64
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_magnitude_is_allocated_from_the_base_weight(dtype: torch.dtype) -> None:
+    base = nn.Linear(4, 3).to(dtype)
+    weight = base.weight
+    layer = DoRALinear(base, r=2, alpha=2.0)
+    assert layer.magnitude.dtype == dtype and layer.magnitude.device == weight.device
+    assert layer.base is base and base.weight is weight and weight.dtype == dtype
+
+
+def test_a_meta_skeleton_composes() -> None:
+    layer = DoRALinear(nn.Linear(4, 3, device="meta"), r=2, alpha=2.0)
+    assert layer.magnitude.is_meta and layer.magnitude.shape == (3,)
+    assert layer(torch.empty(2, 4, device="meta")).shape == (2, 3)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_the_wrapper_and_its_dropout_copy_the_base_mode(training: bool) -> None:
+    base = nn.Linear(3, 2).train(training)
+    layer = DoRALinear(base, r=1, alpha=1.0, dropout=0.3)
+    assert layer.training is training and layer.lora_dropout.training is training
+    assert base.training is training
+
+
+@pytest.mark.parametrize("alpha", [0.0, -1.0, float("nan"), float("inf"), "2"])
+def test_alpha_must_be_finite_and_positive(alpha: object) -> None:
+    base = nn.Linear(3, 2)
+    with pytest.raises(ValueError, match="DoRALinear alpha"):
+        DoRALinear(base, r=1, alpha=alpha)  # type: ignore[arg-type]
+    assert base.weight.requires_grad  # nothing was frozen
+
+
+def test_a_full_state_dict_round_trip_restores_the_forward() -> None:
+    ours, _ = _pair()
+    state = ours.state_dict()
+    assert "q.magnitude" in state and "out.magnitude" in state
+    torch.manual_seed(5)
+    fresh = _Net()
+    fresh.q = DoRALinear(fresh.q, r=2, alpha=3.0)  # type: ignore[assignment]
+    fresh.out = DoRALinear(fresh.out, r=2, alpha=3.0)  # type: ignore[assignment]
+    fresh.load_state_dict(state, strict=True)
+    x = torch.randn(4, 6)
+    torch.testing.assert_close(fresh(x), ours(x), rtol=0, atol=0)
