@@ -11,6 +11,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "nnx-peft": (
         "apply_lora_to", "apply_dora_to", "LoRALinear", "DoRALinear", "save_lora_weights",
         "AdapterLayer", "PrefixTuner", "PromptTuner",
+        "IA3Linear", "apply_ia3_to", "save_ia3_weights", "load_ia3_weights",
     ),
     "nnx-diffusion": ("DiffusionMLP", "NoiseSchedulers", "diffusion_objective"),
     "nnx-paradigms": (
