@@ -11,6 +11,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "nnx-peft": (
         "apply_lora_to", "apply_dora_to", "LoRALinear", "DoRALinear", "save_lora_weights",
         "AdapterLayer", "PrefixTuner", "PromptTuner",
+        "load_lora_weights", "merge_lora", "unmerge_lora", "lora_recipe",
         "IA3Linear", "apply_ia3_to", "save_ia3_weights", "load_ia3_weights",
     ),
     "nnx-diffusion": ("DiffusionMLP", "NoiseSchedulers", "diffusion_objective"),
@@ -47,7 +48,9 @@ _OPTIMIZER_FACTORIES: dict[str, tuple[str, ...]] = {
 
 _METRICS: dict[str, tuple[str, ...]] = {}
 
-_TRANSFORMS: dict[str, tuple[str, ...]] = {}
+_TRANSFORMS: dict[str, tuple[str, ...]] = {
+    "nnx-peft": ("nnx.lora@v1",),
+}
 
 #: Catalog kind of each entry-point group (the plain groups and the ``id@vN`` ones).
 GROUP_KINDS: dict[str, str] = {
