@@ -21,6 +21,8 @@ def _section(title: str) -> str:
 @pytest.mark.parametrize("title", SECTIONS)
 def test_every_python_block_of_the_section_runs(title: str, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    if not DOC.exists():  # an installed sdist ships no docs/
+        pytest.skip("docs/ is not part of this checkout")
     monkeypatch.chdir(tmp_path)  # the blocks write adapter files
     blocks = re.findall(r"^```python\n(.*?)^```$", _section(title), re.M | re.S)
     assert blocks
