@@ -259,3 +259,33 @@ def test_a_full_state_dict_round_trip_restores_the_forward() -> None:
     fresh.load_state_dict(state, strict=True)
     x = torch.randn(4, 6)
     torch.testing.assert_close(fresh(x), ours(x), rtol=0, atol=0)
+
+
+def test_a_later_train_call_activates_the_update_dropout() -> None:
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(6, 6)).eval()
+    layer = DoRALinear(net[0], r=2, alpha=2.0, dropout=0.5)
+    net[0] = layer
+    with torch.no_grad():
+        layer.lora_B.weight.normal_()
+    x = torch.randn(4, 6)
+    assert not layer.training and torch.equal(net(x), net(x))
+    net.train()
+    assert layer.training and layer.lora_dropout.training
+    assert not torch.equal(net(x), net(x))  # two masks, two outputs
+
+
+def test_a_half_layer_runs_forward_and_merge_in_its_dtype() -> None:
+    torch.manual_seed(0)
+    base = nn.Linear(8, 4).to(torch.bfloat16)
+    layer = DoRALinear(base, r=2, alpha=2.0)
+    with torch.no_grad():
+        layer.lora_B.weight.normal_()
+    x = torch.randn(3, 8, dtype=torch.bfloat16)
+    y = layer(x)
+    assert y.dtype == torch.bfloat16
+    want = nn.functional.linear(x.float(), layer.effective_weight().float(), base.bias.float())
+    torch.testing.assert_close(y.float(), want, rtol=2e-2, atol=2e-2)
+    assert layer.merge()
+    assert base.weight.dtype == torch.bfloat16
+    torch.testing.assert_close(layer(x).float(), y.float(), rtol=2e-2, atol=2e-2)
