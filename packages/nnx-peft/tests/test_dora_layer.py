@@ -289,3 +289,11 @@ def test_a_half_layer_runs_forward_and_merge_in_its_dtype() -> None:
     assert layer.merge()
     assert base.weight.dtype == torch.bfloat16
     torch.testing.assert_close(layer(x).float(), y.float(), rtol=2e-2, atol=2e-2)
+
+
+def test_batched_sequence_input_equals_hf_peft() -> None:
+    ours, theirs = _pair()
+    x = torch.randn(2, 3, 6)  # (batch, seq, features): rows are flattened and restored
+    y = ours(x)
+    assert y.shape == (2, 3, 3)
+    torch.testing.assert_close(y, theirs(x), rtol=0, atol=1e-6)

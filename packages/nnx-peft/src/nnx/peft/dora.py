@@ -106,9 +106,13 @@ class DoRALinear(LoRALinear):
         weight, bias = self.base.weight, self.base.bias
         scale = self.row_scale()
         if isinstance(self.lora_dropout, nn.Identity) or not self.training:
-            # s ⊙ (W x + (alpha/r)·B(A x)) + b: W' x + b without building W'.
-            inner = torch.add(F.linear(x, weight), self.lora_B(self.lora_A(x)),
-                              alpha=self.scaling)
+            # s ⊙ (W x + (alpha/r)·B(A x)) + b: W' x + b without building W'. B's
+            # product accumulates into W x (one addmm), and the scale and bias are one
+            # addcmul: two passes over the output beyond the matmuls.
+            rows = x.reshape(-1, x.shape[-1])
+            inner = torch.addmm(F.linear(rows, weight), self.lora_A(rows),
+                                self.lora_B.weight.t(), alpha=self.scaling)
+            inner = inner.view(*x.shape[:-1], inner.shape[-1])
             return inner * scale if bias is None else torch.addcmul(bias, inner, scale)
         # Training with dropout: the composed update W' - W sees dropout(x).
         frozen: torch.Tensor = self.base(x)
