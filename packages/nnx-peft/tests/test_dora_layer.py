@@ -297,3 +297,22 @@ def test_batched_sequence_input_equals_hf_peft() -> None:
     y = ours(x)
     assert y.shape == (2, 3, 3)
     torch.testing.assert_close(y, theirs(x), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_a_zero_base_row_with_a_loaded_magnitude_stays_finite(dtype: torch.dtype) -> None:
+    # A magnitude trained elsewhere, loaded onto a base whose row was pruned since.
+    torch.manual_seed(0)
+    base = nn.Linear(4, 3).to(dtype)
+    with torch.no_grad():
+        base.weight[2].zero_()
+    layer = DoRALinear(base, r=2, alpha=2.0)
+    with torch.no_grad():
+        layer.magnitude[2] = 0.7
+    x = torch.randn(5, 4, dtype=dtype)
+    y = layer(x)
+    assert torch.isfinite(y).all() and torch.isfinite(layer.row_scale()).all()
+    assert torch.equal(y[:, 2], base.bias[2].expand(5))
+    y.float().sum().backward()
+    for p in (layer.lora_A.weight, layer.lora_B.weight, layer.magnitude):
+        assert p.grad is not None and torch.isfinite(p.grad).all()

@@ -85,9 +85,17 @@ class DoRALinear(LoRALinear):
 
         Differentiable in ``magnitude`` only: the norm is detached (paper §4.3).
         """
+        dtype = self.base.weight.dtype
         with torch.no_grad():
             norm = self._row_norm()
-        return (self.magnitude.to(norm.dtype) / norm).to(self.base.weight.dtype)
+        scale = self.magnitude.to(norm.dtype) / norm
+        if dtype in _HALF:
+            # A zero row of V with a nonzero magnitude (one loaded onto a pruned base)
+            # gives magnitude / NORM_EPS, beyond FP16's range: inf times the row's 0
+            # would be NaN. Bounded, the row stays a finite 0.
+            big = torch.finfo(dtype).max
+            scale = scale.clamp(-big, big)
+        return scale.to(dtype)
 
     def effective_weight(self) -> torch.Tensor:
         """``W' = magnitude ⊙ V / ||V||`` in the layer dtype (detached), what merging writes."""
