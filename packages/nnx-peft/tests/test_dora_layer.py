@@ -25,22 +25,36 @@ class _Net(nn.Module):
         return out
 
 
-def _pair(dropout: float = 0.0) -> tuple[_Net, Any]:
-    """Our net with both Linears DoRA-wrapped, and HF PEFT's on the same weights and the
-    same random (non-init) A / B / magnitude values."""
-    peft = pytest.importorskip("peft")
+def _ours(dropout: float = 0.0, dtype: torch.dtype = torch.float32) -> _Net:
+    """Our net with both Linears DoRA-wrapped and random (non-init) A / B / magnitude."""
     torch.manual_seed(0)
-    ours = _Net()
-    theirs = peft.get_peft_model(copy.deepcopy(ours), peft.LoraConfig(
-        r=2, lora_alpha=3, target_modules=["q", "out"], lora_dropout=dropout, use_dora=True))
+    ours = _Net().to(dtype)
     for name in ("q", "out"):
         mine = DoRALinear(getattr(ours, name), r=2, alpha=3.0, dropout=dropout)
         setattr(ours, name, mine)
-        hf = getattr(theirs.base_model.model, name)
-        with torch.no_grad():
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name in ("q", "out"):
+            mine = getattr(ours, name)
             mine.lora_A.weight.normal_()
             mine.lora_B.weight.normal_()
             mine.magnitude.uniform_(0.5, 2.0)
+    return ours
+
+
+def _pair(dropout: float = 0.0, dtype: torch.dtype = torch.float32) -> tuple[_Net, Any]:
+    """:func:`_ours`, and HF PEFT's net on the same base weights and the same A / B /
+    magnitude values."""
+    peft = pytest.importorskip("peft")
+    ours = _ours(dropout, dtype)
+    torch.manual_seed(0)
+    theirs = peft.get_peft_model(_Net().to(dtype), peft.LoraConfig(
+        r=2, lora_alpha=3, target_modules=["q", "out"], lora_dropout=dropout, use_dora=True))
+    for name in ("q", "out"):
+        mine = getattr(ours, name)
+        hf = getattr(theirs.base_model.model, name)
+        assert torch.equal(hf.base_layer.weight, mine.base.weight)  # the same base weights
+        with torch.no_grad():
             hf.lora_A["default"].weight.copy_(mine.lora_A.weight)
             hf.lora_B["default"].weight.copy_(mine.lora_B.weight)
             hf.lora_magnitude_vector["default"].weight.copy_(mine.magnitude)
@@ -75,12 +89,15 @@ def test_forward_is_magnitude_times_the_row_normalized_composed_weight() -> None
     torch.testing.assert_close(layer.effective_weight(), w_eff.detach(), rtol=0, atol=1e-6)
 
 
-def test_forward_and_gradients_equal_hf_peft() -> None:
-    ours, theirs = _pair()
-    x = torch.randn(7, 6)
-    g = torch.randn(7, 3)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_forward_and_gradients_equal_hf_peft(dtype: torch.dtype) -> None:
+    ours, theirs = _pair(dtype=dtype)
+    x = torch.randn(7, 6, dtype=dtype)
+    g = torch.randn(7, 3, dtype=dtype)
+    # 1e-6 absolute; in FP32 also 1e-6 relative, for gradient entries ~10 (1 ulp ~ 1e-6).
+    rtol = 1e-6 if dtype == torch.float32 else 0.0
     y_ours, y_theirs = ours(x), theirs(x)
-    torch.testing.assert_close(y_ours, y_theirs, rtol=0, atol=1e-6)
+    torch.testing.assert_close(y_ours, y_theirs, rtol=rtol, atol=1e-6)
     (y_ours * g).sum().backward()
     (y_theirs * g).sum().backward()
     for name in ("q", "out"):
@@ -91,7 +108,7 @@ def test_forward_and_gradients_equal_hf_peft() -> None:
                  (mine.magnitude, hf.lora_magnitude_vector["default"].weight)]
         for p_ours, p_theirs in pairs:
             assert p_ours.grad is not None and p_theirs.grad is not None
-            torch.testing.assert_close(p_ours.grad, p_theirs.grad, rtol=0, atol=1e-6)
+            torch.testing.assert_close(p_ours.grad, p_theirs.grad, rtol=rtol, atol=1e-6)
         assert mine.base.weight.grad is None
 
 
@@ -151,7 +168,7 @@ def test_merge_equals_hf_merge_and_unload_and_unmerge_restores() -> None:
 
 
 def test_delta_weight_is_the_composed_update_merged_or_not() -> None:
-    ours, _ = _pair()
+    ours = _ours()
     layer = ours.q
     want = layer.effective_weight() - layer.base.weight.detach()
     torch.testing.assert_close(layer.delta_weight(), want, rtol=0, atol=1e-6)
@@ -249,7 +266,7 @@ def test_alpha_must_be_finite_and_positive(alpha: object) -> None:
 
 
 def test_a_full_state_dict_round_trip_restores_the_forward() -> None:
-    ours, _ = _pair()
+    ours = _ours()
     state = ours.state_dict()
     assert "q.magnitude" in state and "out.magnitude" in state
     torch.manual_seed(5)
