@@ -333,3 +333,41 @@ def test_a_zero_base_row_with_a_loaded_magnitude_stays_finite(dtype: torch.dtype
     y.float().sum().backward()
     for p in (layer.lora_A.weight, layer.lora_B.weight, layer.magnitude):
         assert p.grad is not None and torch.isfinite(p.grad).all()
+
+
+def test_inference_uses_the_composed_weight_and_equals_the_training_path_and_hf() -> None:
+    ours, theirs = _pair()
+    x = torch.randn(7, 6)
+    with_grad = ours(x)  # the differentiable path
+    with torch.no_grad():
+        fast = ours(x)  # one matmul with W'
+        torch.testing.assert_close(fast, theirs(x), rtol=0, atol=1e-6)
+    torch.testing.assert_close(fast, with_grad.detach(), rtol=0, atol=1e-6)
+    q, out = ours.q, ours.out
+    hidden = torch.tanh(nn.functional.linear(x, q.effective_weight(), q.base.bias))
+    assert torch.equal(fast, nn.functional.linear(hidden, out.effective_weight()))
+
+
+def test_an_all_frozen_layer_still_gives_exact_input_gradients() -> None:
+    ours = _ours()
+    layer = ours.q
+    x = torch.randn(4, 6, requires_grad=True)
+    layer(x).sum().backward()  # trainable: the differentiable path
+    want = x.grad
+    x.grad = None
+    for p in layer.parameters():
+        p.requires_grad_(False)
+    assert not layer._tracks_grad()
+    layer(x).sum().backward()
+    assert want is not None and x.grad is not None
+    torch.testing.assert_close(x.grad, want, rtol=0, atol=1e-6)
+
+
+def test_an_unfrozen_base_weight_keeps_the_differentiable_path() -> None:
+    ours = _ours()
+    layer = ours.q
+    for p in (layer.lora_A.weight, layer.lora_B.weight, layer.magnitude):
+        p.requires_grad_(False)
+    layer.base.weight.requires_grad_(True)  # a user who unfroze the base
+    layer(torch.randn(3, 6)).sum().backward()
+    assert layer.base.weight.grad is not None and layer.base.bias.grad is None

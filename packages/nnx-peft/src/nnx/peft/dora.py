@@ -15,9 +15,12 @@ Decisions (docs/peft.md, "DoRA"):
   in FP32 for FP16 / BF16 layers (FP64 keeps FP64); the row scale is cast back
   to the layer dtype. The norm is clamped below at ``NORM_EPS``, so a zero (or
   tiny) row of ``V`` gives a finite row equal to the base's at init, not NaN.
-* Forward without materializing ``W'``: ``y = s ⊙ (W x + (alpha/r)·B(A x)) + b``
-  with the row scale ``s = magnitude / ||V||``, the same value as
-  ``F.linear(x, W', b)`` and only two extra element-wise passes over the output.
+* Two forward paths, equal to rounding. When autograd must see the adapter
+  (grad enabled and W, A, B or magnitude trainable):
+  ``y = s ⊙ (W x + (alpha/r)·B(A x)) + b`` with the row scale
+  ``s = magnitude / ||V||``. Otherwise (inference, ``no_grad``) one matmul
+  ``F.linear(x, W', b)``: V is built every forward for its norms anyway, so W'
+  costs one pass over the weight rather than the adapter's passes over the output.
 * Dropout, as HF PEFT: the composed update ``W' - W`` sees ``dropout(x)`` while
   the frozen path sees ``x``: ``y = W x + b + (W' - W)·dropout(x)``. With no
   dropout active (p = 0 or eval) this is the plain ``W' x + b`` above.
@@ -101,10 +104,11 @@ class DoRALinear(LoRALinear):
         """``W' = magnitude ⊙ V / ||V||`` in the layer dtype (detached), what merging writes."""
         if self.merged:
             return self.base.weight.detach().clone()
-        v = self._composed()
-        with torch.no_grad():
-            scale = self.magnitude.detach().to(v.dtype) / self._row_norm()
-        return (scale.unsqueeze(1) * v).to(self.base.weight.dtype)
+        v = self._composed()  # built once: its row norms and W' both come from it
+        norm = torch.linalg.vector_norm(v, dim=1).clamp_min(NORM_EPS)
+        scale = self.magnitude.detach().to(v.dtype) / norm
+        composed: torch.Tensor = (scale.unsqueeze(1) * v).to(self.base.weight.dtype)
+        return composed
 
     # -- forward ----------------------------------------------------------------
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -112,8 +116,15 @@ class DoRALinear(LoRALinear):
             out: torch.Tensor = self.base(x)
             return out
         weight, bias = self.base.weight, self.base.bias
+        no_dropout = isinstance(self.lora_dropout, nn.Identity) or not self.training
+        if no_dropout and not self._tracks_grad():
+            # Inference (no_grad, or nothing to train): one matmul with W'. V is built
+            # every forward for its row norms anyway, so W' costs one more pass over the
+            # weight instead of the adapter's passes over the (larger) output.
+            fast: torch.Tensor = F.linear(x, self.effective_weight(), bias)
+            return fast
         scale = self.row_scale()
-        if isinstance(self.lora_dropout, nn.Identity) or not self.training:
+        if no_dropout:
             # s ⊙ (W x + (alpha/r)·B(A x)) + b: W' x + b without building W'. B's
             # product accumulates into W x (one addmm), and the scale and bias are one
             # addcmul: two passes over the output beyond the matmuls.
@@ -128,6 +139,16 @@ class DoRALinear(LoRALinear):
         wx = F.linear(dropped, weight)
         update: torch.Tensor = self.lora_B(self.lora_A(dropped)) * self.scaling
         return frozen + (scale - 1) * wx + scale * update
+
+    def _tracks_grad(self) -> bool:
+        """Whether autograd must see W' as a function of W, A, B and magnitude.
+
+        (The bias enters F.linear as itself, and an input's gradient through a
+        constant W' is exact, so neither needs the differentiable path.)
+        """
+        return torch.is_grad_enabled() and any(
+            p.requires_grad for p in (self.base.weight, self.lora_A.weight,
+                                      self.lora_B.weight, self.magnitude))
 
     # -- merging (nnx.peft merging calls these per wrapper) ----------------------
     def delta_weight(self) -> torch.Tensor:
