@@ -36,3 +36,23 @@ def test_a_lora_fine_tune_changes_no_base_parameter(tmp_path: Path) -> None:
     n_adapter = sum(v.numel() for v in adapter.values())
     n_full = sum(v.numel() for v in model.net.state_dict().values())
     assert n_adapter / n_full < 1 and ratio < 1
+
+
+def test_freeze_and_param_groups_address_the_adapter_names(tmp_path: Path) -> None:
+    from nnx import NNOptimParams, NNParamGroupSpec, Optims
+    from nnx.optimizers import build_param_groups
+
+    model = tiny_model()
+    apply_lora_to(model.net, "layers.*", r=2, alpha=4.0)
+    optim = NNOptimParams(name=Optims.SGD, max_lr=0.1, param_groups=[
+        NNParamGroupSpec(name_pattern="*.lora_B.*", lr_multiplier=0.5)])
+    groups = build_param_groups(model.net, optim)
+    assert [(g["name"], g["lr"], len(g["params"])) for g in groups] == [
+        ("*.lora_B.*", 0.05, 2), ("default", 0.1, 2)]
+    assert model.freeze("layers.1.lora_*") == ["layers.1.lora_A.weight",
+                                                "layers.1.lora_B.weight"]
+    frozen_b = model.net.layers[1].lora_B.weight.detach().clone()
+    model.train(NNTrainParams(n_epochs=1, train_loader=tiny_batches(), optim=optim, seed=0),
+                verbose=False, root=tmp_path)
+    assert torch.equal(model.net.layers[1].lora_B.weight, frozen_b)
+    assert torch.count_nonzero(model.net.layers[0].lora_B.weight) > 0

@@ -90,7 +90,12 @@ def _internal_paths(by_path: dict[str, nn.Module]) -> set[str]:
     if isinstance(by_path[""], AdapterWrapper):  # a wrapper itself: nothing below is a target
         return set(by_path) - {""}
     wrappers = {p for p, m in by_path.items() if p and isinstance(m, AdapterWrapper)}
-    return {p for p in by_path if any(p.startswith(w + ".") for w in wrappers)}
+
+    def below(path: str) -> bool:  # any proper ancestor path a wrapper: O(depth) per path
+        parts = path.split(".")
+        return any(".".join(parts[:i]) in wrappers for i in range(1, len(parts)))
+
+    return {p for p in by_path if below(p)}
 
 
 def _sample(paths: Iterable[str], n: int = 6) -> str:
