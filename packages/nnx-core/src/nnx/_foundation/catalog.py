@@ -13,6 +13,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "AdapterLayer", "PrefixTuner", "PromptTuner",
         "load_lora_weights", "merge_lora", "unmerge_lora", "lora_recipe",
         "save_prefix_weights", "load_prefix_weights", "save_prompt_weights", "load_prompt_weights",
+        "IA3Linear", "apply_ia3_to", "save_ia3_weights", "load_ia3_weights",
     ),
     "nnx-diffusion": (
         "NoiseSchedulers", "NoiseSchedule", "DiffusionMLP", "DiffusionObjective",
