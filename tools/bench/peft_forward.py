@@ -4,12 +4,14 @@ Contenders, all on the same ``nn.Linear(1024, 1024)`` weights and the same input
 ``x`` of shape (4096, 1024), fp32 on CPU, in eval mode under ``torch.no_grad``:
 
 * **linear** — the bare ``nn.Linear`` (the reference, 1.00×);
-* **lora** — ``LoRALinear`` (r=8, trained-looking nonzero A and B);
+* **lora** — ``LoRALinear`` (r=8, trained-looking nonzero A and B); on an input
+  this large its inference forward is one matmul with W + (alpha/r)·B·A;
 * **dora** — ``DoRALinear`` (r=8, the same A and B, a non-trivial magnitude);
   under ``no_grad`` its forward is one matmul with the composed weight W';
 * **merged** — the LoRA wrapper after ``merge()``: forward is the base alone;
-* **dora-grad** — for information, no target: the same DoRA forward with grad
-  enabled (the differentiable path training takes, W x + B(A x) rescaled per row).
+* **lora-grad**, **dora-grad** — for information, no target: the same forwards with
+  grad enabled (the differentiable paths training takes: W x + B(A x), and for DoRA
+  that rescaled per row).
 
 Every contender runs once per repeat, interleaved, in one process (the order
 rotates each repeat); a run is ``--calls`` forwards. Figures are medians over
@@ -35,7 +37,7 @@ from nnx.peft.lora import LoRALinear
 DIM, ROWS, RANK, ALPHA = 1024, 4096, 8, 16.0
 #: The issue's targets (ratio to the bare Linear).
 TARGETS: dict[str, float | None] = {"linear": 1.00, "lora": 1.10, "dora": 1.30,
-                                    "merged": 1.00, "dora-grad": None}
+                                    "merged": 1.00, "lora-grad": None, "dora-grad": None}
 
 
 def _contenders() -> tuple[dict[str, nn.Module], dict[str, float]]:
@@ -52,11 +54,13 @@ def _contenders() -> tuple[dict[str, nn.Module], dict[str, float]]:
     merged = copy.deepcopy(lora)
     merged.merge()
     x = torch.randn(16, DIM)
-    grad_path = _with_grad(dora, x)
+    big = torch.randn(ROWS, DIM)  # large enough for LoRA's composed inference path
+    lora_grad, dora_grad = _with_grad(lora, big), _with_grad(dora, x)
     with torch.no_grad():
         checks = {
             "merged vs lora": (merged(x) - lora(x)).abs().max().item(),
-            "dora no_grad vs grad path": (dora(x) - grad_path).abs().max().item(),
+            "lora no_grad vs grad path": (lora(big) - lora_grad).abs().max().item(),
+            "dora no_grad vs grad path": (dora(x) - dora_grad).abs().max().item(),
         }
     return {"linear": linear, "lora": lora, "dora": dora, "merged": merged}, checks
 
@@ -80,13 +84,15 @@ def measure(repeats: int, calls: int) -> dict[str, list[float]]:
         return run
 
     runs = {name: forwards(module) for name, module in modules.items()}
-    dora = modules["dora"]
 
-    def dora_grad() -> None:
-        for _ in range(calls):
-            _with_grad(dora, x)
+    def with_grad(module: nn.Module) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(calls):
+                _with_grad(module, x)
+        return run
 
-    runs["dora-grad"] = dora_grad
+    runs["lora-grad"] = with_grad(modules["lora"])
+    runs["dora-grad"] = with_grad(modules["dora"])
     for run in runs.values():  # warm-up
         run()
     times: dict[str, list[float]] = {name: [] for name in runs}

@@ -61,6 +61,30 @@ def test_forward_is_base_plus_scaled_low_rank_update() -> None:
     torch.testing.assert_close(lora(x), expected, rtol=0, atol=1e-6)
 
 
+def test_inference_on_a_large_input_composes_the_weight_and_equals_the_adapter_path() -> None:
+    lora = LoRALinear(linear(n_in=4, n_out=3), r=2, alpha=3.0).eval()
+    with torch.no_grad():
+        lora.lora_B.weight.normal_()
+    small, large = torch.randn(1, 4), torch.randn(64, 4)
+    with torch.no_grad():
+        assert not lora._compose(small) and lora._compose(large)
+        composed = lora(large)
+    assert not lora._compose(large)  # grad enabled and the adapters train
+    adapter_path = lora(large).detach()
+    torch.testing.assert_close(composed, adapter_path, rtol=0, atol=1e-6)
+    # Never where it would change the function: active dropout, hooks, a subclass.
+    drop = LoRALinear(linear(), r=2, alpha=3.0, dropout=0.5).train()
+    hooked = LoRALinear(linear(), r=2, alpha=3.0)
+    hooked.base.register_forward_hook(lambda *_: None)
+    with torch.no_grad():
+        assert not drop._compose(large) and not hooked._compose(large)
+        assert drop.eval()._compose(large)
+    # At init the composed weight is W + 0: still exactly the base.
+    fresh = LoRALinear(linear(), r=2, alpha=3.0)
+    with torch.no_grad():
+        assert torch.equal(fresh(large), fresh.base(large))
+
+
 def test_only_the_adapters_get_gradients() -> None:
     lora = LoRALinear(linear(), r=2, alpha=2.0)
     lora(torch.randn(3, 4)).sum().backward()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
@@ -93,11 +94,43 @@ class LoRALinear(AdapterWrapper):
         return f"r={self.r}, alpha={self.alpha}, merged={self.merged}"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out: torch.Tensor = self.base(x)
         if self.merged:  # the update already lives in base.weight
-            return out
-        update: torch.Tensor = self.lora_B(self.lora_A(self.lora_dropout(x)))
-        return out + update * self.scaling
+            merged: torch.Tensor = self.base(x)
+            return merged
+        if self._compose(x):
+            # Inference on a large input: one matmul with W + (alpha/r)·B·A. Composing
+            # costs one pass over the weight, the adapter's own path passes over the
+            # (here larger) input and output.
+            weight = torch.addmm(self.base.weight, self.lora_B.weight, self.lora_A.weight,
+                                 alpha=self.scaling)
+            composed: torch.Tensor = F.linear(x, weight, self.base.bias)
+            return composed
+        out: torch.Tensor = self.base(x)
+        # Scale the rank-r activations (r/out of the work of scaling the output) and
+        # let one GEMM add B·h into the base output: the naive B(h) * s + out makes
+        # three extra passes over the output.
+        h = self.lora_A(self.lora_dropout(x)) * self.scaling
+        flat = torch.addmm(out.reshape(-1, out.shape[-1]), h.reshape(-1, h.shape[-1]),
+                           self.lora_B.weight.t())
+        return flat.view(out.shape)
+
+    def _compose(self, x: torch.Tensor) -> bool:
+        """Whether to run as one matmul with the composed weight: only where that is
+        the same function (no active dropout, autograd needs no adapter gradient, a
+        plain Linear without hooks) and where it is cheaper. Per input row the
+        adapter's path costs about r·(in + out) + 2·out element operations; composing
+        costs out·in·(r + 2) once."""
+        base = self.base
+        if (self.training and not isinstance(self.lora_dropout, nn.Identity)) or (
+                type(base) is not nn.Linear or base._forward_hooks or base._forward_pre_hooks):
+            return False
+        if torch.is_grad_enabled() and (self.lora_A.weight.requires_grad
+                                        or self.lora_B.weight.requires_grad
+                                        or base.weight.requires_grad):
+            return False
+        n_in, n_out, rank = base.in_features, base.out_features, self.r
+        rows = x.numel() // max(n_in, 1)
+        return rows * (rank * (n_in + n_out) + 2 * n_out) > n_out * n_in * (rank + 2)
 
     # -- merging (nnx.peft.merging drives these; DoRA overrides them) ----------------
     def delta_weight(self) -> torch.Tensor:
