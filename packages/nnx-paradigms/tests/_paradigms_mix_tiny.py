@@ -27,11 +27,11 @@ def classifier(seed: int = 0, loss: Losses = Losses.CROSS_ENTROPY, **params: Any
                    params=NNModelParams(device=Devices.CPU, loss=loss, **params))
 
 
-def moe_classifier(seed: int = 0, loss: Losses = Losses.CROSS_ENTROPY) -> NNModel:
+def moe_classifier(seed: int = 0, loss: Losses = Losses.CROSS_ENTROPY, **params: Any) -> NNModel:
     torch.manual_seed(seed)
     net = NNMoEParams(input_dim=3, output_dim=4, hidden_dims=(6, 5), num_experts=3, top_k=2)
     return NNModel(net_params=net, params=NNModelParams(device=Devices.CPU, loss=loss,
-                                                          net=Nets.MOE))
+                                                          net=Nets.MOE, **params))
 
 
 class TinyConv(nn.Module):
@@ -46,9 +46,11 @@ class TinyConv(nn.Module):
         return self.head(torch.relu(self.conv(x)).flatten(1))
 
 
-def image_classifier(seed: int = 0, loss: Losses = Losses.CROSS_ENTROPY) -> NNModel:
+def image_classifier(seed: int = 0, loss: Losses = Losses.CROSS_ENTROPY,
+                     **params: Any) -> NNModel:
     torch.manual_seed(seed)
-    return NNModel(module=TinyConv(), params=NNModelParams(device=Devices.CPU, loss=loss))
+    return NNModel(module=TinyConv(), params=NNModelParams(device=Devices.CPU, loss=loss,
+                                                           **params))
 
 
 def rows(n_batches: int = 2, size: int = 6, seed: int = 1, classes: int = 4
