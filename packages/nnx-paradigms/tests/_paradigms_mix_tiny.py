@@ -11,12 +11,12 @@ from torch import nn
 from nnx import (
     Devices,
     Losses,
+    Nets,
     NNModel,
     NNModelParams,
     NNMoEParams,
     NNOptimParams,
     NNParams,
-    Nets,
     NNTrainParams,
 )
 

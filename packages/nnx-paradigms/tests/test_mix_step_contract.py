@@ -49,7 +49,7 @@ IDS = [c[0] for c in CASES]
 
 
 def poison(batch):
-    return (torch.full_like(batch[0], float("nan")),) + tuple(batch[1:])
+    return (torch.full_like(batch[0], float("nan")), *tuple(batch[1:]))
 
 
 @pytest.mark.parametrize("name, factory, build, data", CASES, ids=IDS)
