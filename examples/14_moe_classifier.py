@@ -23,11 +23,11 @@ from nnx import (
     Devices,
     Losses,
     MoELinear,
+    Nets,
     NNModel,
     NNModelParams,
     NNMoEParams,
     NNOptimParams,
-    Nets,
     NNTrainParams,
     moe_train_step_factory,
 )
