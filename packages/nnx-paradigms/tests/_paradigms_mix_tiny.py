@@ -84,8 +84,13 @@ def same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-def grad_flags(model: NNModel) -> dict[str, bool]:
-    return {n: p.requires_grad for n, p in model.net.named_parameters()}
+def grad_flags(model: NNModel) -> dict[str, tuple[bool, int]]:
+    """Each parameter's requires_grad and identity, and (under "") the net's modules'
+    identities: a refusal must leave all of them as they were."""
+    flags: dict[str, tuple[bool, int]] = {
+        n: (p.requires_grad, id(p)) for n, p in model.net.named_parameters()}
+    flags[""] = (True, hash(tuple(id(m) for m in model.net.modules())))
+    return flags
 
 
 def files(root: Path) -> list[str]:

@@ -197,13 +197,16 @@ def test_bad_batches_are_refused_before_any_update(tmp_path, factory, batch, mat
     assert same(weights(model), before)
 
 
-def test_a_2_plus_1_stateful_resume_equals_3_straight_epochs_bit_for_bit(tmp_path):
-    data = rows(2)
+@pytest.mark.parametrize("which", ["mixup", "cutmix"])
+def test_a_2_plus_1_stateful_resume_equals_3_straight_epochs_bit_for_bit(tmp_path, which):
+    data = rows(2) if which == "mixup" else images(2)
+    build = classifier if which == "mixup" else image_classifier
+    factory = mixup_train_step_factory if which == "mixup" else cutmix_train_step_factory
 
     def run(root, n_epochs, **kwargs):
-        model = classifier()
+        model = build()
         r = model.train(plan(data, n_epochs=n_epochs, **kwargs),
-                        train_step_fn=mixup_train_step_factory(), root=root, verbose=False)
+                        train_step_fn=factory(), root=root, verbose=False)
         return model, r
 
     straight, run3 = run(tmp_path / "straight", 3)
@@ -213,3 +216,4 @@ def test_a_2_plus_1_stateful_resume_equals_3_straight_epochs_bit_for_bit(tmp_pat
     assert same(weights(straight), weights(resumed))
     lams = [i.train_edp.extra["lambda"] for i in run3.idps]
     assert [i.train_edp.extra["lambda"] for i in first.idps + rest.idps] == lams
+    assert len(set(lams)) > 1  # each batch drew its own λ (CutMix's come in box areas)
