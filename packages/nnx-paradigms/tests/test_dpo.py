@@ -12,13 +12,13 @@ import torch.nn.functional as F
 
 pytest.importorskip("nnx.lm")
 
-from _dpo_tiny import PAD, TRIPLES, V, plan, policy, row_log_prob, sgd  # noqa: E402
+from _dpo_tiny import PAD, TRIPLES, V, plan, policy, row_log_prob, sgd
 
-from nnx import Precision  # noqa: E402
-from nnx._step_helpers import is_full_precision_only  # noqa: E402
-from nnx.objectives.ownership import is_imperative_step  # noqa: E402
-from nnx.paradigms import NNPreferenceDataset, dpo_train_step_factory  # noqa: E402
-from nnx.paradigms.dpo import join_completion  # noqa: E402
+from nnx import Precision
+from nnx._step_helpers import is_full_precision_only
+from nnx.objectives.ownership import is_imperative_step
+from nnx.paradigms import NNPreferenceDataset, dpo_train_step_factory
+from nnx.paradigms.dpo import join_completion
 
 
 def weights(module):
@@ -155,7 +155,7 @@ def test_a_bad_batch_is_refused_before_any_update(tmp_path, batch, match):
 def test_the_policy_itself_as_reference_is_refused_without_freezing_it(tmp_path):
     model = policy(0)
     before = weights(model.net)
-    with pytest.raises(ValueError, match="not model.net itself"):
+    with pytest.raises(ValueError, match=r"not model\.net itself"):
         model.train(plan(loader()), train_step_fn=dpo_train_step_factory(model, pad_id=PAD),
                     root=tmp_path, verbose=False)
     assert same(weights(model.net), before)

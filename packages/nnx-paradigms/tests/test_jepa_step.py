@@ -134,6 +134,8 @@ def test_a_2_plus_1_stateful_resume_of_the_step_equals_3_straight_epochs(tmp_pat
     assert same(weights(straight.net), weights(resumed.net))
     assert same(weights(s3.target_encoder), weights(s_rest.target_encoder))
     assert s3.updates == s_rest.updates == 9
+    assert [i.train_edp.loss for i in first.idps] + [i.train_edp.loss for i in rest.idps] == [
+        i.train_edp.loss for i in run3.idps]
     assert "jepa.target_encoder" in rest.resume_status.restored_components
 
 
@@ -144,7 +146,7 @@ def test_a_resume_of_the_step_with_another_momentum_is_refused(tmp_path):
     model = tiny_model(seed=3)
     target = target_of(model)
     before, target_before = weights(model.net), weights(target)
-    with pytest.raises(ComponentRestoreError, match="ema_momentum=0.9, this run's is 0.5"):
+    with pytest.raises(ComponentRestoreError, match=r"ema_momentum=0\.9, this run's is 0\.5"):
         model.train(plan(patches(3), resume_from_run_id=first.id, resume_mode="stateful"),
                     train_step_fn=jepa_train_step_factory(target, model.net.predictor,
                                                           random_masks, ema_momentum=0.5),
@@ -155,7 +157,7 @@ def test_a_resume_of_the_step_with_another_momentum_is_refused(tmp_path):
 def test_a_bad_target_is_refused_at_the_first_batch_before_any_update(tmp_path):
     model = tiny_model()
     before = weights(model.net)
-    with pytest.raises(ValueError, match="not model.net itself"):
+    with pytest.raises(ValueError, match=r"not model\.net itself"):
         model.train(plan(patches()), train_step_fn=jepa_train_step_factory(
             model.net, model.net.predictor, random_masks), root=tmp_path, verbose=False)
     assert same(weights(model.net), before)

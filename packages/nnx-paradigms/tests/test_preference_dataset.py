@@ -7,9 +7,9 @@ import torch
 
 pytest.importorskip("nnx.lm")
 
-from _dpo_tiny import PAD, TRIPLES, V  # noqa: E402
+from _dpo_tiny import PAD, TRIPLES, V
 
-from nnx.paradigms import NNPreferenceDataset  # noqa: E402
+from nnx.paradigms import NNPreferenceDataset
 
 
 def test_the_loader_right_pads_each_part_with_the_pad_id():
@@ -26,7 +26,7 @@ def test_tensors_and_lists_are_accepted_alike():
     a = NNPreferenceDataset([([1, 2], [3], [4])], pad_id=0, vocab_size=5)
     b = NNPreferenceDataset([(torch.tensor([1, 2]), torch.tensor([3]), torch.tensor([4]))],
                             pad_id=0, vocab_size=5)
-    assert all(torch.equal(x, y) for x, y in zip(a[0], b[0]))
+    assert all(torch.equal(x, y) for x, y in zip(a[0], b[0], strict=True))
 
 
 @pytest.mark.parametrize("triples, kwargs, match", [

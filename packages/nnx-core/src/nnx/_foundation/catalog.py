@@ -22,6 +22,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "kd_train_step_factory", "feature_kd_train_step_factory", "simclr_train_step_factory",
         "mixup_train_step_factory", "cutmix_train_step_factory", "moe_train_step_factory",
         "jepa_train_step_factory", "dpo_train_step_factory", "jepa_objective",
+        "NNPreferenceDataset",
     ),
     "nnx-lm": (
         "TransformerNN", "NNTransformerParams", "NNTransformerParamsBuilder",

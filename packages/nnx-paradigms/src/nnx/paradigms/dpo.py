@@ -124,7 +124,8 @@ class DPOTrainStep:
             raise ValueError(f"{_WHO} needs (prompt, chosen, rejected) batches; got "
                              f"{type(batch).__name__} {batch!r:.60}")
         prompt, chosen, rejected = (_check_ids(k, t, self.pad_id)
-                                    for k, t in zip(("prompt", "chosen", "rejected"), batch))
+                                    for k, t in zip(("prompt", "chosen", "rejected"), batch,
+                                                    strict=True))
         if not prompt.shape[0] == chosen.shape[0] == rejected.shape[0]:
             raise ValueError(f"{_WHO}: prompt, chosen and rejected hold {prompt.shape[0]}, "
                              f"{chosen.shape[0]} and {rejected.shape[0]} rows")

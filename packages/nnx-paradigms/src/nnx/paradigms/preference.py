@@ -81,7 +81,7 @@ class NNPreferenceDataset(Dataset[PreferenceBatch]):
                 raise ValueError(f"triples[{i}] must be (prompt, chosen, rejected); got "
                                  f"{triple!r:.80}")
             p, c, r = (_ids(f"triples[{i}].{part}", seq, self.vocab_size, self.pad_id)
-                       for part, seq in zip(_PARTS, triple))
+                       for part, seq in zip(_PARTS, triple, strict=True))
             rows.append((p, c, r))
         self.rows = tuple(rows)
 
