@@ -123,6 +123,7 @@ def test_a_reduced_precision_run_refuses_the_step_before_any_run_dir(tmp_path, p
     assert not (tmp_path / "runs").exists()
     assert same(weights(model.net), before) and same(weights(reference.net), ref_before)
     assert all(p.requires_grad for p in reference.net.parameters())
+    assert all(p.requires_grad for p in reference.net.parameters())
 
 
 def test_the_step_passed_as_objective_is_refused_before_anything_runs(tmp_path):

@@ -64,7 +64,7 @@ def test_the_term_is_the_latent_squared_error_over_its_element_count():
     assert dict(result.metrics) == {"latent_mse": pytest.approx(expected, rel=1e-6)}
     assert result.output is None  # no classification fields
     assert all(p.grad is None for p in model.net.parameters())  # never back-propagates
-    assert all(not p.requires_grad for p in target.parameters())  # frozen at check_run
+    assert all(not p.requires_grad for p in target.parameters())  # frozen at first use
 
 
 def train(tmp_path, loader, *, accumulate=1, n_epochs=2, masks=None, momentum=0.9):
@@ -135,6 +135,16 @@ def test_momentum_one_keeps_the_target_and_zero_copies_the_online_encoder(tmp_pa
             assert all(torch.equal(got[k], online[k]) for k in online
                        if not k.startswith("predictor."))
             assert all(torch.equal(got[k], start[k]) for k in start if k.startswith("predictor."))
+
+
+def test_a_reduced_precision_run_trains_the_objective_under_autocast(tmp_path):
+    from nnx import Precision
+
+    model = tiny_model(precision=Precision.BF16)
+    objective = jepa_objective(target_of(model), model.net.predictor, random_masks, seed=0)
+    run = model.train(plan(patches(2)), objective=objective, root=tmp_path, verbose=False)
+    assert all(torch.isfinite(torch.tensor(i.train_edp.loss)) for i in run.idps)
+    assert objective.updates == 2
 
 
 def test_the_mask_generator_is_its_own_seeded_and_leaves_the_global_rng_alone():
@@ -227,6 +237,7 @@ def test_a_resume_with_another_momentum_or_patch_layout_is_refused_before_restor
     assert same(weights(model.net), before) and epochs.ended == 0
     assert same(weights(objective.target_encoder), target_before)
     assert objective.updates == 0
+    assert all(p.requires_grad for p in objective.target_encoder.parameters())
     assert files(tmp_path) == disk and torch.equal(torch.get_rng_state(), rng)
 
 
@@ -302,6 +313,7 @@ def test_a_bad_mask_is_refused_before_any_update(tmp_path, mask_fn, match):
                                                               mask_fn), root=tmp_path,
                     verbose=False)
     assert same(weights(model.net), before) and same(weights(target), target_before)
+    assert all(p.requires_grad for p in target.parameters()) and target.training
 
 
 def test_a_run_is_refused_before_any_run_dir_for_a_bad_target_or_predictor(tmp_path):

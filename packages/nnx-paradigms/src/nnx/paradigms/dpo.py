@@ -133,7 +133,6 @@ class DPOTrainStep:
 
     def __call__(self, ctx: TrainStepContext) -> NNEvaluationDataPoint:
         prompt, chosen, rejected = self._batch(ctx.batch)
-        self._bind(ctx.model.net)
         device = ctx.model.device
         lp = (prompt != self.pad_id).sum(1)
         length = int(torch.maximum(lp + (chosen != self.pad_id).sum(1),
@@ -142,6 +141,7 @@ class DPOTrainStep:
         if length > limit:
             raise ValueError(f"{_WHO}: a prompt + completion holds {length} tokens, past the "
                              f"reference's max_seq_len ({limit})")
+        self._bind(ctx.model.net)  # every check passed: only now is the reference frozen
         ids_c, mask_c = join_completion(prompt, chosen, self.pad_id, length)
         ids_r, mask_r = join_completion(prompt, rejected, self.pad_id, length)
         ids = torch.cat([ids_c, ids_r]).to(device)

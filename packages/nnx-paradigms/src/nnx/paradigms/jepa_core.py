@@ -79,10 +79,14 @@ class JEPACore:
         self.predictor_path: str | None = None
         self._pairs: list[tuple[torch.Tensor, torch.Tensor]] | None = None
         self._buffers: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._frozen = False
 
     # -- binding to the trained net ------------------------------------------------------
     def bind(self, net: nn.Module) -> None:
-        """Check the target and predictor against ``net`` and freeze the target (once)."""
+        """Check the target and predictor against ``net`` and pair their parameters (once).
+
+        Nothing is mutated here: :meth:`freeze` runs only once a batch passed every check,
+        so a refused run leaves the target as it was."""
         if self._pairs is not None:
             return
         who = self.who
@@ -117,11 +121,17 @@ class JEPACore:
         bufs = dict(net.named_buffers())
         self._buffers = [(b, bufs[n]) for n, b in self.target.named_buffers()
                          if n in bufs and b.shape == bufs[n].shape]
+        self.predictor_path = path
+        self._pairs = [(target[n], params[n]) for n in sorted(names)]
+
+    def freeze(self) -> None:
+        """The target never trains: no gradients, eval mode (idempotent)."""
+        if self._frozen:
+            return
         for p in self.target.parameters():
             p.requires_grad_(False)
         self.target.eval()
-        self.predictor_path = path
-        self._pairs = [(target[n], params[n]) for n in sorted(names)]
+        self._frozen = True
 
     # -- the loss ------------------------------------------------------------------------
     @staticmethod
@@ -161,6 +171,7 @@ class JEPACore:
     def target_latents(self, x: torch.Tensor, tgt_idx: torch.Tensor) -> torch.Tensor:
         b, n, _ = x.shape
         every = torch.arange(n, device=x.device).expand(b, n)
+        self.freeze()
         with torch.no_grad():
             self.target.eval()
             h = self.target(x, every)
