@@ -80,6 +80,7 @@ class JEPACore:
         self._pairs: list[tuple[torch.Tensor, torch.Tensor]] | None = None
         self._buffers: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._frozen = False
+        self._net: nn.Module | None = None
 
     # -- binding to the trained net ------------------------------------------------------
     def bind(self, net: nn.Module) -> None:
@@ -87,7 +88,7 @@ class JEPACore:
 
         Nothing is mutated here: :meth:`freeze` runs only once a batch passed every check,
         so a refused run leaves the target as it was."""
-        if self._pairs is not None:
+        if self._pairs is not None and net is self._net:
             return
         who = self.who
         if self.target is net:
@@ -123,6 +124,7 @@ class JEPACore:
                          if n in bufs and b.shape == bufs[n].shape]
         self.predictor_path = path
         self._pairs = [(target[n], params[n]) for n in sorted(names)]
+        self._net = net  # another train() on another net pairs again
 
     def freeze(self) -> None:
         """The target never trains: no gradients, eval mode (idempotent)."""
