@@ -24,6 +24,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "mixup_train_step_factory", "cutmix_train_step_factory", "moe_train_step_factory",
         "jepa_train_step_factory", "dpo_train_step_factory", "jepa_objective",
         "nt_xent_loss",
+        "NNPreferenceDataset",
     ),
     "nnx-lm": (
         "TransformerNN", "NNTransformerParams", "NNTransformerParamsBuilder",
