@@ -4,8 +4,9 @@ Pretrains a 2-layer TransformerNN with the causal-LM task on the first half of
 examples/data/tiny_stories.txt, then wraps its attention projections (`qkv`, `out`) in
 LoRA through the `nnx.lora` recipe, so the run id and every checkpoint record the
 adapters. Freezes everything else, fine-tunes on the second half with only lora_A /
-lora_B training, and checks that every pretrained tensor is bit-exactly unchanged. Saves the adapter alone, loads
-it into a fresh copy of the pretrained net, and generates the same text from both.
+lora_B training, and checks that every pretrained tensor is bit-exactly unchanged.
+Saves the adapter alone, loads it into a fresh copy of the pretrained net, and
+generates the same text from both.
 Needs `pip install nnx-core nnx-lm nnx-peft`; runs in seconds.
 """
 
