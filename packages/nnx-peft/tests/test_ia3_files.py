@@ -78,7 +78,7 @@ def test_nothing_accepted_and_bad_sources_are_refused() -> None:
     before = {k: v.clone() for k, v in dest.state_dict().items()}
     with pytest.raises(ValueError, match=r"none of the source's 1 tensors.*'q\.scaling'"):
         load_ia3_weights(dest, {"scaling_projection.weight": torch.ones(2, 3)})
-    with pytest.raises(ValueError, match=r"must be a path to a torch\.save'd state dict"):
+    with pytest.raises(TypeError, match=r"q\.scaling must be a tensor; got list"):
         load_ia3_weights(dest, {"q.scaling": [1.0, 2.0, 3.0]})  # type: ignore[dict-item]
     assert all(torch.equal(v, before[k]) for k, v in dest.state_dict().items())
 

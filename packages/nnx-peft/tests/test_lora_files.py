@@ -116,7 +116,7 @@ def test_refusals(tmp_path: Path) -> None:
                                          r" of this module; expected names like "
                                          r"'body\.lora_A\.weight'"):
         load_lora_weights(net, {"other.lora_A.weight": torch.zeros(2, 4)})
-    with pytest.raises(ValueError, match="mapping of names to tensors"):
+    with pytest.raises(TypeError, match=r"body\.lora_A\.weight must be a tensor; got list"):
         load_lora_weights(net, {"body.lora_A.weight": [1.0]})  # type: ignore[dict-item]
     assert_unchanged(net, before)
 

@@ -9,15 +9,14 @@ paper, where (IA)^3 rescales the inner activation of the position-wise FFN.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
 
-from nnx.extend import atomic_write
+from nnx.peft.adapter_files import Source, load_owned, owned_tensors, save_owned
 from nnx.peft.targeting import AdapterWrapper, adapter_slots, replace_slots, select_linear_slots
 
 __all__ = ["IA3Linear", "apply_ia3_to", "ia3_state_dict", "load_ia3_weights",
@@ -119,12 +118,8 @@ def _owned(module: nn.Module, what: str) -> dict[str, torch.Tensor]:
 
     By ownership, never by name: a layer called ``scaling_projection`` is not selected.
     """
-    wrappers = [m for m in module.modules() if isinstance(m, IA3Linear)]
-    if not wrappers:
-        raise ValueError(f"{what}: the module holds no IA3Linear; wrap it with apply_ia3_to "
-                         f"first")
-    owned = {id(w.scaling) for w in wrappers}
-    return {name: t for name, t in module.state_dict(keep_vars=True).items() if id(t) in owned}
+    return owned_tensors(module, IA3Linear, lambda w: (w.scaling,),
+                         what=what, hint="wrap it with apply_ia3_to first")
 
 
 def ia3_state_dict(module: nn.Module) -> dict[str, torch.Tensor]:
@@ -137,22 +132,10 @@ def save_ia3_weights(module: nn.Module, path: str | os.PathLike[str]) -> Path:
 
     ValueError before any file is touched if ``module`` holds no IA3Linear.
     """
-    state = {k: v.detach() for k, v in _owned(module, "save_ia3_weights").items()}
-    return atomic_write(path, lambda f: torch.save(state, f))
+    return save_owned(_owned(module, "save_ia3_weights"), path)
 
 
-def _source(source: Any) -> Mapping[str, torch.Tensor]:
-    if isinstance(source, (str, os.PathLike)):
-        source = torch.load(source, map_location="cpu", weights_only=True)
-    if not isinstance(source, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in source.items()):
-        raise ValueError("load_ia3_weights: the source must be a path to a torch.save'd "
-                         "state dict or a mapping of names to tensors")
-    return source
-
-
-def load_ia3_weights(module: nn.Module,
-                     source: str | os.PathLike[str] | Mapping[str, torch.Tensor]) -> int:
+def load_ia3_weights(module: nn.Module, source: Source) -> int:
     """Load the IA3 scalings of ``source`` into the already-wrapped ``module``; the count of
     accepted tensors.
 
@@ -162,15 +145,5 @@ def load_ia3_weights(module: nn.Module,
     changes. A wrong-shaped owned tensor raises torch's size-mismatch error
     before any tensor is copied; ValueError if no tensor of ``source`` is accepted.
     """
-    allowed = _owned(module, "load_ia3_weights")
-    state = _source(source)
-    accepted = {k: v for k, v in state.items() if k in allowed}
-    if not accepted:
-        sample = ", ".join(repr(k) for k in list(allowed)[:4])
-        raise ValueError(f"load_ia3_weights: none of the source's {len(state)} tensors is an "
-                         f"IA3 scaling of this module; expected names like {sample}")
-    mismatched = {k: v for k, v in accepted.items() if v.shape != allowed[k].shape}
-    if mismatched:  # torch's own error, raised before anything is copied
-        module.load_state_dict(mismatched, strict=False)
-    module.load_state_dict(accepted, strict=False)
-    return len(accepted)
+    return load_owned("load_ia3_weights", module, _owned(module, "load_ia3_weights"), source,
+                      complete=False, describe="an IA3 scaling")

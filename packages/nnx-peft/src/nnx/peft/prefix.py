@@ -19,8 +19,8 @@ import torch
 from torch import nn
 
 from nnx.extend import check_count
+from nnx.peft.adapter_files import Source, load_owned, save_owned
 from nnx.peft.lm_protocol import KVCache, LMAttention, LMNet, inner_linear, require_transformer
-from nnx.peft.tuner_io import Source, load_owned, save_owned
 
 __all__ = ["PrefixTuner", "load_prefix_weights", "save_prefix_weights"]
 
@@ -126,4 +126,5 @@ def load_prefix_weights(tuner: PrefixTuner, source: Source) -> int:
     ``tuner``; the count loaded. Any other key in ``source`` is ignored."""
     if not isinstance(tuner, PrefixTuner):
         raise TypeError(f"load_prefix_weights takes a PrefixTuner; got {type(tuner).__name__}")
-    return load_owned("load_prefix_weights", tuner, tuner._owned(), source)
+    return load_owned("load_prefix_weights", tuner, tuner._owned(), source, complete=True,
+                      describe="a prefix key or value")

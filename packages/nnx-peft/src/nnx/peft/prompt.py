@@ -18,8 +18,8 @@ import torch
 from torch import nn
 
 from nnx.extend import check_count
+from nnx.peft.adapter_files import Source, load_owned, save_owned
 from nnx.peft.lm_protocol import KVCache, LMNet, require_transformer
-from nnx.peft.tuner_io import Source, load_owned, save_owned
 
 __all__ = ["PromptTuner", "load_prompt_weights", "save_prompt_weights"]
 
@@ -95,7 +95,8 @@ def load_prompt_weights(tuner: PromptTuner, source: Source) -> int:
     """
     if not isinstance(tuner, PromptTuner):
         raise TypeError(f"load_prompt_weights takes a PromptTuner; got {type(tuner).__name__}")
-    return load_owned("load_prompt_weights", tuner, {"soft_prompt": tuner.soft_prompt}, source)
+    return load_owned("load_prompt_weights", tuner, {"soft_prompt": tuner.soft_prompt}, source,
+                      complete=True, describe="the soft prompt")
 
 
 def _initial_prompt(init: PromptInit, n: int, weight: torch.Tensor) -> torch.Tensor:
