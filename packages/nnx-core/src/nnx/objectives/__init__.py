@@ -15,6 +15,7 @@ from nnx.objectives._core import (
 )
 from nnx.objectives.kd import KDObjective, kd_objective
 from nnx.objectives.ownership import imperative_step
+from nnx.objectives.stream import ObjectiveStream
 from nnx.objectives.supervised import SupervisedObjective, supervised_objective
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "Objective",
     "ObjectiveContext",
     "ObjectiveResult",
+    "ObjectiveStream",
     "SupervisedObjective",
     "UpdateEvent",
     "imperative_step",

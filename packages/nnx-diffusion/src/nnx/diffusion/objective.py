@@ -21,8 +21,13 @@ import torch
 from nnx.components import ComponentSpec
 from nnx.diffusion.noising import add_noise, clean_input
 from nnx.diffusion.schedules import NoiseSchedule
-from nnx.extend import check_seed
-from nnx.objectives import LossTerm, Objective, ObjectiveContext, ObjectiveResult
+from nnx.objectives import (
+    LossTerm,
+    Objective,
+    ObjectiveContext,
+    ObjectiveResult,
+    ObjectiveStream,
+)
 
 __all__ = ["COMPONENT", "DiffusionObjective", "NoiseFn", "diffusion_objective"]
 
@@ -46,19 +51,17 @@ class DiffusionObjective(Objective):
             raise TypeError(f"diffusion_objective noise_fn must be callable "
                             f"(x_0, generator) -> (t, eps); got {type(noise_fn).__name__}")
         self.schedule = schedule
-        self.seed = None if seed is None else check_seed("diffusion_objective seed", seed)
+        self.stream = ObjectiveStream("diffusion_objective", seed)
         self.noise_fn = noise_fn
-        self._generator: torch.Generator | None = None
+
+    @property
+    def seed(self) -> int | None:
+        return self.stream.seed
 
     @property
     def generator(self) -> torch.Generator:
         """The objective's CPU generator, created (and seeded) on first use."""
-        if self._generator is None:
-            seed = self.seed
-            if seed is None:  # one draw of the global RNG: a seeded run seeds the stream
-                seed = int(torch.randint(0, 2**62, (1,)).item())
-            self._generator = torch.Generator().manual_seed(seed)
-        return self._generator
+        return self.stream.generator
 
     def _draw(self, x0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         g = self.generator
@@ -102,8 +105,7 @@ class DiffusionObjective(Objective):
 
     def component_state(self) -> dict[str, Any]:
         described = self.schedule.describe()
-        return {**described, "seed": self.seed,
-                "generator": None if self._generator is None else self._generator.get_state()}
+        return {**described, **self.stream.state()}
 
     def check_component_state(self, state: Any, *, version: int) -> list[str]:
         if not isinstance(state, dict):
@@ -117,19 +119,10 @@ class DiffusionObjective(Objective):
             problems.append(f"{COMPONENT}: the checkpoint's schedule {state.get('kind')} "
                             f"{state.get('args')} ({state.get('fingerprint')}) differs from this "
                             f"run's {mine!r} ({mine.fingerprint}): resume with the same schedule")
-        generator = state.get("generator")
-        if generator is not None and not isinstance(generator, torch.Tensor):
-            problems.append(f"{COMPONENT}: the saved generator state is not a tensor")
-        return problems
+        return problems + self.stream.problems(COMPONENT, state)
 
     def load_component_state(self, state: Any, *, version: int) -> None:
-        generator = state.get("generator")
-        if generator is None:
-            self._generator = None
-            return
-        restored = torch.Generator()
-        restored.set_state(generator)
-        self._generator = restored
+        self.stream.load(state)
 
     def __repr__(self) -> str:
         return f"diffusion_objective({self.schedule!r}, seed={self.seed})"

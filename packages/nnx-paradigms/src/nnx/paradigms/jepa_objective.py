@@ -21,8 +21,14 @@ from typing import Any
 import torch
 
 from nnx.components import ComponentSpec
-from nnx.extend import check_seed
-from nnx.objectives import LossTerm, Objective, ObjectiveContext, ObjectiveResult, UpdateEvent
+from nnx.objectives import (
+    LossTerm,
+    Objective,
+    ObjectiveContext,
+    ObjectiveResult,
+    ObjectiveStream,
+    UpdateEvent,
+)
 from nnx.paradigms.jepa_core import JEPACore, MaskFn
 
 __all__ = ["JEPAObjective", "jepa_objective"]
@@ -38,8 +44,7 @@ class JEPAObjective(Objective):
                  ema_momentum: float = 0.996, seed: int | None = None) -> None:
         self.core = JEPACore("jepa_objective", target_encoder, predictor, mask_fn,
                              ema_momentum)
-        self.seed = None if seed is None else check_seed("jepa_objective seed", seed)
-        self._generator: torch.Generator | None = None
+        self.stream = ObjectiveStream("jepa_objective", seed)
 
     @property
     def target_encoder(self) -> Any:
@@ -55,14 +60,13 @@ class JEPAObjective(Objective):
         return self.core.updates
 
     @property
+    def seed(self) -> int | None:
+        return self.stream.seed
+
+    @property
     def generator(self) -> torch.Generator:
         """The objective's CPU generator for masks, created (and seeded) on first use."""
-        if self._generator is None:
-            seed = self.seed
-            if seed is None:  # one draw of the global RNG: a seeded run seeds the stream
-                seed = int(torch.randint(0, 2**62, (1,)).item())
-            self._generator = torch.Generator().manual_seed(seed)
-        return self._generator
+        return self.stream.generator
 
     def check_run(self, model: Any, *, optimizers: Mapping[str | None, Any],
                   callbacks: Sequence[Any]) -> None:
@@ -87,25 +91,14 @@ class JEPAObjective(Objective):
         return ComponentSpec(COMPONENT, version=_VERSION)
 
     def component_state(self) -> dict[str, Any]:
-        return {**self.core.state(), "seed": self.seed,
-                "generator": None if self._generator is None else self._generator.get_state()}
+        return {**self.core.state(), **self.stream.state()}
 
     def check_component_state(self, state: Any, *, version: int) -> list[str]:
-        problems = self.core.problems(COMPONENT, state)
-        generator = state.get("generator") if isinstance(state, dict) else None
-        if generator is not None and not isinstance(generator, torch.Tensor):
-            problems.append(f"{COMPONENT}: the saved generator state is not a tensor")
-        return problems
+        return self.core.problems(COMPONENT, state) + self.stream.problems(COMPONENT, state)
 
     def load_component_state(self, state: Any, *, version: int) -> None:
         self.core.load(state)
-        generator = state.get("generator")
-        if generator is None:
-            self._generator = None
-            return
-        restored = torch.Generator()
-        restored.set_state(generator)
-        self._generator = restored
+        self.stream.load(state)
 
     def __repr__(self) -> str:
         return f"jepa_objective(ema_momentum={self.core.momentum}, seed={self.seed})"
