@@ -22,6 +22,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "kd_train_step_factory", "feature_kd_train_step_factory", "simclr_train_step_factory",
         "mixup_train_step_factory", "cutmix_train_step_factory", "moe_train_step_factory",
         "jepa_train_step_factory", "dpo_train_step_factory", "jepa_objective",
+        "born_again_train", "TeacherRecord", "TeacherRecordError", "TeacherDataset",
+        "read_teacher_records", "evaluate_offline",
     ),
     "nnx-lm": (
         "TransformerNN", "NNTransformerParams", "NNTransformerParamsBuilder",
@@ -49,7 +51,9 @@ _OPTIMIZER_FACTORIES: dict[str, tuple[str, ...]] = {
     "nnx-example-plugin": ("example.sgd@v1",),
 }
 
-_METRICS: dict[str, tuple[str, ...]] = {}
+_METRICS: dict[str, tuple[str, ...]] = {
+    "nnx-paradigms": ("label_accuracy@v1", "label_nll@v1"),
+}
 
 _TRANSFORMS: dict[str, tuple[str, ...]] = {
     "nnx-peft": ("nnx.lora@v1",),
