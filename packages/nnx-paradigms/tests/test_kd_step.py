@@ -201,7 +201,7 @@ def test_bad_knobs_are_refused_before_the_teacher_is_frozen(kwargs, error, match
 
 
 def test_a_teacher_that_is_no_module_is_refused():
-    with pytest.raises(TypeError, match="NNModel or an nn.Module"):
+    with pytest.raises(TypeError, match=r"NNModel or an nn\.Module"):
         kd_train_step_factory("teacher")
 
 

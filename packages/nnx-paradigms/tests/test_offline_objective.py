@@ -186,13 +186,13 @@ def test_the_live_paths_refuse_teacher_records(tmp_path):
     data = dataset(4)
     teacher, model = classifier(7), classifier(0)
     before = weights(model)
-    with pytest.raises(TypeError, match="TeacherDataset batch .*dataset.objective"):
+    with pytest.raises(TypeError, match=r"TeacherDataset batch .*dataset\.objective"):
         model.train(plan(data.loader(2)), train_step_fn=kd_train_step_factory(teacher),
                     root=tmp_path / "step", verbose=False)
     with pytest.raises(ValueError, match="TeacherBatch"):
         model.train(plan(data.loader(2)), objective=kd_objective(teacher, 0.5, 4.0),
                     root=tmp_path / "objective", verbose=False)
-    with pytest.raises(TypeError, match="born_again_train .*TeacherDataset batch"):
+    with pytest.raises(TypeError, match=r"born_again_train .*TeacherDataset batch"):
         born_again_train(lambda g: classifier(g), generations=2, params=plan(data.loader(2)),
                          root=tmp_path / "ba")
     assert same(weights(model), before) and not (tmp_path / "ba").exists()

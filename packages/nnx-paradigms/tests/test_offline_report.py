@@ -63,7 +63,7 @@ def test_evaluation_changes_nothing_in_the_student():
 def test_evaluate_offline_refuses_other_data_and_students():
     with pytest.raises(TypeError, match="TeacherDataset"):
         evaluate_offline(classifier(0), [(torch.randn(2, 4), torch.tensor([0, 1]))])
-    with pytest.raises(TypeError, match="NNModel or an nn.Module"):
+    with pytest.raises(TypeError, match=r"NNModel or an nn\.Module"):
         evaluate_offline("student", dataset(3))
     with pytest.raises(ValueError, match="batch_size"):
         evaluate_offline(classifier(0), dataset(3), batch_size=0)

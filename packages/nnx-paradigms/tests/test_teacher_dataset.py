@@ -104,7 +104,7 @@ def test_a_shuffled_loader_is_seeded():
 def test_a_teacher_batch_is_not_an_xy_batch():
     batch = next(iter(dataset(3).loader(3)))
     with pytest.raises(TypeError, match="not an \\(X, Y\\) batch"):
-        x, y = batch
+        _x, _y = batch
 
 
 def test_labels_helper_is_consistent():

@@ -118,7 +118,7 @@ def test_a_malformed_line_raises_naming_path_and_line(tmp_path, text, match):
 def test_an_integer_too_large_for_a_float_is_refused(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text(line().replace("0.5", "1" + "0" * 400, 1) + "\n")
-    with pytest.raises(TeacherRecordError, match="t.jsonl:1: .*too large for a float"):
+    with pytest.raises(TeacherRecordError, match=r"t\.jsonl:1: .*too large for a float"):
         read_teacher_records(path)
 
 

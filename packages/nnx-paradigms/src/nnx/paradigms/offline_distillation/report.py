@@ -30,8 +30,8 @@ from nnx.extend import check_count, preserved_state
 from nnx.paradigms.offline_distillation.dataset import TeacherBatch, TeacherDataset
 from nnx.paradigms.offline_distillation.objective import imitation_sums, student_logits
 
-__all__ = ["ImitationLoss", "LabelledQuality", "OfflineReport", "TeacherAgreement", "evaluate_offline",
-           "offline_eval_step"]
+__all__ = ["ImitationLoss", "LabelledQuality", "OfflineReport", "TeacherAgreement",
+           "evaluate_offline", "offline_eval_step"]
 
 
 @dataclass(frozen=True)
@@ -157,10 +157,10 @@ def offline_eval_step(candidates: tuple[str, ...]) -> Callable[[Any], NNEvaluati
     def offline_eval_step(ctx: Any) -> NNEvaluationDataPoint:
         sums = _sums(_Student(ctx.model), ctx.val_loader, candidates, "TeacherDataset.eval_step")
         report = sums.report()
-        metrics = {}
-        if report.labelled.records:
-            metrics = {"label_accuracy": report.labelled.accuracy,
-                       "label_nll": report.labelled.nll}
+        q = report.labelled
+        metrics: dict[str, float] = {}
+        if q.accuracy is not None and q.nll is not None:
+            metrics = {"label_accuracy": q.accuracy, "label_nll": q.nll}
         return NNEvaluationDataPoint(loss=report.imitation.loss, metrics=metrics,
                                      extra={"teacher_agreement": report.agreement.agreement})
 
