@@ -196,3 +196,13 @@ def test_the_live_paths_refuse_teacher_records(tmp_path):
         born_again_train(lambda g: classifier(g), generations=2, params=plan(data.loader(2)),
                          root=tmp_path / "ba")
     assert same(weights(model), before) and not (tmp_path / "ba").exists()
+
+
+def test_the_identity_records_into_an_experiment_manifest():
+    from nnx.provenance import ExperimentManifest
+
+    objective = dataset(3).objective(0.5)
+    a = ExperimentManifest.for_model(classifier(0), objective=objective.identity())
+    b = ExperimentManifest.for_model(classifier(0), objective=dataset(3).objective(0.6).identity())
+    assert a.objective["alpha"] == 0.5 and a.objective["schema_digest"] == DIGEST
+    assert a.fingerprint != b.fingerprint
