@@ -221,3 +221,25 @@ def test_kl_div_batchmean_matches_the_written_out_kl():
     q = F.softmax(t / T, 1)
     assert float(got) == pytest.approx(float((q * (q.log() - F.log_softmax(s / T, 1))).sum(1)
                                              .mean()), abs=1e-7)
+
+
+def test_a_non_finite_batch_is_never_back_propagated(tmp_path):
+    teacher, student = classifier(7), classifier(0)
+    good = batches(2)
+    poisoned = [(torch.full((5, 4), float("nan")), good[0][1]), good[1]]
+    with pytest.warns(RuntimeWarning, match="non-finite training loss"):
+        run = student.train(plan(poisoned), train_step_fn=kd_train_step_factory(teacher),
+                            root=tmp_path, verbose=False)
+    assert [idp.update_count for idp in run.idps] == [0, 1]
+
+
+def test_the_grad_clip_norm_is_honored(tmp_path):
+    from nnx import NNOptimParams
+
+    teacher, clipped = classifier(7), classifier(0)
+    start = weights(clipped)
+    optim = NNOptimParams.builder().sgd(max_lr=1.0).grad_clip(1e-3).build()
+    clipped.train(plan(batches(1), optim=optim), train_step_fn=kd_train_step_factory(teacher),
+                  root=tmp_path, verbose=False)
+    moved = torch.cat([(weights(clipped)[k] - v).flatten() for k, v in start.items()])
+    assert float(moved.norm()) == pytest.approx(1e-3, rel=1e-3)
