@@ -1,4 +1,4 @@
-"""Knowledge distillation as an objective: a wide teacher into a small student (spec §10.1, §6.5).
+"""Knowledge distillation: a wide teacher into a small student (spec §10.1, §6.5).
 
 ``objective_mode`` trains a teacher, then distills it into a student with
 ``kd_objective(teacher, alpha=0.5, temperature=4.0)`` passed as
@@ -8,7 +8,10 @@ update engine gives it exact accumulation (here two microbatches of uneven
 size per window), clipping and the non-finite policy. The teacher is frozen
 when the run starts and its weights never move.
 
-The step-function form (``kd_train_step_factory``) ships with nnx-paradigms.
+``step_mode`` distills the same teacher with the step-function form,
+``kd_train_step_factory(teacher, alpha=0.5, temperature=4.0)`` from nnx-paradigms
+passed as ``train_step_fn=``: the same loss, finished by ``finalize_step`` in full
+precision, one optimizer step per batch (no accumulation).
 
     uv run python examples/10_knowledge_distillation.py
 """
@@ -26,6 +29,7 @@ from nnx import (
     NNParams,
     NNTrainParams,
     kd_objective,
+    kd_train_step_factory,
     set_seed,
 )
 from nnx.datasets import load_penguins
@@ -37,15 +41,33 @@ def penguins() -> NNDataset:
     return NNDataset(x, y, val_proportion=0.25, batch_sizes=(24, None, None), seed=0)
 
 
-def objective_mode(root: str) -> None:
-    data = penguins()
+def train_teacher(data: NNDataset, root: str) -> NNModel:
+    """The pretrained, larger net (each mode retrains it identically, seed 0)."""
     set_seed(0)
     teacher = NNModel(net_params=NNParams(input_dim=4, output_dim=3, hidden_dims=(64, 64)))
     teacher.train(NNTrainParams(n_epochs=8, train_loader=data.train_loader,
                                 val_loader=data.val_loader, seed=0,
-                                optim=NNOptimParams.builder().adamw(max_lr=1e-2).build()),
+                                optim=NNOptimParams.builder().adamw(max_lr=1e-2).build(),
+                                overwrite_existing=True),
                   verbose=False, root=root)
+    return teacher
+
+
+def report(teacher: NNModel, student: NNModel, data: NNDataset, run_id: str, epochs: int,
+           how: str) -> float:
     teacher_error = teacher.evaluate(data.val_loader).error
+    student_error = student.evaluate(data.val_loader).error
+    teacher_size = sum(p.numel() for p in teacher.net.parameters())
+    student_size = sum(p.numel() for p in student.net.parameters())
+    print(f"[{how}] teacher: {teacher_size} parameters, val error {teacher_error:.3f}")
+    print(f"[{how}] student: {student_size} parameters, val error {student_error:.3f} "
+          f"(distilled in run {run_id[:8]}, {epochs} epochs)")
+    return float(student_error)
+
+
+def objective_mode(root: str) -> None:
+    data = penguins()
+    teacher = train_teacher(data, root)
     frozen = {k: v.clone() for k, v in teacher.net.state_dict().items()}
 
     set_seed(1)
@@ -56,22 +78,40 @@ def objective_mode(root: str) -> None:
                                       val_loader=data.val_loader, seed=1, optim=optim),
                         objective=kd_objective(teacher, alpha=0.5, temperature=4.0),
                         verbose=False, root=root)
-    student_error = student.evaluate(data.val_loader).error
 
     assert all(torch.equal(frozen[k], v) for k, v in teacher.net.state_dict().items()), \
         "the teacher's weights moved"
     assert all(not p.requires_grad for p in teacher.net.parameters())
-    teacher_size = sum(p.numel() for p in teacher.net.parameters())
-    student_size = sum(p.numel() for p in student.net.parameters())
-    print(f"teacher: {teacher_size} parameters, val error {teacher_error:.3f}")
-    print(f"student: {student_size} parameters, val error {student_error:.3f} "
-          f"(distilled in run {run.id[:8]}, {len(run.epoch_records())} epochs)")
-    assert student_error <= 0.1, student_error  # penguins are nearly separable
+    error = report(teacher, student, data, run.id, len(run.epoch_records()), "objective")
+    assert error <= 0.1, error  # penguins are nearly separable
+
+
+def step_mode(root: str) -> None:
+    data = penguins()
+    teacher = train_teacher(data, root)
+    frozen = {k: v.clone() for k, v in teacher.net.state_dict().items()}
+    step = kd_train_step_factory(teacher, alpha=0.5, temperature=4.0)  # freezes it now
+
+    set_seed(1)
+    student = NNModel(net_params=NNParams(input_dim=4, output_dim=3, hidden_dims=(8,)))
+    optim = NNOptimParams.builder().adamw(max_lr=1e-2).grad_clip(1.0).build()
+    run = student.train(NNTrainParams(n_epochs=20, train_loader=data.train_loader,
+                                      val_loader=data.val_loader, seed=1, optim=optim),
+                        train_step_fn=step, verbose=False, root=root)
+
+    assert all(torch.equal(frozen[k], v) for k, v in teacher.net.state_dict().items()), \
+        "the teacher's weights moved"
+    # The step's records: the combined loss, and the student's top-1 error.
+    last = run.idps[-1].train_edp
+    assert last is not None and last.error is not None and "distillation" in last.extra
+    error = report(teacher, student, data, run.id, len(run.epoch_records()), "step")
+    assert error <= 0.1, error
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         objective_mode(root)
+        step_mode(root)
 
 
 if __name__ == "__main__":

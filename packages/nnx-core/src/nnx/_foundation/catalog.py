@@ -25,6 +25,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "jepa_train_step_factory", "dpo_train_step_factory", "jepa_objective",
         "nt_xent_loss",
         "NNPreferenceDataset",
+        "born_again_train", "TeacherRecord", "TeacherRecordError", "TeacherDataset",
+        "read_teacher_records", "evaluate_offline",
     ),
     "nnx-lm": (
         "TransformerNN", "NNTransformerParams", "NNTransformerParamsBuilder",
@@ -52,7 +54,9 @@ _OPTIMIZER_FACTORIES: dict[str, tuple[str, ...]] = {
     "nnx-example-plugin": ("example.sgd@v1",),
 }
 
-_METRICS: dict[str, tuple[str, ...]] = {}
+_METRICS: dict[str, tuple[str, ...]] = {
+    "nnx-paradigms": ("label_accuracy@v1", "label_nll@v1"),
+}
 
 _TRANSFORMS: dict[str, tuple[str, ...]] = {
     "nnx-peft": ("nnx.lora@v1",),

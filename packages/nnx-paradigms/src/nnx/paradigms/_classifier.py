@@ -1,12 +1,16 @@
-"""What the classifier step factories share (spec §3.1, §10): the one-input batch rule,
-the student's own loss with the supervised loop's NLL adaptation, and the
-(λ-weighted) top-1 correctness their records report.
+"""What the classifier step factories share (spec §3.1, §10).
 
-The loss goes through the model's task adapter (``TrainableModel.task_adapter``,
-public through :mod:`nnx.extend`): a native ``NLLLoss`` gets ``log_softmax`` over the
-class axis first, exactly as the default step does, so CE and NLL students train
-identically from the same weights; class weights, ``ignore_index`` and
-``reduction`` stay the loss module's.
+* the one-input batch rule: the batch is split by the model's batch adapter, which
+  must yield exactly one positional input (and a target, for the labelled steps);
+* the student's own loss through the model's task adapter
+  (``TrainableModel.task_adapter``, public through :mod:`nnx.extend`): a native
+  ``NLLLoss`` gets ``log_softmax`` over the class axis first, exactly as the default
+  step does, so CE and NLL students train identically from the same weights; class
+  weights, ``ignore_index`` and ``reduction`` stay the loss module's;
+* the top-1 error, or the λ-weighted correctness of a mixed batch, for the record;
+* the live steps' refusal of an offline teacher batch
+  (:class:`~nnx.paradigms.offline_distillation.TeacherBatch` carries probabilities,
+  not logits; §10.1 "Offline").
 """
 
 from __future__ import annotations
@@ -16,13 +20,24 @@ from typing import Any
 import torch
 
 from nnx.extend import TrainableModel
+from nnx.paradigms.offline_distillation.dataset import TeacherBatch
 
-__all__ = ["classifier_batch", "mixed_accuracy", "one_input", "supervised_loss"]
+__all__ = ["classifier_batch", "labelled_input", "mixed_accuracy", "one_input",
+           "refuse_teacher_records", "supervised_loss", "top1_error"]
+
+
+def refuse_teacher_records(batch: Any, who: str) -> None:
+    """A TypeError for an offline teacher batch handed to a live-logit path."""
+    if isinstance(batch, TeacherBatch):
+        raise TypeError(f"{who} distills live teacher logits at a temperature; it got a "
+                        "TeacherDataset batch (stored teacher probabilities): train it with "
+                        "objective=dataset.objective(alpha) instead")
 
 
 def one_input(model: TrainableModel, batch: Any, who: str) -> tuple[torch.Tensor, Any]:
     """``(x, target)`` of ``batch`` on the model's device, split by the model's batch
     adapter, which must yield exactly one positional input (and no keyword input)."""
+    refuse_teacher_records(batch, who)
     inputs, target = model.split_batch(batch)
     kwargs = getattr(inputs, "kwargs", None) or {}
     if len(inputs) != 1 or kwargs:
@@ -33,6 +48,15 @@ def one_input(model: TrainableModel, batch: Any, who: str) -> tuple[torch.Tensor
     if not isinstance(x, torch.Tensor) or x.dim() < 1:
         got = f"shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"{who} needs the input as a tensor of shape (B, ...); got {got}")
+    return x, target
+
+
+def labelled_input(model: TrainableModel, batch: Any, who: str) -> tuple[torch.Tensor, Any]:
+    """:func:`one_input` of an (X, Y) batch: the target is required (class indices or
+    soft targets, whatever the student's loss takes)."""
+    x, target = one_input(model, batch, who)
+    if target is None:
+        raise ValueError(f"{who} needs (X, Y) batches; got no target")
     return x, target
 
 
@@ -83,3 +107,24 @@ def mixed_accuracy(model: TrainableModel, output: torch.Tensor, y_a: torch.Tenso
     if float(weight) <= 0:
         return None
     return float(total / weight)
+
+
+def top1_error(output: torch.Tensor, target: Any, loss_fn: Any) -> float | None:
+    """The fraction of scored rows whose argmax misses the label (None when none is
+    scored): class-index targets skip the loss's ignore_index, soft targets compare
+    argmaxes."""
+    if not isinstance(target, torch.Tensor) or output.dim() < 2:
+        return None
+    guess = output.detach().argmax(dim=1)
+    if target.is_floating_point():
+        if target.shape != output.shape:
+            return None
+        label = target.argmax(dim=1)
+        valid = torch.ones_like(label, dtype=torch.bool)
+    else:
+        label = target.long()
+        valid = label != int(getattr(loss_fn, "ignore_index", -100))
+    count = int(valid.sum())
+    if count == 0:
+        return None
+    return float(((guess != label) & valid).sum()) / count

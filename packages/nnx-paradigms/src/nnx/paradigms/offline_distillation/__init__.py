@@ -1,0 +1,50 @@
+"""Offline distillation (spec §10.1): train a student on stored teacher probabilities.
+
+Read ``nnx.teacher-record/1`` JSONL with :func:`read_teacher_records`, join the
+records to inputs in a :class:`TeacherDataset` (by sample id; by candidate id,
+never position), train with ``objective=dataset.objective(alpha)`` and evaluate
+with :func:`evaluate_offline`. Modules: ``records``, ``dataset``, ``objective``,
+``report``.
+"""
+
+from nnx.paradigms.offline_distillation.dataset import (
+    TeacherBatch,
+    TeacherDataset,
+    TeacherDatasetError,
+    TeacherLoader,
+)
+from nnx.paradigms.offline_distillation.objective import OfflineDistillationObjective
+from nnx.paradigms.offline_distillation.records import (
+    FORMAT,
+    SEMANTICS,
+    TeacherRecord,
+    TeacherRecordError,
+    read_teacher_records,
+    write_teacher_records,
+)
+from nnx.paradigms.offline_distillation.report import (
+    ImitationLoss,
+    LabelledQuality,
+    OfflineReport,
+    TeacherAgreement,
+    evaluate_offline,
+)
+
+__all__ = [
+    "FORMAT",
+    "SEMANTICS",
+    "ImitationLoss",
+    "LabelledQuality",
+    "OfflineDistillationObjective",
+    "OfflineReport",
+    "TeacherAgreement",
+    "TeacherBatch",
+    "TeacherDataset",
+    "TeacherDatasetError",
+    "TeacherLoader",
+    "TeacherRecord",
+    "TeacherRecordError",
+    "evaluate_offline",
+    "read_teacher_records",
+    "write_teacher_records",
+]
