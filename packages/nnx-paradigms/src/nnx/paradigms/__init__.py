@@ -9,6 +9,12 @@ from nnx.paradigms.kd import feature_kd_train_step_factory, kd_train_step_factor
 from nnx.paradigms.mixing import cutmix_train_step_factory, mixup_train_step_factory
 from nnx.paradigms.moe import moe_train_step_factory
 from nnx.paradigms.offline_distillation import (
+    TeacherDataset,
+    TeacherRecord,
+    TeacherRecordError,
+    evaluate_offline,
+    read_teacher_records,
+)
 from nnx.paradigms.preference import NNPreferenceDataset
 from nnx.paradigms.simclr import nt_xent_loss, simclr_train_step_factory
 
