@@ -15,10 +15,14 @@ from nnx._engine.step_helpers import (
 from nnx._engine.step_helpers import (
     is_full_precision_only as is_full_precision_only,
 )
+from nnx._engine.step_helpers import (
+    train_mode as train_mode,
+)
 
 __all__ = [
     "FinalizedStep",
     "finalize_step",
     "full_precision_only",
     "is_full_precision_only",
+    "train_mode",
 ]

@@ -33,7 +33,12 @@ from nnx._engine.optimizer_factories import (
     registered_optimizer_factories,
     unregister_optimizer_factory,
 )
-from nnx._engine.step_helpers import FinalizedStep, finalize_step, full_precision_only
+from nnx._engine.step_helpers import (
+    FinalizedStep,
+    finalize_step,
+    full_precision_only,
+    train_mode,
+)
 from nnx._engine.trainable import TrainableModel
 from nnx._foundation.atomic import atomic_write, atomic_write_bytes, atomic_write_text
 from nnx._foundation.config_base import (
@@ -138,6 +143,7 @@ __all__ = [
     "require_exact",
     "runtime",
     "set_field",
+    "train_mode",
     "unregister_metric",
     "unregister_model_factory",
     "unregister_optimizer_factory",

@@ -175,3 +175,35 @@ def test_finalize_step_refuses_a_scaler_and_a_non_scalar_loss_before_backward():
         finalize_step(plain, model.net(plain.batch[0]))
     assert all(p.grad is None for p in model.net.parameters())
     assert same(weights(model), before)
+
+
+def test_an_imperative_step_owns_the_mode_and_train_mode_switches_it_each_epoch(tmp_path):
+    from nnx._step_helpers import train_mode
+
+    seen: list[tuple[str, int, bool]] = []
+
+    def keeps_mode(ctx: TrainStepContext):
+        seen.append(("keeps", ctx.batch_idx, ctx.model.net.training))
+        return finalize_step(ctx, _loss(ctx)).record()
+
+    def switches(ctx: TrainStepContext):
+        train_mode(ctx)
+        seen.append(("switches", ctx.batch_idx, ctx.model.net.training))
+        ctx.model.net.eval()  # a mode change mid-epoch is the step's own business
+        return finalize_step(ctx, _loss(ctx)).record()
+
+    for step in (keeps_mode, switches):
+        model = tiny_model()
+        model.net.eval()
+        model.train(NNTrainParams(n_epochs=2, train_loader=tiny_batches(2), optim=sgd()),
+                    train_step_fn=step, root=tmp_path / step.__name__, verbose=False)
+    assert seen == [("keeps", 0, False), ("keeps", 1, False)] * 2 + [
+        ("switches", 0, True), ("switches", 1, False)] * 2
+    # The built-in step still trains in train mode.
+    model = tiny_model()
+    model.net.eval()
+    modes: list[bool] = []
+    model.net.register_forward_hook(lambda m, _i, _o: modes.append(m.training))
+    model.train(NNTrainParams(n_epochs=1, train_loader=tiny_batches(2), optim=sgd()),
+                root=tmp_path / "default", verbose=False)
+    assert modes == [True, True]

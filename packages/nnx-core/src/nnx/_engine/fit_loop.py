@@ -323,7 +323,12 @@ class FitLoop(ABC):
     def train_epoch(self, epoch: int) -> NNIterationDataPoint:
         params = self.params
         announce_epoch(params.train_loader, epoch)
-        self.model.net.train()
+        if self.engine is not None or not self.custom_step:
+            # The built-in step and an objective's engine train in train mode; an
+            # imperative train_step_fn / trainer_step_fn owns the mode itself (§11), so
+            # adapters injected into an eval() net keep their eval behaviour under one
+            # that never calls train().
+            self.model.net.train()
         if not self._warned_unowned:  # once per run (§6.5)
             self._warned_unowned = warn_unowned(self.slots.values(), self.model.net)
         self.skips = NonFiniteSkips()

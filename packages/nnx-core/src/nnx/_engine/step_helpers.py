@@ -27,7 +27,8 @@ from nnx._engine.update_window import WindowStepper, holds_gradients
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx.objectives.ownership import full_precision_only, is_full_precision_only
 
-__all__ = ["FinalizedStep", "finalize_step", "full_precision_only", "is_full_precision_only"]
+__all__ = ["FinalizedStep", "finalize_step", "full_precision_only", "is_full_precision_only",
+           "train_mode"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,19 @@ class FinalizedStep:
     def record(self, **extra: float) -> NNEvaluationDataPoint:
         """The batch's record: the loss, as error too (BEST tracking stays meaningful)."""
         return NNEvaluationDataPoint(loss=self.loss, error=self.loss, extra=dict(extra))
+
+
+def train_mode(ctx: TrainStepContext) -> None:
+    """Put the net in train mode at the first batch of each epoch, as the loop does for
+    the built-in step and objectives.
+
+    An imperative step owns its mode (§11): the loop leaves it alone, so adapters
+    injected into an ``eval()`` net keep their eval behaviour under a step that never
+    calls ``train()``. nnx's own step factories train in train mode, and call this
+    first thing.
+    """
+    if ctx.batch_idx == 0:
+        ctx.model.net.train()
 
 
 def _refuse_unsupported(ctx: TrainStepContext, loss: object) -> None:

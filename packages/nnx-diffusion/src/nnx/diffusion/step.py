@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from nnx import NNEvaluationDataPoint, TrainStepContext
-from nnx._step_helpers import finalize_step, full_precision_only
+from nnx._step_helpers import finalize_step, full_precision_only, train_mode
 from nnx.diffusion.noising import add_noise, clean_input
 from nnx.diffusion.schedules import NoiseSchedule
 from nnx.objectives import imperative_step
@@ -38,6 +38,7 @@ def diffusion_train_step_factory(
     @full_precision_only
     @imperative_step
     def diffusion_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
+        train_mode(ctx)  # nnx's step factories train in train mode (§11)
         x0 = clean_input(ctx.model, ctx.batch, "diffusion_train_step_factory")
         on = schedule.to(x0.device)
         t = torch.randint(0, on.T, (x0.shape[0],), device=x0.device)

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from nnx import NNEvaluationDataPoint, TrainStepContext
-from nnx._step_helpers import finalize_step, full_precision_only
+from nnx._step_helpers import finalize_step, full_precision_only, train_mode
 from nnx.extend import POSITIVE, check_count, check_real
 from nnx.objectives import imperative_step
 from nnx.paradigms.lm_protocol import transformer_of
@@ -132,6 +132,7 @@ class DPOTrainStep:
         return prompt, chosen, rejected
 
     def __call__(self, ctx: TrainStepContext) -> NNEvaluationDataPoint:
+        train_mode(ctx)  # nnx's step factories train in train mode (§11)
         prompt, chosen, rejected = self._batch(ctx.batch)
         device = ctx.model.device
         lp = (prompt != self.pad_id).sum(1)

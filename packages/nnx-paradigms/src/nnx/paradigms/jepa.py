@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from nnx import NNEvaluationDataPoint, TrainStepContext
-from nnx._step_helpers import finalize_step, full_precision_only
+from nnx._step_helpers import finalize_step, full_precision_only, train_mode
 from nnx.components import ComponentSpec
 from nnx.objectives import imperative_step
 from nnx.paradigms.jepa_core import JEPACore, MaskFn
@@ -51,6 +51,7 @@ class JEPATrainStep:
         return self.core.updates
 
     def __call__(self, ctx: TrainStepContext) -> NNEvaluationDataPoint:
+        train_mode(ctx)  # nnx's step factories train in train mode (§11)
         x = JEPACore.patches(ctx.model, ctx.batch, "jepa_train_step_factory")
         self.core.bind(ctx.model.net)
         ctx_idx, tgt_idx = self.core.masks(x, torch.default_generator)

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nnx import NNEvaluationDataPoint, TrainStepContext
-from nnx._step_helpers import finalize_step, full_precision_only
+from nnx._step_helpers import finalize_step, full_precision_only, train_mode
 from nnx.extend import NON_NEGATIVE, POSITIVE, PROBABILITY, check_real
 from nnx.objectives import imperative_step
 from nnx.paradigms._classifier import labelled_input, supervised_loss, top1_error
@@ -71,6 +71,7 @@ def kd_train_step_factory(teacher: Any, *, alpha: float = 0.5,
     @full_precision_only
     @imperative_step
     def kd_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
+        train_mode(ctx)  # nnx's step factories train in train mode (§11)
         x, target = labelled_input(ctx.model, ctx.batch, who)
         frozen.check_student(ctx.model.net)
         output = ctx.forward((x,)).float()
@@ -156,6 +157,7 @@ def feature_kd_train_step_factory(teacher: Any, *, layers: Mapping[str, str],
     @full_precision_only
     @imperative_step
     def feature_kd_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
+        train_mode(ctx)  # nnx's step factories train in train mode (§11)
         x, target = labelled_input(ctx.model, ctx.batch, who)
         frozen.check_student(ctx.model.net)
         student_modules = _modules(ctx.model.net, pairs, "student", who)

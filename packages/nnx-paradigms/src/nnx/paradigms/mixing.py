@@ -20,7 +20,7 @@ from collections.abc import Callable
 import torch
 
 from nnx import NNEvaluationDataPoint, TrainStepContext
-from nnx._step_helpers import finalize_step, full_precision_only
+from nnx._step_helpers import finalize_step, full_precision_only, train_mode
 from nnx.extend import POSITIVE, check_real
 from nnx.objectives import imperative_step
 from nnx.paradigms._classifier import classifier_batch, mixed_accuracy, supervised_loss
@@ -79,6 +79,7 @@ def mixup_train_step_factory(*, alpha: float = 0.4) -> StepFn:
     @full_precision_only
     @imperative_step
     def mixup_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
+        train_mode(ctx)  # nnx's step factories train in train mode (§11)
         x, y = classifier_batch(ctx.model, ctx.batch, who)
         _floating(x, who)
         lam = _draw_lambda(a)
@@ -98,6 +99,7 @@ def cutmix_train_step_factory(*, alpha: float = 1.0) -> StepFn:
     @full_precision_only
     @imperative_step
     def cutmix_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
+        train_mode(ctx)  # nnx's step factories train in train mode (§11)
         x, y = classifier_batch(ctx.model, ctx.batch, who)
         if x.dim() != 4:  # refused before anything is drawn: the cut needs H and W
             raise ValueError(f"{who} needs 4-D (B, C, H, W) image input; got shape "

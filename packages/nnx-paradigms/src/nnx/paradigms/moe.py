@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 
 from nnx import MoELinear, NNEvaluationDataPoint, TrainStepContext
-from nnx._step_helpers import finalize_step, full_precision_only
+from nnx._step_helpers import finalize_step, full_precision_only, train_mode
 from nnx.extend import NON_NEGATIVE, check_real
 from nnx.objectives import imperative_step
 from nnx.paradigms._classifier import classifier_batch, mixed_accuracy, supervised_loss
@@ -34,6 +34,7 @@ def moe_train_step_factory(
     @full_precision_only
     @imperative_step
     def moe_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
+        train_mode(ctx)  # nnx's step factories train in train mode (§11)
         model = ctx.model
         x, y = classifier_batch(model, ctx.batch, _WHO)
         layers = [m for m in model.net.modules() if isinstance(m, MoELinear)]

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from nnx import NNEvaluationDataPoint, TrainStepContext
-from nnx._step_helpers import finalize_step, full_precision_only
+from nnx._step_helpers import finalize_step, full_precision_only, train_mode
 from nnx.extend import POSITIVE, check_real
 from nnx.objectives import imperative_step
 from nnx.paradigms._classifier import one_input
@@ -82,6 +82,7 @@ def simclr_train_step_factory(
     @full_precision_only
     @imperative_step
     def simclr_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
+        train_mode(ctx)  # nnx's step factories train in train mode (§11)
         v1, v2 = _views(ctx)
         # Two forwards, not one over cat(v1, v2): BatchNorm sees one view at a time.
         z1, z2 = ctx.forward((v1,)), ctx.forward((v2,))
