@@ -11,7 +11,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "nnx-peft": (
         "apply_lora_to", "apply_dora_to", "LoRALinear", "DoRALinear", "save_lora_weights",
         "AdapterLayer", "PrefixTuner", "PromptTuner",
-        "load_lora_weights", "merge_lora", "unmerge_lora", "lora_recipe",
+        "load_lora_weights", "merge_lora", "unmerge_lora", "lora_recipe", "dora_recipe",
+        "ia3_recipe",
         "save_prefix_weights", "load_prefix_weights", "save_prompt_weights", "load_prompt_weights",
         "IA3Linear", "apply_ia3_to", "save_ia3_weights", "load_ia3_weights",
     ),
@@ -59,7 +60,7 @@ _METRICS: dict[str, tuple[str, ...]] = {
 }
 
 _TRANSFORMS: dict[str, tuple[str, ...]] = {
-    "nnx-peft": ("nnx.lora@v1",),
+    "nnx-peft": ("nnx.lora@v1", "nnx.dora@v1", "nnx.ia3@v1"),
 }
 
 #: Catalog kind of each entry-point group (the plain groups and the ``id@vN`` ones).

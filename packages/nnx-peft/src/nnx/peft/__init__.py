@@ -20,7 +20,14 @@ from nnx.peft.lora import LoRALinear, apply_lora_to
 from nnx.peft.merging import merge_lora, unmerge_lora
 from nnx.peft.prefix import PrefixTuner, load_prefix_weights, save_prefix_weights
 from nnx.peft.prompt import PromptTuner, load_prompt_weights, save_prompt_weights
-from nnx.peft.recipe import lora_recipe, materialize_lora
+from nnx.peft.recipe import (
+    dora_recipe,
+    ia3_recipe,
+    lora_recipe,
+    materialize_dora,
+    materialize_ia3,
+    materialize_lora,
+)
 
 __all__: list[str] = [
     "AdapterLayer",
@@ -32,12 +39,16 @@ __all__: list[str] = [
     "apply_dora_to",
     "apply_ia3_to",
     "apply_lora_to",
+    "dora_recipe",
+    "ia3_recipe",
     "load_ia3_weights",
     "load_lora_weights",
     "load_prefix_weights",
     "load_prompt_weights",
     "lora_recipe",
     "lora_state_dict",
+    "materialize_dora",
+    "materialize_ia3",
     "materialize_lora",
     "merge_lora",
     "save_ia3_weights",

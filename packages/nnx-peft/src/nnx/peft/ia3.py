@@ -71,15 +71,17 @@ class IA3Linear(AdapterWrapper):
         return f"feedforward={self.feedforward}"
 
 
-def _feedforward_patterns(feedforward: object) -> tuple[str, ...]:
-    # One glob is accepted as given (HF's feedforward_modules takes a str or a list).
+def feedforward_patterns(feedforward: object, *, what: str = "apply_ia3_to"
+                         ) -> tuple[str, ...]:
+    """``feedforward`` as a tuple of non-empty globs; one glob is accepted as given (HF's
+    ``feedforward_modules`` takes a str or a list)."""
     patterns = (feedforward,) if isinstance(feedforward, str) else feedforward
     if not isinstance(patterns, Sequence):
-        raise ValueError(f"apply_ia3_to: feedforward must be a sequence of glob strings; got "
+        raise ValueError(f"{what}: feedforward must be a sequence of glob strings; got "
                          f"{feedforward!r}")
     for i, pattern in enumerate(patterns):
         if not isinstance(pattern, str) or not pattern:
-            raise ValueError(f"apply_ia3_to: feedforward[{i}] must be a non-empty glob string; "
+            raise ValueError(f"{what}: feedforward[{i}] must be a non-empty glob string; "
                              f"got {pattern!r}")
     return tuple(patterns)
 
@@ -96,7 +98,7 @@ def apply_ia3_to(module: nn.Module, *patterns: str,
     wrapper is built, so a refused call changes nothing, and a path already
     holding an adapter wrapper is left as it is (its kind of scaling included).
     """
-    ff = _feedforward_patterns(feedforward)
+    ff = feedforward_patterns(feedforward)
     slots = select_linear_slots(module, patterns, what="apply_ia3_to")
     targeted = [s.paths for s in slots]
     # Already-wrapped targets count too, so a repeated call stays a no-op.

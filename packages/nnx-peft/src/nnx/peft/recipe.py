@@ -1,68 +1,127 @@
-"""The ``nnx.lora`` v1 topology-transform op (spec §4.2) and :func:`lora_recipe`.
+"""The nnx-peft topology-transform ops (spec §4.2): ``nnx.lora``, ``nnx.dora``, ``nnx.ia3``.
 
-Config: ``{"targets": [explicit dotted Linear paths], "r": int, "alpha": float,
-"dropout": float}``. ``NNModel.apply_transform(recipe)`` wraps each target in
-a :class:`LoRALinear` and records the recipe, so the run id and every
-checkpoint carry it and ``NNModel.from_checkpoint`` rebuilds the adapters
-before loading the weights. Replay (``source=False``) builds the same
-wrappers with A and B zeroed, drawing nothing from any RNG stream: the
-checkpoint's tensors overwrite them right afterwards.
+``NNModel.apply_transform(recipe)`` wraps each explicit target Linear and records the
+recipe, so the run id and every checkpoint carry it and ``NNModel.from_checkpoint``
+rebuilds the adapters before loading the weights. Replay (``source=False``) builds
+the same wrappers drawing nothing from any RNG stream (LoRA's and DoRA's A and B
+zeroed, DoRA's magnitude from the fresh base): the checkpoint's tensors overwrite
+them right afterwards.
 
-Announced to nnx-core through the ``nnx.transforms`` entry point
-``nnx.lora@v1`` (pyproject), so a checkpoint replays without importing
-nnx.peft first.
+Configs (v1):
+
+* ``nnx.lora`` / ``nnx.dora``: ``{"targets": [dotted Linear paths], "r": int,
+  "alpha": float, "dropout": float}``;
+* ``nnx.ia3``: ``{"targets": [...], "feedforward": [the targets whose input is
+  scaled]}``.
+
+Announced to nnx-core through ``nnx.transforms`` entry points (``nnx.lora@v1``,
+``nnx.dora@v1``, ``nnx.ia3@v1`` in the pyproject), so a checkpoint replays without
+importing nnx.peft first. :func:`lora_recipe` / :func:`dora_recipe` /
+:func:`ia3_recipe` resolve ``apply_*_to``'s globs to the explicit targets.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from fnmatch import fnmatchcase
 from typing import Any
 
 from torch import nn
 
+from nnx.peft.dora import DoRALinear
+from nnx.peft.ia3 import IA3Linear, feedforward_patterns
 from nnx.peft.lora import LoRALinear, check_lora_args
-from nnx.peft.targeting import replace_slots, select_linear_slots
+from nnx.peft.targeting import Slot, replace_slots, select_linear_slots
 from nnx.transforms import TransformRecipe
 
-__all__ = ["LORA_OP", "LORA_VERSION", "lora_recipe", "materialize_lora"]
+__all__ = ["DORA_OP", "IA3_OP", "LORA_OP", "LORA_VERSION", "dora_recipe", "ia3_recipe",
+           "lora_recipe", "materialize_dora", "materialize_ia3", "materialize_lora"]
 
 LORA_OP, LORA_VERSION = "nnx.lora", 1
-_LABEL = f"{LORA_OP}@v{LORA_VERSION}"
-_KEYS = {"targets", "r", "alpha", "dropout"}
+DORA_OP, IA3_OP = "nnx.dora", "nnx.ia3"
+_LOW_RANK_KEYS = ("targets", "r", "alpha", "dropout")
+_IA3_KEYS = ("targets", "feedforward")
 
 
-def _parse(config: Mapping[str, Any]) -> tuple[tuple[str, ...], int, float, float]:
-    if not isinstance(config, Mapping) or set(config) != _KEYS:
-        keys = sorted(config) if isinstance(config, Mapping) else type(config).__name__
-        raise ValueError(f"{_LABEL} config must have exactly 'targets', 'r', 'alpha' and "
-                         f"'dropout'; got {keys}")
+def _targets(label: str, config: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, ...]:
+    if not isinstance(config, Mapping) or set(config) != set(keys):
+        got = sorted(config) if isinstance(config, Mapping) else type(config).__name__
+        named = [repr(k) for k in keys]
+        raise ValueError(f"{label} config must have exactly {', '.join(named[:-1])} and "
+                         f"{named[-1]}; got {got}")
     targets = config["targets"]
     if (isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence) or not targets
             or not all(isinstance(t, str) and t for t in targets)):
-        raise ValueError(f"{_LABEL} targets must be a non-empty list of dotted module names; "
+        raise ValueError(f"{label} targets must be a non-empty list of dotted module names; "
                          f"got {targets!r}")
     repeated = sorted(t for t, n in Counter(targets).items() if n > 1)
     if repeated:
-        raise ValueError(f"{_LABEL} names a target more than once: {repeated}")
-    r, alpha, dropout = check_lora_args(_LABEL, config["r"], config["alpha"], config["dropout"])
-    return tuple(targets), r, alpha, dropout
+        raise ValueError(f"{label} names a target more than once: {repeated}")
+    return tuple(targets)
 
 
-def materialize_lora(net: nn.Module, config: Mapping[str, Any], *, source: bool = True) -> None:
-    """Wrap every target Linear of ``net`` in a LoRALinear (the registered op).
-
-    Every target must name an unwrapped ``nn.Linear`` by one of its paths;
-    the §11.1 refusals apply, and everything is checked before the first
-    wrapper is built.
-    """
-    targets, r, alpha, dropout = _parse(config)
-    slots = select_linear_slots(net, targets, what=_LABEL, exact=True)
+def _target_slots(net: nn.Module, label: str, targets: tuple[str, ...]) -> list[Slot]:
+    """Every target must name an unwrapped ``nn.Linear`` by one of its paths; the §11.1
+    refusals apply, checked before the first wrapper is built."""
+    slots = select_linear_slots(net, targets, what=label, exact=True)
     if len(slots) != len(targets):  # two targets were paths of one shared slot
-        raise ValueError(f"{_LABEL}: targets {list(targets)} name {len(slots)} layers; name "
+        raise ValueError(f"{label}: targets {list(targets)} name {len(slots)} layers; name "
                          f"each shared layer once")
-    replace_slots(slots, lambda linear: LoRALinear(linear, r, alpha, dropout,
-                                                   init_weights=source))
+    return slots
+
+
+def _low_rank_op(op: str, wrapper: type[LoRALinear]) -> Callable[..., None]:
+    label = f"{op}@v1"
+
+    def materialize(net: nn.Module, config: Mapping[str, Any], *, source: bool = True) -> None:
+        targets = _targets(label, config, _LOW_RANK_KEYS)
+        r, alpha, dropout = check_lora_args(label, config["r"], config["alpha"],
+                                            config["dropout"])
+        slots = _target_slots(net, label, targets)
+        replace_slots(slots, lambda linear: wrapper(linear, r, alpha, dropout,
+                                                    init_weights=source))
+
+    materialize.__name__ = materialize.__qualname__ = f"materialize_{op.split('.')[-1]}"
+    materialize.__doc__ = (f"Wrap every target Linear of ``net`` in a {wrapper.__name__} "
+                           f"(the registered ``{label}`` op).")
+    return materialize
+
+
+materialize_lora = _low_rank_op(LORA_OP, LoRALinear)
+materialize_dora = _low_rank_op(DORA_OP, DoRALinear)
+
+
+def materialize_ia3(net: nn.Module, config: Mapping[str, Any], *, source: bool = True) -> None:
+    """Wrap every target Linear of ``net`` in an IA3Linear, scaling the input of those in
+    ``feedforward`` (the registered ``nnx.ia3@v1`` op). The scalings start at one, which
+    draws from no RNG stream, so replay and a fresh application build the same layers."""
+    label = f"{IA3_OP}@v1"
+    targets = _targets(label, config, _IA3_KEYS)
+    feedforward = config["feedforward"]
+    if (isinstance(feedforward, (str, bytes)) or not isinstance(feedforward, Sequence)
+            or not set(feedforward) <= set(targets)):
+        raise ValueError(f"{label} feedforward must be a list of some of the targets; got "
+                         f"{feedforward!r}")
+    slots = _target_slots(net, label, targets)
+    ff = {id(s.module) for s in slots if any(p in feedforward for p in s.paths)}
+    replace_slots(slots, lambda linear: IA3Linear(linear, feedforward=id(linear) in ff))
+
+
+def _recipe_slots(what: str, net: nn.Module, patterns: Sequence[str]) -> list[Slot]:
+    slots = select_linear_slots(net, patterns, what=what)
+    if not slots:
+        raise ValueError(f"{what}: {list(patterns)} select only already-adapted layers; "
+                         f"a recipe needs plain nn.Linear targets")
+    return slots
+
+
+def _low_rank_recipe(what: str, op: str, net: nn.Module, patterns: Sequence[str], r: int,
+                     alpha: float, dropout: float) -> TransformRecipe:
+    rank, scale, drop = check_lora_args(what, r, alpha, dropout)
+    slots = _recipe_slots(what, net, patterns)
+    return TransformRecipe(op, 1, {"targets": [s.path for s in slots], "r": rank,
+                                   "alpha": scale, "dropout": drop})
 
 
 def lora_recipe(net: nn.Module, *patterns: str, r: int, alpha: float,
@@ -74,10 +133,28 @@ def lora_recipe(net: nn.Module, *patterns: str, r: int, alpha: float,
     ValueError for the same refusals as ``apply_lora_to``, and when the
     patterns select no unwrapped Linear.
     """
-    rank, scale, drop = check_lora_args("lora_recipe", r, alpha, dropout)
-    slots = select_linear_slots(net, patterns, what="lora_recipe")
-    if not slots:
-        raise ValueError(f"lora_recipe: {list(patterns)} select only already-adapted layers; "
-                         f"a recipe needs plain nn.Linear targets")
-    return TransformRecipe(LORA_OP, LORA_VERSION, {
-        "targets": [s.path for s in slots], "r": rank, "alpha": scale, "dropout": drop})
+    return _low_rank_recipe("lora_recipe", LORA_OP, net, patterns, r, alpha, dropout)
+
+
+def dora_recipe(net: nn.Module, *patterns: str, r: int, alpha: float,
+                dropout: float = 0.0) -> TransformRecipe:
+    """The ``nnx.dora`` v1 recipe, as :func:`lora_recipe` is LoRA's; a DoRA run's
+    checkpoints then rebuild its DoRA layers (magnitude included) from the recipe."""
+    return _low_rank_recipe("dora_recipe", DORA_OP, net, patterns, r, alpha, dropout)
+
+
+def ia3_recipe(net: nn.Module, *patterns: str,
+               feedforward: Sequence[str] | str = ()) -> TransformRecipe:
+    """The ``nnx.ia3`` v1 recipe for the Linears ``patterns`` select (the globs of
+    :func:`~nnx.peft.apply_ia3_to`, ``feedforward`` included), resolved to explicit
+    canonical paths; the same refusals as ``apply_ia3_to``."""
+    ff = feedforward_patterns(feedforward, what="ia3_recipe")
+    slots = _recipe_slots("ia3_recipe", net, patterns)
+    stray = [g for g in ff if not any(fnmatchcase(p, g) for s in slots for p in s.paths)]
+    if stray:
+        raise ValueError(f"ia3_recipe: feedforward pattern(s) {', '.join(map(repr, stray))} "
+                         f"match none of the layers the target patterns select")
+    return TransformRecipe(IA3_OP, 1, {
+        "targets": [s.path for s in slots],
+        "feedforward": [s.path for s in slots
+                        if any(fnmatchcase(p, g) for p in s.paths for g in ff)]})
