@@ -12,7 +12,7 @@ import nnx.peft
 
 ROOT = Path(__file__).resolve().parents[1]
 LORA = ["LoRALinear", "apply_lora_to", "save_lora_weights", "load_lora_weights", "merge_lora",
-        "unmerge_lora", "lora_recipe"]
+        "unmerge_lora", "lora_recipe", "dora_recipe", "ia3_recipe"]
 
 
 def test_from_nnx_import_apply_lora_to() -> None:
@@ -25,7 +25,9 @@ def test_every_lora_name_is_announced_exported_and_resolves() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     exports = project["entry-points"]["nnx.exports"]
     assert project["entry-points"]["nnx.transforms"] == {
-        "nnx.lora@v1": "nnx.peft.recipe:materialize_lora"}
+        "nnx.lora@v1": "nnx.peft.recipe:materialize_lora",
+        "nnx.dora@v1": "nnx.peft.recipe:materialize_dora",
+        "nnx.ia3@v1": "nnx.peft.recipe:materialize_ia3"}
     for name in LORA:
         assert exports[name].partition(":")[2] == name and name in nnx.peft.__all__
         assert getattr(nnx, name) is getattr(nnx.peft, name)
