@@ -123,3 +123,12 @@ def test_forward_equals_hf_peft_for_both_kinds_of_target() -> None:
     torch.testing.assert_close(ours.q(x), hf_q(x), rtol=0, atol=1e-6)
     h = torch.randn(6, 4)
     torch.testing.assert_close(ours.ff(h), hf_ff(h), rtol=0, atol=1e-6)
+
+
+def test_non_linear_and_lazy_bases_are_refused_like_lora() -> None:
+    with pytest.raises(TypeError, match=r"IA3Linear wraps an nn\.Linear"):
+        IA3Linear(nn.Conv1d(2, 2, 1))  # type: ignore[arg-type]
+    lazy = nn.LazyLinear(3)
+    with pytest.raises(ValueError, match="uninitialized lazy Linear"):
+        IA3Linear(lazy)
+    assert not hasattr(lazy, "scaling")

@@ -17,8 +17,10 @@ from nnx.objectives.kd import KDObjective, kd_objective
 from nnx.objectives.ownership import imperative_step
 from nnx.objectives.stream import ObjectiveStream
 from nnx.objectives.supervised import SupervisedObjective, supervised_objective
+from nnx.objectives.teacher import FrozenTeacher
 
 __all__ = [
+    "FrozenTeacher",
     "KDObjective",
     "LossTerm",
     "Objective",

@@ -27,9 +27,8 @@ from torch import nn
 from nnx import NNEvaluationDataPoint, TrainStepContext
 from nnx._step_helpers import finalize_step, full_precision_only, train_mode
 from nnx.extend import NON_NEGATIVE, POSITIVE, PROBABILITY, check_real
-from nnx.objectives import imperative_step
+from nnx.objectives import FrozenTeacher, imperative_step
 from nnx.paradigms._classifier import labelled_input, supervised_loss, top1_error
-from nnx.paradigms._teacher import FrozenTeacher
 
 __all__ = ["feature_kd_train_step_factory", "kd_loss", "kd_train_step_factory"]
 

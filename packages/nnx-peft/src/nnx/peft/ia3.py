@@ -34,31 +34,18 @@ class IA3Linear(AdapterWrapper):
     """
 
     def __init__(self, base: nn.Linear, feedforward: bool = False) -> None:
-        if not isinstance(base, nn.Linear):
-            raise TypeError(f"IA3Linear wraps an nn.Linear; got {type(base).__name__}")
+        self.check_base(base)
         if not isinstance(feedforward, bool):
             raise TypeError(
                 f"IA3Linear.feedforward must be a bool; got {feedforward!r} "
                 f"({type(feedforward).__name__})"
             )
         super().__init__()
-        self.base = base
+        self.adopt(base)  # first, so the state dict lists base.* before the scaling
         self.feedforward = feedforward
         size = base.in_features if feedforward else base.out_features
         w = base.weight
         self.scaling = nn.Parameter(torch.ones(size, dtype=w.dtype, device=w.device))
-        for p in base.parameters():
-            p.requires_grad_(False)
-        # Mode is inherited per layer at insertion time, never imposed (spec §11).
-        self.training = base.training
-
-    @property
-    def in_features(self) -> int:
-        return self.base.in_features
-
-    @property
-    def out_features(self) -> int:
-        return self.base.out_features
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.feedforward:

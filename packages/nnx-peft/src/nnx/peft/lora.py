@@ -14,7 +14,6 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.parameter import UninitializedParameter
 
 from nnx.extend import POSITIVE, UNIT_HALF_OPEN, check_count, check_real
 from nnx.peft.targeting import AdapterWrapper, replace_slots, select_linear_slots
@@ -49,15 +48,10 @@ class LoRALinear(AdapterWrapper):
     def __init__(self, base: nn.Linear, r: int, alpha: float, dropout: float = 0.0, *,
                  init_weights: bool = True) -> None:
         rank, scale, drop = check_lora_args(type(self).__name__, r, alpha, dropout)
-        if not isinstance(base, nn.Linear):
-            raise TypeError(f"{type(self).__name__} wraps an nn.Linear; got "
-                            f"{type(base).__name__}")
-        if isinstance(base.weight, UninitializedParameter):
-            raise ValueError(f"{type(self).__name__}: the Linear is an uninitialized lazy "
-                             f"Linear; run one forward to materialize it before wrapping")
+        self.check_base(base)
         super().__init__()
+        self.adopt(base)  # first, so the state dict lists base.* before the adapter
         weight = base.weight
-        self.base = base
         self.r, self.alpha, self.scaling = rank, scale, scale / rank
         self.merged = False
         self._merge_flags: tuple[bool, bool] | None = None
@@ -74,21 +68,8 @@ class LoRALinear(AdapterWrapper):
             else:
                 self.lora_A.weight.zero_()
             self.lora_B.weight.zero_()
-        for param in base.parameters():
-            param.requires_grad_(False)
-        # Mode is inherited per layer and set directly: calling .train() here
-        # would also reach into the base (and any child a Linear subclass has).
-        self.training = base.training
         for child in (self.lora_dropout, self.lora_A, self.lora_B):
             child.training = base.training
-
-    @property
-    def in_features(self) -> int:
-        return self.base.in_features
-
-    @property
-    def out_features(self) -> int:
-        return self.base.out_features
 
     def extra_repr(self) -> str:
         return f"r={self.r}, alpha={self.alpha}, merged={self.merged}"

@@ -31,7 +31,7 @@ __all__ = ["AdapterWrapper", "Slot", "adapter_slots", "replace_slots", "select_l
 
 
 class AdapterWrapper(nn.Module):
-    """Marker base of every adapter that wraps one frozen ``nn.Linear`` as ``.base``.
+    """Base of every adapter that wraps one frozen ``nn.Linear`` as ``.base``.
 
     The walk never descends into a wrapper, so its ``.base`` (and the
     adapter's own Linears) are never targets, and a selected wrapper path is
@@ -39,6 +39,33 @@ class AdapterWrapper(nn.Module):
     """
 
     base: nn.Linear
+
+    @classmethod
+    def check_base(cls, base: object) -> nn.Linear:
+        """``base`` if it can be wrapped: TypeError for a non-Linear, ValueError for an
+        uninitialized lazy Linear (its shape is unknown), before anything changes."""
+        if not isinstance(base, nn.Linear):
+            raise TypeError(f"{cls.__name__} wraps an nn.Linear; got {type(base).__name__}")
+        if isinstance(base.weight, UninitializedParameter):
+            raise ValueError(f"{cls.__name__}: the Linear is an uninitialized lazy Linear; "
+                             f"run one forward to materialize it before wrapping")
+        return base
+
+    def adopt(self, base: nn.Linear) -> None:
+        """Hold ``base`` frozen and take its training flag (spec §11: the mode is inherited
+        per layer at insertion and set directly; ``.train()`` would reach into the base)."""
+        self.base = base
+        for param in base.parameters():
+            param.requires_grad_(False)
+        self.training = base.training
+
+    @property
+    def in_features(self) -> int:
+        return self.base.in_features
+
+    @property
+    def out_features(self) -> int:
+        return self.base.out_features
 
 
 # Linears their parent reads directly (weight / bias passed to a fused
