@@ -16,7 +16,7 @@ from nnx.transforms.apply import (
     replay_transforms,
 )
 from nnx.transforms.low_rank import LowRankLinear, materialize_low_rank
-from nnx.transforms.recipe import TransformRecipe
+from nnx.transforms.recipe import TransformRecipe, config_targets
 from nnx.transforms.registry import (
     TransformCompatibilityError,
     TransformOp,
@@ -33,6 +33,7 @@ __all__ = [
     "TransformRecipe",
     "apply_transform",
     "checkpoint_recipes",
+    "config_targets",
     "materialize_low_rank",
     "refuse_runtime",
     "register_transform",

@@ -11,13 +11,14 @@ because the checkpoint's weights are loaded right afterwards.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 from torch import nn
 
 from nnx._foundation.validation import check_count
+from nnx.transforms.recipe import config_targets
 
 __all__ = ["LowRankLinear", "materialize_low_rank"]
 
@@ -53,18 +54,8 @@ class LowRankLinear(nn.Module):
 
 
 def _parse(config: Mapping[str, Any]) -> tuple[tuple[str, ...], int]:
-    if not isinstance(config, Mapping) or set(config) != _KEYS:
-        keys = sorted(config) if isinstance(config, Mapping) else type(config).__name__
-        raise ValueError(f"{_OP} config must have exactly 'targets' and 'rank'; got {keys}")
-    targets = config["targets"]
-    if (isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence) or not targets
-            or not all(isinstance(t, str) and t for t in targets)):
-        raise ValueError(f"{_OP} targets must be a non-empty list of dotted module names; got "
-                         f"{targets!r}")
-    repeated = sorted(t for t, n in Counter(targets).items() if n > 1)
-    if repeated:
-        raise ValueError(f"{_OP} names a target more than once: {repeated}")
-    return tuple(targets), check_count(f"{_OP} rank", config["rank"])
+    targets = config_targets(_OP, config, ("targets", "rank"))
+    return targets, check_count(f"{_OP} rank", config["rank"])
 
 
 _Target = tuple[nn.Module, str, nn.Linear]  # (parent, attribute, the Linear it holds)

@@ -9,7 +9,8 @@ nothing registered (only replaying it does).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from nnx._foundation.hashing import canonical_bytes, plain
 from nnx._foundation.validation import check_count, check_spec_config, check_spec_id
 
-__all__ = ["TransformRecipe", "transform_states"]
+__all__ = ["TransformRecipe", "config_targets", "transform_states"]
 
 _NO_CODE = ("register the transform with nnx.register_transform(op, version, materialize) and "
             "name it here by op and version")
@@ -79,3 +80,24 @@ class TransformRecipe:
 def transform_states(model: Any) -> tuple[dict[str, Any], ...]:
     """The states of the topology-transform recipes the model materialized (§4.2)."""
     return tuple(dict(recipe.state()) for recipe in getattr(model, "transforms", ()))
+
+
+def config_targets(label: str, config: Any, keys: Sequence[str]) -> tuple[str, ...]:
+    """An op's ``config["targets"]``, validated: ``config`` a mapping with exactly
+    ``keys``, and ``targets`` a non-empty list of distinct dotted module names.
+    ValueError naming ``label`` (the op, ``"op@vN"``) otherwise; the one check every
+    op on explicit targets shares (core's ``nnx.low_rank``, nnx-peft's adapters)."""
+    if not isinstance(config, Mapping) or set(config) != set(keys):
+        got = sorted(config) if isinstance(config, Mapping) else type(config).__name__
+        named = [repr(k) for k in keys]
+        raise ValueError(f"{label} config must have exactly {', '.join(named[:-1])} and "
+                         f"{named[-1]}; got {got}")
+    targets = config["targets"]
+    if (isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence) or not targets
+            or not all(isinstance(t, str) and t for t in targets)):
+        raise ValueError(f"{label} targets must be a non-empty list of dotted module names; "
+                         f"got {targets!r}")
+    repeated = sorted(t for t, n in Counter(targets).items() if n > 1)
+    if repeated:
+        raise ValueError(f"{label} names a target more than once: {repeated}")
+    return tuple(targets)

@@ -22,7 +22,6 @@ importing nnx.peft first. :func:`lora_recipe` / :func:`dora_recipe` /
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
@@ -33,7 +32,7 @@ from nnx.peft.dora import DoRALinear
 from nnx.peft.ia3 import IA3Linear, feedforward_patterns
 from nnx.peft.lora import LoRALinear, check_lora_args
 from nnx.peft.targeting import Slot, replace_slots, select_linear_slots
-from nnx.transforms import TransformRecipe
+from nnx.transforms import TransformRecipe, config_targets
 
 __all__ = ["DORA_OP", "IA3_OP", "LORA_OP", "LORA_VERSION", "dora_recipe", "ia3_recipe",
            "lora_recipe", "materialize_dora", "materialize_ia3", "materialize_lora"]
@@ -42,23 +41,6 @@ LORA_OP, LORA_VERSION = "nnx.lora", 1
 DORA_OP, IA3_OP = "nnx.dora", "nnx.ia3"
 _LOW_RANK_KEYS = ("targets", "r", "alpha", "dropout")
 _IA3_KEYS = ("targets", "feedforward")
-
-
-def _targets(label: str, config: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, ...]:
-    if not isinstance(config, Mapping) or set(config) != set(keys):
-        got = sorted(config) if isinstance(config, Mapping) else type(config).__name__
-        named = [repr(k) for k in keys]
-        raise ValueError(f"{label} config must have exactly {', '.join(named[:-1])} and "
-                         f"{named[-1]}; got {got}")
-    targets = config["targets"]
-    if (isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence) or not targets
-            or not all(isinstance(t, str) and t for t in targets)):
-        raise ValueError(f"{label} targets must be a non-empty list of dotted module names; "
-                         f"got {targets!r}")
-    repeated = sorted(t for t, n in Counter(targets).items() if n > 1)
-    if repeated:
-        raise ValueError(f"{label} names a target more than once: {repeated}")
-    return tuple(targets)
 
 
 def _target_slots(net: nn.Module, label: str, targets: tuple[str, ...]) -> list[Slot]:
@@ -75,7 +57,7 @@ def _low_rank_op(op: str, wrapper: type[LoRALinear]) -> Callable[..., None]:
     label = f"{op}@v1"
 
     def materialize(net: nn.Module, config: Mapping[str, Any], *, source: bool = True) -> None:
-        targets = _targets(label, config, _LOW_RANK_KEYS)
+        targets = config_targets(label, config, _LOW_RANK_KEYS)
         r, alpha, dropout = check_lora_args(label, config["r"], config["alpha"],
                                             config["dropout"])
         slots = _target_slots(net, label, targets)
@@ -97,7 +79,7 @@ def materialize_ia3(net: nn.Module, config: Mapping[str, Any], *, source: bool =
     ``feedforward`` (the registered ``nnx.ia3@v1`` op). The scalings start at one, which
     draws from no RNG stream, so replay and a fresh application build the same layers."""
     label = f"{IA3_OP}@v1"
-    targets = _targets(label, config, _IA3_KEYS)
+    targets = config_targets(label, config, _IA3_KEYS)
     feedforward = config["feedforward"]
     if (isinstance(feedforward, (str, bytes)) or not isinstance(feedforward, Sequence)
             or not set(feedforward) <= set(targets)):
