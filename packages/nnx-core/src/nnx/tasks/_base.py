@@ -459,7 +459,9 @@ def _ratios(tp: npt.NDArray[Any], n_true: npt.NDArray[Any],
     den[0] = n_pred
     den[1] = n_true
     np.add(n_true, n_pred, out=den[2])
-    return np.divide(num, den, out=np.zeros(num.shape), where=den > 0)
+    ratios: npt.NDArray[np.float64] = np.divide(num, den, out=np.zeros(num.shape),
+                                                where=den > 0)
+    return ratios
 
 
 def _macro_numpy(tp: npt.NDArray[Any], n_true: npt.NDArray[Any], n_pred: npt.NDArray[Any],

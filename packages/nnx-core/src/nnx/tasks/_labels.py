@@ -76,14 +76,17 @@ def batch_fields(batches: Sequence[BatchLabels]) -> list[dict[str, Any]]:
     :func:`macro_rows`, any other by :meth:`BatchLabels.fields` itself.
     """
     out: list[dict[str, Any] | None] = [None] * len(batches)
-    by_width: dict[int, list[int]] = {}
+    by_width: dict[int, tuple[list[int], list[npt.NDArray[np.int64]]]] = {}
     for i, labels in enumerate(batches):
+        confusion = labels.confusion
         if not labels.count:
             out[i] = {}
-        elif labels.confusion is not None and labels.confusion.size == labels.width ** 2:
-            by_width.setdefault(labels.width, []).append(i)
-    for width, members in by_width.items():
-        cm = np.stack([batches[i].confusion for i in members]).reshape(-1, width, width)
+        elif confusion is not None and confusion.size == labels.width ** 2:
+            members, confusions = by_width.setdefault(labels.width, ([], []))
+            members.append(i)
+            confusions.append(confusion)
+    for width, (members, confusions) in by_width.items():
+        cm = np.stack(confusions).reshape(-1, width, width)
         tp = np.diagonal(cm, axis1=1, axis2=2)
         n_true, n_pred = cm.sum(axis=2), cm.sum(axis=1)
         correct = tp.sum(axis=1).tolist()
