@@ -27,19 +27,36 @@ _SPLITS = (("train", "train_edp"), ("val", "val_edp"), ("train_summary", "train_
 _TASK = ("kind", "count", "status")
 
 
+#: Per split: the edp's scalar and task fields, read in one call, and their columns.
+_FIELDS = operator.attrgetter(*EDP_FIELDS, *_TASK)
+_NAMED = {prefix: tuple(f"{prefix}_{name}" for name in (*EDP_FIELDS, *_TASK))
+          for prefix, _ in _SPLITS}
+
+
+def _plain(value: Any) -> Any:
+    """``value``, or ``repr(value)`` for a float subclass (``np.float64``): the file
+    holds its repr, which csv.writer does not write for every subclass."""
+    if type(value) is float or not isinstance(value, float):
+        return value
+    return repr(value)
+
+
 def _row(idp: NNIterationDataPoint) -> dict[str, Any]:
+    """The record's cells by column, as ``csv.writer`` writes them (None empty, floats
+    by ``repr``); only the set fields have a key, so the keys say which columns it uses."""
     row: dict[str, Any] = {
-        "epoch": idp.epoch, "iter_idx": idp.iter_idx, "batch_idx": idp.batch_idx,
-        "update_count": idp.update_count, "lr": idp.lr,
+        "epoch": _plain(idp.epoch), "iter_idx": _plain(idp.iter_idx),
+        "batch_idx": _plain(idp.batch_idx), "update_count": _plain(idp.update_count),
+        "lr": _plain(idp.lr),
     }
+    # An edp's numbers are plain floats already (NNEvaluationDataPoint converts them).
     for prefix, attr in _SPLITS:
         edp: NNEvaluationDataPoint | None = getattr(idp, attr)
         if edp is None:
             continue
-        for name in (*EDP_FIELDS, *_TASK):
-            value = getattr(edp, name)
+        for column, value in zip(_NAMED[prefix], _FIELDS(edp), strict=True):
             if value is not None:
-                row[f"{prefix}_{name}"] = value
+                row[column] = value
         for key, value in edp.extra.items():
             row[f"{prefix}_extra.{key}"] = value
         for key, value in edp.metrics.items():
@@ -65,13 +82,14 @@ def _columns(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def _lines(rows: Iterable[dict[str, Any]], columns: list[str], *, header: bool) -> str:
+    # Lists in column order through csv.writer: the same text csv.DictWriter wrote (its
+    # restval "" for a missing cell), without its per-row key check. csv.writer itself
+    # writes None as "" and a float by repr().
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+    writer = csv.writer(out, lineterminator="\n")
     if header:
-        writer.writeheader()
-    for row in rows:
-        writer.writerow({k: ("" if v is None else (repr(v) if isinstance(v, float) else v))
-                         for k, v in row.items()})
+        writer.writerow(columns)
+    writer.writerows([row.get(column, "") for column in columns] for row in rows)
     return out.getvalue()
 
 
@@ -96,6 +114,7 @@ class IdpsCsv:
         self._records: list[NNIterationDataPoint] = []
         self._rows: list[dict[str, Any]] = []
         self._columns: list[str] = _columns([])
+        self._known: set[str] = set(self._columns)
         self._text = ""
 
     def render(self, idps: Sequence[NNIterationDataPoint]) -> str:
@@ -107,10 +126,11 @@ class IdpsCsv:
         rows = [_row(idp) for idp in new]
         self._records += new
         self._rows += rows
-        columns = _columns(self._rows) if any(c not in self._columns for row in rows
-                                               for c in row) else self._columns
+        known = self._known
+        columns = _columns(self._rows) if any(not known.issuperset(row) for row in rows
+                                               ) else self._columns
         if columns != self._columns or not self._text:
-            self._columns = columns
+            self._columns, self._known = columns, set(columns)
             self._text = _lines(self._rows, columns, header=True)
         else:
             self._text += _lines(rows, columns, header=False)

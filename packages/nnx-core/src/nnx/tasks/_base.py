@@ -18,7 +18,7 @@ from nnx.params.task import TaskSpec
 from nnx.tasks._losses import family, is_torch_loss, reduction_of
 
 __all__ = ["Stats", "TaskAccumulator", "TaskAdapter", "TrainingBatch", "host_arrays",
-           "macro_scores", "numpy_of", "pairwise_sum"]
+           "macro_rows", "macro_scores", "numpy_of", "pairwise_sum"]
 
 Arrays = tuple[npt.NDArray[Any], npt.NDArray[Any]]
 
@@ -428,16 +428,30 @@ def _pairwise(a: list[float], lo: int, n: int) -> float:
     return _pairwise(a, lo, half) + _pairwise(a, lo + half, n - half)
 
 
-def _macro_numpy(tp: npt.NDArray[Any], n_true: npt.NDArray[Any], n_pred: npt.NDArray[Any],
-                 labels: npt.NDArray[Any]) -> dict[str, float]:
-    if not labels.all():
-        tp, n_true, n_pred = tp[labels], n_true[labels], n_pred[labels]
-    size = tp.size
-    if size == 0:
-        return {}
-    # One table of (numerators, denominators) × (precision, recall, F1) per label; each
-    # row is reduced by NumPy's pairwise sum, exactly as .mean() would.
-    table = np.empty((2, 3, size))
+def macro_rows(tp: npt.NDArray[Any], n_true: npt.NDArray[Any],
+               n_pred: npt.NDArray[Any]) -> list[dict[str, float]]:
+    """``macro_scores(tp[i], n_true[i], n_pred[i], labels)`` of each row of (B, L) counts
+    in which every label is present (``n_true + n_pred > 0``), the same floats.
+
+    Each row is reduced along the contiguous last axis, which NumPy sums in the same
+    pairwise order as one label list: a row with an absent label is not (its compacted
+    list groups differently) and must go through :func:`macro_scores`.
+    """
+    rows, size = tp.shape
+    if rows == 0 or size == 0:
+        return [{} for _ in range(rows)]
+    sums = np.add.reduce(_ratios(tp, n_true, n_pred).reshape(3 * rows, size), axis=1)
+    precision, recall, f1 = sums.reshape(3, rows).tolist()
+    return [{"precision": p / size, "recall": r / size, "f1": f / size}
+            for p, r, f in zip(precision, recall, f1, strict=True)]
+
+
+def _ratios(tp: npt.NDArray[Any], n_true: npt.NDArray[Any],
+            n_pred: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
+    """Per-label precision, recall and F1 (undefined values 0) stacked on a new first
+    axis: (3, *tp.shape), C-contiguous."""
+    # One table of (numerators, denominators) × (precision, recall, F1) per label.
+    table = np.empty((2, 3, *tp.shape))
     num, den = table[0], table[1]
     num[0] = tp
     num[1] = tp
@@ -445,6 +459,18 @@ def _macro_numpy(tp: npt.NDArray[Any], n_true: npt.NDArray[Any], n_pred: npt.NDA
     den[0] = n_pred
     den[1] = n_true
     np.add(n_true, n_pred, out=den[2])
-    ratios = np.divide(num, den, out=np.zeros((3, size)), where=den > 0)
-    precision, recall, f1 = np.add.reduce(ratios, axis=1).tolist()
+    ratios: npt.NDArray[np.float64] = np.divide(num, den, out=np.zeros(num.shape),
+                                                where=den > 0)
+    return ratios
+
+
+def _macro_numpy(tp: npt.NDArray[Any], n_true: npt.NDArray[Any], n_pred: npt.NDArray[Any],
+                 labels: npt.NDArray[Any]) -> dict[str, float]:
+    if not labels.all():
+        tp, n_true, n_pred = tp[labels], n_true[labels], n_pred[labels]
+    size = tp.size
+    if size == 0:
+        return {}
+    # Each row is reduced by NumPy's pairwise sum, exactly as .mean() would.
+    precision, recall, f1 = np.add.reduce(_ratios(tp, n_true, n_pred), axis=1).tolist()
     return {"precision": precision / size, "recall": recall / size, "f1": f1 / size}
