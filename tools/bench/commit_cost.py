@@ -43,7 +43,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch
 import yaml
@@ -61,14 +61,19 @@ from nnx.history import HistoryJournal
 from tools.bench import workloads
 
 
-def durable_write(data: bytes, path: Path) -> None:
-    """Temp file, ``fsync``, rename: one file published durably (no directory flush)."""
+def durable_write(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
+    """Temp file filled by ``write``, ``fsync``, rename: one file published durably (no
+    directory flush)."""
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "wb") as handle:
-        handle.write(data)
+        write(handle)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
+
+
+def _bytes_to(data: bytes) -> Callable[[IO[bytes]], Any]:
+    return lambda handle: handle.write(data)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -98,18 +103,18 @@ def floor_point(directory: Path, tag: str, generation: int, state_dict: Any,
         os.link(sidecar, side)
         side_digest = "linked"
     else:
-        durable_write(sidecar, side)
+        durable_write(side, _bytes_to(sidecar))
         side_digest = hashlib.sha256(sidecar).hexdigest()
     checkpoint = _saved({"tag": tag, "generation": generation, "state_dict": state_dict,
                          "sidecar": side.name})
     manifest = json.dumps({"generation": generation, "files": {
         "sidecar": side_digest, "checkpoint": hashlib.sha256(checkpoint).hexdigest()}})
     staged = directory / f"{tag}.pt.manifest.staged.json"
-    durable_write(manifest.encode(), staged)
+    durable_write(staged, _bytes_to(manifest.encode()))
     compat = directory / f".{tag}.pt.opt.pt.tmp"  # the compatibility copy: a hard link
     os.link(side, compat)
     os.replace(compat, directory / f"{tag}.pt.opt.pt")
-    durable_write(checkpoint, directory / f"{tag}.pt")
+    durable_write(directory / f"{tag}.pt", _bytes_to(checkpoint))
     os.replace(staged, directory / f"{tag}.pt.manifest.json")
     _fsync_dir(directory)
     with contextlib.suppress(FileNotFoundError):
@@ -121,7 +126,7 @@ def floor_commit(directory: Path, net: nn.Module, opt: torch.optim.Optimizer, ep
     """The spec floor of one epoch commit: the history, LAST and (``best``) BEST."""
     checkpoints = directory / "checkpoints"
     checkpoints.mkdir(parents=True, exist_ok=True)
-    durable_write(history, directory / "idps.csv")
+    durable_write(directory / "idps.csv", _bytes_to(history))
     sidecar = _saved({"epoch": epoch, "optimizer": opt.state_dict(),
                       "rng": capture_rng_state()})
     floor_point(checkpoints, "last", epoch + 1, net.state_dict(), sidecar)
@@ -132,17 +137,8 @@ def floor_commit(directory: Path, net: nn.Module, opt: torch.optim.Optimizer, ep
 
 def careful_save(state: Any, path: Path) -> None:
     """``torch.save`` + ``fsync`` + rename + directory ``fsync``: a durable save."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as handle:
-        torch.save(state, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    durable_write(path, lambda handle: torch.save(state, handle))
+    _fsync_dir(path.parent)
 
 
 # -- one resume point against one save ----------------------------------------------------

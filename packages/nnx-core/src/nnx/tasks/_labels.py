@@ -134,10 +134,9 @@ class PendingLabels:
     def fields(self) -> dict[str, Any]:
         labels = self.labels
         if self._fields is None:
-            self.queue.score()
-        scores = self._fields
-        values = dict(scores) if scores is not None else (
-            labels.fields() if labels.count else {})
+            self.queue.score()  # a counted batch waits in the queue's unscored list
+        assert self._fields is not None
+        values = dict(self._fields)
         if self.with_count:
             values["count"] = labels.count
         return values
