@@ -9,6 +9,7 @@ waiting: a second process training the same run id is refused at once.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,11 @@ try:
 except ImportError:  # Windows: locks degrade to no-ops (documented in docs/durability.md)
     fcntl = None  # type: ignore[assignment]
 
+from nnx._foundation.safe_paths import UnsafePathError, check_inside
+
 __all__ = ["LockBusyError", "file_lock", "lock_is_held"]
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 class LockBusyError(RuntimeError):
@@ -26,11 +31,28 @@ class LockBusyError(RuntimeError):
 
 
 @contextlib.contextmanager
-def file_lock(path: str | os.PathLike[str], *, blocking: bool = True) -> Iterator[Path]:
-    """Hold an exclusive lock on ``path`` (created when missing) for the block."""
+def file_lock(path: str | os.PathLike[str], *, blocking: bool = True,
+              root: str | os.PathLike[str] | None = None) -> Iterator[Path]:
+    """Hold an exclusive lock on ``path`` (created when missing) for the block.
+
+    ``root``: the runs root ``path`` lies under; no component below it may be a
+    symlink (:func:`~nnx._foundation.safe_paths.check_inside`, UnsafePathError), so
+    a planted link never makes the lock, or its missing directories, appear
+    elsewhere. The lock file itself is never followed when it is a link."""
     lock_path = Path(path)
+    if root is not None:
+        check_inside(root, lock_path)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    if root is not None:
+        check_inside(root, lock_path)  # mkdir followed nothing a check had not seen
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePathError(f"{lock_path.as_posix()} is a symbolic link; NNx never "
+                                  "follows a lock file: remove it", path=lock_path,
+                                  link=lock_path) from None
+        raise
     try:
         if fcntl is not None:
             flags = fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB)
@@ -50,7 +72,7 @@ def lock_is_held(path: str | os.PathLike[str]) -> bool:
     if fcntl is None:
         return False  # no locks to probe where they degrade to no-ops
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
     except OSError:  # missing (never locked) or unreadable: nothing to report
         return False
     try:

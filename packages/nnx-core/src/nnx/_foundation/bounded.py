@@ -1,0 +1,103 @@
+"""Bounded readers for the small JSON / YAML documents under a runs root.
+
+A manifest, the score beside runs/best, run.yaml, metadata.yaml or a journal's
+manifest is a few kilobytes and a few levels deep. A damaged or planted one may
+be huge or nested thousands of levels (which makes the parsers, and any code
+walking the result, raise ``RecursionError``). These readers refuse both with a
+``ValueError`` naming the file, before anything is built on the content, so
+every caller maps the failure to the named error of its own path (a damaged
+run, a torn resume point, an ignored cache).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["MAX_DEPTH", "MAX_DOCUMENT_BYTES", "check_shape", "load_json", "load_yaml",
+           "read_bounded"]
+
+#: Deeper than any document NNx writes (run.yaml nests about 6 levels).
+MAX_DEPTH = 64
+#: Larger than any such document NNx writes (a run.yaml of a large net is ~10 kB).
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+#: Nodes of one document after YAML aliases are expanded (a "billion laughs" guard).
+_MAX_NODES = 1_000_000
+
+# The C parser when PyYAML has it: both build the same plain values.
+_YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def read_bounded(path: str | os.PathLike[str], *, max_bytes: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The bytes of ``path``; ValueError when it holds more than ``max_bytes``."""
+    with open(path, "rb") as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"{Path(path).name} is larger than {max_bytes} bytes")
+    return data
+
+
+def check_shape(value: Any, where: str, *, max_depth: int = MAX_DEPTH) -> Any:
+    """``value`` after checking, without recursion, that it nests at most ``max_depth``
+    containers deep and holds at most a million nodes."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    nodes = 0
+    while stack:
+        item, depth = stack.pop()
+        nodes += 1
+        if nodes > _MAX_NODES:
+            raise ValueError(f"{where} holds more than {_MAX_NODES} values")
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth >= max_depth:
+            raise ValueError(f"{where} nests deeper than {max_depth} levels")
+        stack.extend((child, depth + 1) for child in children)
+    return value
+
+
+def load_json(path: str | os.PathLike[str] | None = None, *, data: bytes | str | None = None,
+              where: str | None = None, max_bytes: int = MAX_DOCUMENT_BYTES,
+              max_depth: int = MAX_DEPTH) -> Any:
+    """One JSON document from ``path`` (or ``data``), bounded in size and depth; every
+    failure (unreadable, too large, not JSON, too deep) is a ValueError or OSError."""
+    name = where or (Path(path).name if path is not None else "document")
+    raw = read_bounded(path, max_bytes=max_bytes) if data is None else data
+    if len(raw) > max_bytes:
+        raise ValueError(f"{name} is larger than {max_bytes} bytes")
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"{name} nests too deeply to parse") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{name} is not JSON ({exc})") from None
+    return check_shape(value, name, max_depth=max_depth)
+
+
+def load_yaml(path: str | os.PathLike[str] | None = None, *, data: bytes | str | None = None,
+              where: str | None = None, max_bytes: int = MAX_DOCUMENT_BYTES,
+              max_depth: int = MAX_DEPTH) -> Any:
+    """One YAML document through the safe loader, bounded like :func:`load_json`."""
+    name = where or (Path(path).name if path is not None else "document")
+    raw = read_bounded(path, max_bytes=max_bytes) if data is None else data
+    if len(raw) > max_bytes:
+        raise ValueError(f"{name} is larger than {max_bytes} bytes")
+    try:
+        value = yaml.load(raw, Loader=_YamlLoader)  # noqa: S506 - a safe loader
+    except RecursionError:
+        raise ValueError(f"{name} nests too deeply to parse") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{name} is not YAML ({_first_line(exc)})") from None
+    return check_shape(value, name, max_depth=max_depth)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
