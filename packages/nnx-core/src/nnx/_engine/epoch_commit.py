@@ -159,7 +159,7 @@ class EpochCommit:
         if improved or first_best:
             score = checkpoint_score(idp)
             self.checkpoint("best", epoch, idp, as_last=True)
-            with file_lock(run.root / ".best.lock"):
+            with file_lock(run.root / ".best.lock", root=run.root):
                 promote_best(run.root, run.id, score)
 
     def refresh_last(self) -> None:

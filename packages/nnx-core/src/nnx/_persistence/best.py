@@ -298,7 +298,7 @@ def retire_run(root: str | os.PathLike[str], run_id: str) -> Path:
     Returns the renamed directory; :func:`discard_retired` deletes it.
     """
     root = Path(root)
-    with file_lock(root / ".best.lock"):
+    with file_lock(root / ".best.lock", root=root):
         if current_best(root) == run_id:
             elect_best(root, exclude=run_id)
         retired = root / f".{run_id}.overwritten.{uuid.uuid4().hex[:8]}"

@@ -33,12 +33,13 @@ def admit_run(root: Path, run_id: str, *, overwrite: bool, locks: contextlib.Exi
     path = root / run_id
     root.mkdir(parents=True, exist_ok=True)
     try:
-        locks.enter_context(file_lock(root / ".leases" / f"{run_id}.lock", blocking=False))
+        locks.enter_context(file_lock(root / ".leases" / f"{run_id}.lock", blocking=False,
+                                              root=root))
     except LockBusyError:
         raise RunLeaseError(f"run {run_id} is being trained by another process; "
                             "wait for it, or train another configuration") from None
     retired = None
-    with file_lock(root / ".admission.lock"):
+    with file_lock(root / ".admission.lock", root=root):
         if path.exists():
             if not overwrite:
                 raise RunExistsError(

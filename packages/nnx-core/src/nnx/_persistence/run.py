@@ -166,7 +166,7 @@ class NNRun:
         """run.yaml and metadata.yaml (the environment, refreshed on every save)."""
         self.path.mkdir(parents=True, exist_ok=True)
         self.metadata = {**self.metadata, "environment": environment_snapshot()}
-        with file_lock(self.path / ".run.lock"):
+        with file_lock(self.path / ".run.lock", root=self.root):
             atomic_write_text(self.path / "run.yaml",
                               yaml.safe_dump(self.state(), sort_keys=False))
             atomic_write_text(self.path / "metadata.yaml",
@@ -182,7 +182,7 @@ class NNRun:
             return
         if self._csv is None:
             self._csv = IdpsCsv()
-        with file_lock(self.path / ".run.lock"):
+        with file_lock(self.path / ".run.lock", root=self.root):
             atomic_write_text(self.path / "idps.csv", self._csv.render(self.idps))
 
     def save(self) -> None:
