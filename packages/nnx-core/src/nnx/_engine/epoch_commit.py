@@ -26,6 +26,7 @@ from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.locking import file_lock
 from nnx._foundation.records import NNIterationDataPoint, first_finite
 from nnx._persistence.best import promote_best
+from nnx._persistence.best_pending import mark_pending
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.run import NNRun
 
@@ -88,10 +89,13 @@ class EpochCommit:
 
     def checkpoint(self, tag: str, epoch: int, idp: NNIterationDataPoint,
                    monitor_value: float | None = None,
-                   streams: dict[str, Any] | None = None, as_last: bool = False) -> int | None:
+                   streams: dict[str, Any] | None = None, as_last: bool = False,
+                   owes: Mapping[str, Any] | None = None) -> int | None:
         """Write the resume point ``tag`` of ``epoch``; returns its generation. ``as_last``:
         in the commit that just saved LAST, whose training state this is, so the two
-        points share its sidecar instead of serializing and flushing a second copy."""
+        points share its sidecar instead of serializing and flushing a second copy.
+        ``owes`` (LAST only): the points this commit writes after LAST, recorded in its
+        position so a crash before them is recovered (:mod:`nnx._persistence.owed_points`)."""
         run, state = self.run, self.state
         checkpoint = NNCheckpoint(
             tag=tag, epoch=epoch, run_id=run.id, state_dict=self.net.state_dict(),
@@ -106,6 +110,11 @@ class EpochCommit:
                     "planned_n_epochs": state.end_epoch}
         if state.ctx.should_stop:  # a deliberate end before the plan's (an early stop)
             position["stopped"] = True
+        if owes:
+            position["owes"] = dict(owes)
+        if tag == "best" and not checkpoint.named_monitor:
+            score = checkpoint.score  # checked by the score beside runs/best
+            position["score"] = score if math.isfinite(score) else None
         checkpoint.save(run.checkpoints_dir / f"{tag}.pt", training_state=training_state,
                         position=position, like=None if like is None else like[0])
         if tag == "last":
@@ -134,10 +143,13 @@ class EpochCommit:
             # Before LAST, whose training state carries it: a resume from LAST then
             # judges the next epoch against this one, as the uninterrupted run does.
             state.best_score = min(value, state.best_score)
+        owes = self._owes(epoch, improved=improved, first_best=first_best, value=value)
+        if "best" in owes and state.tracker is None:
+            mark_pending(run.root, run.id)  # before LAST: a crash anywhere after is settled
         self.history.commit(epoch, idp)
         streams = state.capture_streams()
         try:
-            generation = self.checkpoint("last", epoch, idp, streams=streams)
+            generation = self.checkpoint("last", epoch, idp, streams=streams, owes=owes)
         except BaseException:
             self.history.rollback(epoch)  # LAST failed: history rolls back to the last epoch
             raise
@@ -161,6 +173,18 @@ class EpochCommit:
             self.checkpoint("best", epoch, idp, as_last=True)
             with file_lock(run.root / ".best.lock", root=run.root):
                 promote_best(run.root, run.id, score)
+
+    def _owes(self, epoch: int, *, improved: bool, first_best: bool, value: float | None
+              ) -> dict[str, dict[str, Any]]:
+        """What :meth:`commit` writes after LAST for ``epoch``, tag by tag."""
+        owes: dict[str, dict[str, Any]] = {
+            tag: {} for tag, phase_epoch in self.phases.items() if phase_epoch == epoch}
+        if self.state.tracker is not None:
+            if improved:
+                owes["best"] = {"monitor_value": value}
+        elif improved or first_best:
+            owes["best"] = {}
+        return owes
 
     def refresh_last(self) -> None:
         """After on_train_end: LAST again, same epoch, new generation, so it carries what

@@ -25,8 +25,10 @@ from nnx._engine.loop_state import LoopState, param_names
 from nnx._engine.optimizer_factories import optimizer_factory_state
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.seeding import capture_rng_state, restore_rng_state
+from nnx._persistence.best import BEST_NAME, current_best
 from nnx._persistence.checkpoint import NNCheckpoint
-from nnx._persistence.resume_point import verify_point
+from nnx._persistence.owed_points import OwedPointsBusy, settle_owed
+from nnx._persistence.resume_point import ResumePointError, verify_point
 from nnx._persistence.resume_status import ResumeStatus
 from nnx.enums.schedulers import Schedulers
 
@@ -72,6 +74,7 @@ def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan
     for schedule in schedules:
         _check_horizon(params, schedule)
     source, tag = params.resume_from_run_id, params.resume_from_checkpoint or "last"
+    settle_source(root, source)
     path = root / source / "checkpoints" / f"{tag}.pt"
     if not path.is_file():
         raise FileNotFoundError(f"cannot resume: run {source} has no {tag!r} checkpoint "
@@ -109,6 +112,24 @@ def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan
                           source_epoch=checkpoint.epoch, source_generation=checkpoint.generation,
                           source_checkpoint_id=checkpoint.checkpoint_id)
     return ResumePlan(checkpoint, state, mode, start, end, status)
+
+
+def settle_source(root: Path, source: str) -> None:
+    """Finish the source's epoch commit a crash cut short before anything of it is read:
+    the points its LAST owes (BEST, FIRST / Qk of that epoch) and their runs/best
+    hand-over (:mod:`nnx._persistence.owed_points`). A source trained by a live process,
+    or whose LAST does not verify (refused right after, by name), is left as it is."""
+    run = current_best(root) if source == BEST_NAME else source
+    if run is None:
+        return
+    try:
+        written = settle_owed(root, run)
+    except (OwedPointsBusy, ResumePointError, ValueError, OSError):
+        return  # the checks below report a source that cannot be read
+    if written:
+        warnings.warn(f"run {run}: its last epoch's commit was cut short; wrote the "
+                      f"{', '.join(written)} point(s) it owed from its LAST", RuntimeWarning,
+                      stacklevel=4)
 
 
 def check_resume(plan: ResumePlan, state: LoopState, net: torch.nn.Module) -> None:

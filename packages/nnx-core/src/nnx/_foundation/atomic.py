@@ -141,16 +141,21 @@ def append_at(path: PathLike, offset: int, data: bytes, *, sync: bool = True) ->
 
 
 def atomic_write(path: PathLike, write: Callable[[IO[bytes]], Any], *, sync: bool = True,
-                 strict: bool = False, temp: str | None = None) -> Path:
+                 strict: bool = False, temp: str | None = None, follow: bool = True) -> Path:
     """Write ``path`` atomically: ``write(f)`` fills a temp file that replaces it.
 
     Returns the resolved destination. ``sync=False`` skips the fsync (for
     files whose durability an enclosing commit handles, or caches every reader
     verifies). ``temp`` names the temp file (in the destination's directory)
     instead of ``.<name>.<8 hex>``: runs/best's hand-over names its temps as the
-    pointer's own, so a stranded one reads as what it is.
+    pointer's own, so a stranded one reads as what it is. ``follow=False`` (files
+    under a runs root, docs/durability.md "The path rule"): a symlink at the
+    destination is replaced by the new file, never written through; only the
+    directory is resolved.
     """
-    dest = Path(os.path.realpath(os.fspath(path)))
+    raw = Path(os.fspath(path))
+    dest = (Path(os.path.realpath(os.fspath(path))) if follow
+            else Path(os.path.realpath(raw.parent)) / raw.name)
     tmp = dest.parent / (temp or f".{dest.name}.{secrets.token_hex(4)}")
     # O_EXCL: never reuse a name; mode 0o666 so the umask decides, as for open().
     try:
@@ -180,13 +185,15 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], Any], *, sync: boo
 
 
 def atomic_write_bytes(path: PathLike, data: bytes, *, sync: bool = True,
-                       strict: bool = False, temp: str | None = None) -> Path:
-    return atomic_write(path, lambda f: f.write(data), sync=sync, strict=strict, temp=temp)
+                       strict: bool = False, temp: str | None = None,
+                       follow: bool = True) -> Path:
+    return atomic_write(path, lambda f: f.write(data), sync=sync, strict=strict, temp=temp,
+                        follow=follow)
 
 
 def atomic_write_text(path: PathLike, text: str, *, sync: bool = True,
-                      temp: str | None = None) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"), sync=sync, temp=temp)
+                      temp: str | None = None, follow: bool = True) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"), sync=sync, temp=temp, follow=follow)
 
 
 def serialized(save: Callable[[IO[bytes]], Any]) -> bytes:

@@ -15,46 +15,50 @@ renamed aside to a dot-named trash directory, which is never a candidate, and
 deleted only after the lock is released. So no election that interleaves with
 the overwrite, from any process, can advertise the emptied run.
 
-A promotion reads the incumbent's score from ``runs/.best-score.json``, which
-the hand-over writes beside the pointer under the same ``.best.lock``: the
-run, its score and the identity (checkpoint id, generation) of the BEST it
-scores. It is a cache, not a record: it counts only while it names the run the
-pointer names and that run's live BEST manifest still names the same
-checkpoint, no later than its LAST. Anything else (missing, torn, stale,
-forged) sends the promotion down the exact path, and a hand-over is always
-confirmed on the exact path first, so the cache can keep the pointer where it
-is but never move it to a worse run. A full election (no usable incumbent, or
-the owner being overwritten) reads each candidate's run.yaml and its BEST and
-LAST records, never its history.
+A promotion reads the incumbent's score from ``runs/.best-score.json``, a
+verified cache (:mod:`nnx._persistence.best_score`: a digest of its content
+bound to the owner's BEST manifest); anything that does not verify sends the
+promotion down the exact path, and a hand-over is always confirmed on the
+exact path first, so the cache can keep the pointer where it is but never
+move it to a worse run. A promotion a crash interrupted is settled by the
+next promotion or election in the root (:mod:`nnx._persistence.best_pending`).
+A full election (no usable incumbent, or the owner being overwritten) reads
+each candidate's run.yaml and its BEST and LAST records, never its history.
+
+runs/best is NNx's: a regular file or a directory holding anything but
+POINTER.txt at its name is never replaced or deleted (:func:`check_pointer_slot`
+refuses such a root at admission).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import shutil
 import uuid
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from nnx._foundation.atomic import atomic_write_text
+from nnx._foundation.atomic import atomic_write_text, fsync_dir
 from nnx._foundation.locking import file_lock
 from nnx._foundation.records import NNIterationDataPoint, first_finite
+from nnx._foundation.safe_paths import UnsafePathError
+from nnx._foundation.validation import check_run_id
+from nnx._persistence.best_pending import clear_pending, pending_runs
+from nnx._persistence.best_score import SCORE_NAME, forget_score, read_score, write_score
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.checkpoint_format import read_record
 from nnx._persistence.history_ends import check_history_ends
 from nnx._persistence.run import NNRun
 
-__all__ = ["BEST_NAME", "SCORE_NAME", "candidate_score", "current_best", "discard_retired",
-           "elect_best", "promote_best", "recorded_score", "retire_run", "run_score"]
+__all__ = ["BEST_NAME", "SCORE_NAME", "candidate_score", "check_pointer_slot", "current_best",
+           "discard_retired", "elect_best", "foreign_pointer", "promote_best", "recorded_score",
+           "retire_run", "run_score"]
 
 BEST_NAME = "best"
-SCORE_NAME = ".best-score.json"
 _POINTER = "POINTER.txt"
-_SCORE_FORMAT = "nnx.best/score-1"
 
 
 def run_score(run_dir: Path) -> float | None:
@@ -108,93 +112,91 @@ def candidate_score(run_dir: Path) -> float | None:
     return math.inf if found is None else found[1]
 
 
-# -- the score beside the pointer --------------------------------------------------------
 def _temp_name() -> str:
     """The hand-over's temp names: ``.best.<pid>.<32 hex>``, the pointer's own pattern."""
     return f".best.{os.getpid()}.{uuid.uuid4().hex}"
 
 
-def _json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def _best_identity(run_dir: Path) -> tuple[str, int, int] | None:
-    """(checkpoint id, generation, epoch) of the run's settled BEST, from its live
-    manifest; None while a publish is staged, without a manifest, or when BEST is past
-    the epoch LAST's live manifest commits."""
-    checkpoints = run_dir / "checkpoints"
-    if (checkpoints / "best.pt.manifest.json.staged").exists() or not (
-            run_dir / "run.yaml").is_file() or not (checkpoints / "best.pt").is_file():
-        return None
-    best, last = (_json(checkpoints / f"{tag}.pt.manifest.json") for tag in ("best", "last"))
-    try:
-        epoch = int(best["position"]["completed_epoch"])
-        if int(last["position"]["completed_epoch"]) < epoch:
-            return None
-        return str(best["checkpoint_id"]), int(best["generation"]), epoch
-    except (TypeError, KeyError, ValueError):
-        return None
-
-
-def _record_score(root: Path, run_id: str | None, score: float | None) -> None:
-    """Write (or, for no run, remove) the score beside the pointer. Not flushed: after a
-    power loss a torn or missing file only costs the next promotion the exact path."""
-    path = root / SCORE_NAME
-    identity = None if run_id is None else _best_identity(root / run_id)
-    if run_id is None or score is None or identity is None:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-        return
-    checkpoint_id, generation, _ = identity
-    doc = {"format": _SCORE_FORMAT, "run": run_id, "score": score,
-           "checkpoint_id": checkpoint_id, "generation": generation}
-    atomic_write_text(path, json.dumps(doc, sort_keys=True) + "\n", sync=False,
-                      temp=_temp_name())
+def _record_score(root: Path, run_id: str | None, score: float | None, *,
+                  sync: bool = False) -> None:
+    if run_id is None or score is None:
+        forget_score(root)
+    else:
+        write_score(root, run_id, score, sync=sync)
 
 
 def recorded_score(root: str | os.PathLike[str], run_id: str) -> float | None:
-    """The score beside the pointer for ``run_id``, when it is consistent: it names
-    ``run_id``, which runs/best names, and that run's settled BEST; else None."""
+    """The score beside the pointer for ``run_id`` when runs/best names it and the record
+    verifies (:mod:`nnx._persistence.best_score`); else None."""
     root = Path(root)
-    doc = _json(root / SCORE_NAME)
-    if not isinstance(doc, dict) or doc.get("format") != _SCORE_FORMAT or doc.get(
-            "run") != run_id or current_best(root) != run_id:
+    if current_best(root) != run_id:
         return None
-    identity = _best_identity(root / run_id)
-    score = doc.get("score")
-    if identity is None or (doc.get("checkpoint_id"), doc.get("generation")) != identity[:2]:
-        return None
-    if not isinstance(score, (int, float)) or isinstance(score, bool) or math.isnan(score):
-        return None
-    return float(score)
+    return read_score(root, run_id)
 
 
 def current_best(root: Path) -> str | None:
-    """The run id runs/best points at, or None."""
+    """The run id runs/best points at, or None. The pointer is read by its target's name,
+    never followed: a link whose target is not one plain name names no run."""
     pointer = root / BEST_NAME
     if pointer.is_symlink():
-        return Path(os.readlink(pointer)).name
-    marker = pointer / _POINTER
-    if marker.is_file():
-        return Path(marker.read_text(encoding="utf-8").strip()).name
-    return None
+        target = os.readlink(pointer)
+    elif _is_own_fallback(pointer) and (pointer / _POINTER).is_file():
+        target = Path((pointer / _POINTER).read_text(encoding="utf-8").strip()).name
+    else:
+        return None
+    try:
+        return check_run_id("runs/best", target)
+    except ValueError:
+        return None
+
+
+def _is_own_fallback(pointer: Path) -> bool:
+    """runs/best as NNx writes it where symlinks are unavailable: a real directory holding
+    nothing but POINTER.txt (an empty one is a hand-over a kill interrupted)."""
+    if pointer.is_symlink() or not pointer.is_dir():
+        return False
+    return set(os.listdir(pointer)) <= {_POINTER}
+
+
+def foreign_pointer(root: Path) -> Path | None:
+    """``runs/best`` when something NNx did not write occupies it (a regular file, or a
+    directory holding anything but POINTER.txt); None when the slot is NNx's or free."""
+    pointer = root / BEST_NAME
+    if pointer.is_symlink() or not os.path.lexists(pointer) or _is_own_fallback(pointer):
+        return None
+    return pointer
+
+
+def check_pointer_slot(root: Path) -> None:
+    """Refuse a runs root whose runs/best is not NNx's: it would be replaced, and what the
+    user keeps there must never be deleted (UnsafePathError naming it)."""
+    occupied = foreign_pointer(root)
+    if occupied is not None:
+        raise UnsafePathError(
+            f"{occupied.as_posix()} is a {'directory' if occupied.is_dir() else 'file'} NNx "
+            "did not write; runs/best is the pointer to the best run and NNx never deletes "
+            "what it did not write: move it elsewhere", path=occupied)
 
 
 def _hand_over(root: Path, run_id: str | None, score: float | None) -> None:
-    """Point runs/best at ``run_id`` (None: remove it) and record its score beside it."""
+    """Point runs/best at ``run_id`` (None: remove it) and record its score beside it,
+    both flushed with the root directory."""
     _point(root, run_id)
-    _record_score(root, run_id, score)
+    _record_score(root, run_id, score, sync=True)
+    fsync_dir(root)
 
 
 def _point(root: Path, run_id: str | None) -> None:
     pointer = root / BEST_NAME
+    if foreign_pointer(root) is not None:
+        # Occupied since admission checked it: leave it, never delete the user's files.
+        warnings.warn(f"{pointer.as_posix()} is not NNx's pointer; runs/best is not updated "
+                      "(move it elsewhere)", RuntimeWarning, stacklevel=3)
+        return
     if run_id is None:
-        if pointer.is_symlink() or pointer.is_file():
+        if pointer.is_symlink():
             pointer.unlink()
-        elif pointer.is_dir():
+        elif _is_own_fallback(pointer):
             shutil.rmtree(pointer)
         return
     tmp = root / _temp_name()
@@ -205,10 +207,10 @@ def _point(root: Path, run_id: str | None) -> None:
         if pointer.is_symlink():
             pointer.unlink()
         pointer.mkdir(exist_ok=True)
-        atomic_write_text(pointer / _POINTER, f"{root.name}/{run_id}\n")
+        atomic_write_text(pointer / _POINTER, f"{root.name}/{run_id}\n", follow=False)
         return
     try:
-        if pointer.is_dir() and not pointer.is_symlink():
+        if _is_own_fallback(pointer):
             shutil.rmtree(pointer)
         os.replace(tmp, pointer)
     finally:
@@ -222,35 +224,60 @@ def _has_best(run_dir: Path) -> bool:
 
 def promote_best(root: str | os.PathLike[str], run_id: str, score: float) -> str | None:
     """After ``run_id``'s BEST improved to ``score``: the same winner as a full
-    :func:`elect_best`, reading only the incumbent. Only this run's score changed,
-    and it only went down, so it either beats the incumbent or nothing moves (ties
-    keep the incumbent). A missing or no longer valid incumbent takes the full path.
+    :func:`elect_best`, reading only the incumbent and the runs marked pending
+    (:mod:`nnx._persistence.best_pending`). Only this run's score changed, and it only
+    went down, so it either beats the incumbent or nothing moves (ties keep the
+    incumbent). A missing or no longer valid incumbent takes the full path.
 
-    The incumbent's score comes from beside the pointer when that record is
-    consistent (:func:`recorded_score`); a hand-over, and any record that is not,
-    reads the incumbent exactly (:func:`run_score`) first.
+    The incumbent's score comes from beside the pointer when that record verifies
+    (:mod:`nnx._persistence.best_score`); a hand-over, and any record that does not,
+    reads the incumbent exactly (:func:`run_score`) first. The caller holds .best.lock.
     """
     root = Path(root)
+    winner, held = _promote(root, run_id, score)
+    winner = _settle_pending(root, winner, held, skip=run_id)
+    clear_pending(root, run_id)
+    return winner
+
+
+def _promote(root: Path, run_id: str, score: float) -> tuple[str | None, float | None]:
+    """(the winner, its score) for :func:`promote_best`, before the pending runs."""
     if not _has_best(root / run_id):
         # The caller's BEST is not (or no longer) on disk, e.g. its run was renamed
         # aside by an overwrite: it cannot claim the slot, so elect from what is there.
-        return elect_best(root)
+        return _elect(root)
     incumbent = current_best(root)
     if incumbent == run_id and (root / BEST_NAME).exists():
         _record_score(root, run_id, score)  # its own BEST moved: keep the record current
-        return run_id
+        return run_id, score
     if incumbent is not None:
         recorded = recorded_score(root, incumbent)
         if recorded is not None and not score < recorded:
-            return incumbent  # the common case: the incumbent holds, nothing is read
+            return incumbent, recorded  # the common case: the incumbent holds
     held = None if incumbent is None else run_score(root / incumbent)
     if held is None:
-        return elect_best(root, known={run_id: score})
+        return _elect(root, known={run_id: score})
     if score < held:
         _hand_over(root, run_id, score)
-        return run_id
+        return run_id, score
     _record_score(root, incumbent, held)  # the record was missing or wrong: mend it
-    return incumbent
+    return incumbent, held
+
+
+def _settle_pending(root: Path, winner: str | None, held: float | None, *,
+                    skip: str | None) -> str | None:
+    """Hand runs/best to a run marked pending whose committed BEST beats ``winner``
+    (which scores ``held``): a promotion a crash interrupted. Ties keep the winner."""
+    for other in pending_runs(root):
+        if other == skip:
+            continue
+        if other != winner:
+            score = candidate_score(root / other)
+            if score is not None and (winner is None or held is None or score < held):
+                _hand_over(root, other, score)
+                winner, held = other, score
+        clear_pending(root, other, unless_live=True)
+    return winner
 
 
 def elect_best(root: str | os.PathLike[str], *, exclude: str | None = None,
@@ -259,12 +286,16 @@ def elect_best(root: str | os.PathLike[str], *, exclude: str | None = None,
 
     ``exclude`` drops one run from the candidates (a run about to be overwritten);
     ``known`` gives the scores of runs the caller has just committed, which are not
-    read back.
+    read back. Every pending marker is settled by it (a full election reads them all).
     """
+    return _elect(Path(root), exclude=exclude, known=known)[0]
+
+
+def _elect(root: Path, *, exclude: str | None = None,
+           known: Mapping[str, float] | None = None) -> tuple[str | None, float | None]:
     known = known or {}
-    root = Path(root)
     if not root.is_dir():
-        return None
+        return None, None
     incumbent = current_best(root)
     scored = []
     for entry in root.iterdir():
@@ -273,17 +304,20 @@ def elect_best(root: str | os.PathLike[str], *, exclude: str | None = None,
         score = known[entry.name] if entry.name in known else candidate_score(entry)
         if score is not None:
             scored.append((score, entry.name))
+    for marked in pending_runs(root):
+        clear_pending(root, marked, unless_live=True)  # every candidate was just read
     if not scored:
         _hand_over(root, None, None)
-        return None
+        return None, None
     low = min(score for score, _ in scored)
     tied = sorted(name for score, name in scored if score == low or (
         math.isinf(low) and math.isinf(score)))
     winner = incumbent if incumbent in tied else tied[0]
     if winner != incumbent or not (root / BEST_NAME).exists():
-        _point(root, winner)
-    _record_score(root, winner, low)
-    return winner
+        _hand_over(root, winner, low)
+    else:
+        _record_score(root, winner, low)
+    return winner, low
 
 
 def retire_run(root: str | os.PathLike[str], run_id: str) -> Path:

@@ -12,7 +12,7 @@ import contextlib
 from pathlib import Path
 
 from nnx._foundation.locking import LockBusyError, file_lock
-from nnx._persistence.best import discard_retired, retire_run
+from nnx._persistence.best import check_pointer_slot, discard_retired, retire_run
 from nnx._persistence.run import display_path
 
 __all__ = ["RunExistsError", "RunLeaseError", "admit_run"]
@@ -32,6 +32,7 @@ def admit_run(root: Path, run_id: str, *, overwrite: bool, locks: contextlib.Exi
     with RunExistsError unless ``overwrite``, which retires it first."""
     path = root / run_id
     root.mkdir(parents=True, exist_ok=True)
+    check_pointer_slot(root)  # a runs/best NNx did not write would be replaced later
     try:
         locks.enter_context(file_lock(root / ".leases" / f"{run_id}.lock", blocking=False,
                                               root=root))

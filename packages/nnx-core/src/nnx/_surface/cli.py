@@ -221,7 +221,41 @@ def cmd_runs_verify(args: argparse.Namespace) -> int:
             # clean-up left. The next save of the tag, or --repair, removes them.
             print(f"warn {tag}  orphan files {', '.join(strays)} (the next save or "
                   "--repair removes them)")
+    failed |= _owed(Path(args.root), run_id, repair=args.repair)
     return 1 if failed else 0
+
+
+def _owed(root: Path, run_id: str, *, repair: bool) -> bool:
+    """Report (or, with ``repair``, write) the points LAST's epoch owes: a commit a crash
+    cut short after LAST (docs/durability.md). True when some are still owed."""
+    from nnx._persistence.owed_points import (  # lazy: loads torch (module docstring)
+        OwedPointsBusy,
+        owed_points,
+        settle_owed,
+    )
+    from nnx._persistence.resume_point import ResumePointError  # lazy: loads torch
+
+    checkpoints = root / run_id / "checkpoints"
+    if not (checkpoints / "last.pt").is_file():
+        return False
+    try:
+        owed = owed_points(checkpoints)
+        if repair and owed:
+            written = settle_owed(root, run_id)
+            print(f"repaired {', '.join(written)}  written from LAST (its epoch's commit was "
+                  "cut short)")
+            owed = owed_points(checkpoints)
+        elif repair:
+            settle_owed(root, run_id)  # a committed BEST whose hand-over was cut short
+    except OwedPointsBusy as exc:
+        print(f"warn last  {exc}")
+        return False
+    except ResumePointError:
+        return False  # LAST itself fails: reported above
+    for tag in owed:
+        print(f"FAIL {tag}  owed: LAST's epoch commits it but it is not written (--repair, "
+              "or a resume from this run, writes it from LAST)")
+    return bool(owed)
 
 
 def build_parser() -> argparse.ArgumentParser:
