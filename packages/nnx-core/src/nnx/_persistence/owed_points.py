@@ -57,8 +57,9 @@ def _owes(last: ResumePoint) -> dict[str, Mapping[str, Any]]:
     owes = last.position.get("owes")
     if not isinstance(owes, Mapping):
         return {}
-    return {tag: detail if isinstance(detail, Mapping) else {}
-            for tag, detail in owes.items() if tag in OWED_TAGS}
+    # In commit order (the manifest's keys are sorted): phases, then BEST.
+    return {tag: owes[tag] if isinstance(owes[tag], Mapping) else {}
+            for tag in OWED_TAGS if tag in owes}
 
 
 def _committed(path: Path, epoch: int | None) -> bool:
