@@ -151,7 +151,7 @@ def test_yaml_aliases_that_expand_past_a_million_values_are_refused():
 
 
 def test_not_json_and_strict_constants_are_value_errors(tmp_path):
-    with pytest.raises(ValueError, match="x.json is not JSON"):
+    with pytest.raises(ValueError, match=r"x\.json is not JSON"):
         load_json(data="{", where="x.json")
     with pytest.raises(ValueError, match="not YAML"):
         load_yaml(data="a: [b, {c\n")
