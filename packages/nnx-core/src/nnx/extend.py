@@ -14,6 +14,10 @@ unchanged, so an add-on (and the reference plugin under
 * files: :func:`atomic_write`, :func:`atomic_write_bytes`, :func:`atomic_write_text`
   (the one atomic writer: temp beside the destination, flush, rename), so an add-on
   that saves a file (a tokenizer, an adapter) never writes a second one;
+  :func:`load_json` (the bounded JSON reader: size and depth caps as ValueError) and
+  :func:`inside` with :class:`UnsafePathError` (the path rule: plain names joined to a
+  directory, no symbolic link below it), so an add-on that reads a directory of files
+  (a Llama checkpoint's shards) reads it as core reads a run;
 * modes: :func:`preserved_state` (the §13.2 non-destructive contract: every
   submodule's train/eval flag restored, also on error), so an add-on's
   inference helper (``GenerativeNNModel.generate``) restores modes as core's do;
@@ -41,6 +45,7 @@ from nnx._engine.step_helpers import (
 )
 from nnx._engine.trainable import TrainableModel
 from nnx._foundation.atomic import atomic_write, atomic_write_bytes, atomic_write_text
+from nnx._foundation.bounded import load_json
 from nnx._foundation.config_base import (
     Params,
     always,
@@ -54,6 +59,7 @@ from nnx._foundation.config_base import (
 )
 from nnx._foundation.modes import preserved_state
 from nnx._foundation.plugins import MissingDistributionError
+from nnx._foundation.safe_paths import UnsafePathError, inside
 from nnx._foundation.validation import (
     MAX_SEED,
     NON_NEGATIVE,
@@ -106,6 +112,7 @@ __all__ = [
     "Params",
     "Task",
     "TrainableModel",
+    "UnsafePathError",
     "always",
     "atomic_write",
     "atomic_write_bytes",
@@ -131,6 +138,8 @@ __all__ = [
     "finalize_step",
     "frozen_mapping",
     "full_precision_only",
+    "inside",
+    "load_json",
     "preserved_state",
     "register_metric",
     "register_model_factory",

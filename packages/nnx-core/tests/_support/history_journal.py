@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import torch
 import yaml
 
 from nnx._foundation.records import MonitorRecord, NNEvaluationDataPoint, NNIterationDataPoint
+from nnx._persistence.history_csv import render_idps_csv
 from nnx.history import (
+    HistoryJournal,
     JournalWriter,
     epoch_summary,
 )
@@ -80,3 +82,29 @@ def run_dir(tmp_path: Path, name: str = "r0") -> Path:
 def write_last(path: Path, epoch: int) -> None:
     (path / "checkpoints").mkdir(exist_ok=True)
     torch.save({"epoch": epoch}, path / "checkpoints" / "last.pt")
+
+
+# -- lineage runs (test_journal_lineage, test_path_rule) ----------------------------------
+def make_run(root: Path, run_id: str, records: Sequence[NNIterationDataPoint], *,
+             csv: bool = False, parent: str | None = None,
+             resume: dict[str, object] | None = None) -> Path:
+    path = root / run_id
+    path.mkdir(parents=True)
+    train = {} if parent is None else {"parent_run_id": parent}
+    (path / "run.yaml").write_text(yaml.safe_dump({"train": train}), encoding="utf-8")
+    if resume is not None:
+        (path / "metadata.yaml").write_text(yaml.safe_dump({"resume": resume}),
+                                            encoding="utf-8")
+    if csv:
+        (path / "idps.csv").write_text(render_idps_csv(records), encoding="utf-8")
+    else:
+        commit_all(JournalWriter(path, HistoryJournal(retention=3, chunk_size=2)), records)
+    return path
+
+
+def resumed(source: str, epoch: int | None, checkpoint: str = "last") -> dict[str, object]:
+    out: dict[str, object] = {"mode": "stateful", "source_run": source,
+                              "source_checkpoint": checkpoint}
+    if epoch is not None:
+        out["source_epoch"] = epoch
+    return out

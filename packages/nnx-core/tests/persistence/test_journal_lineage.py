@@ -3,54 +3,25 @@ parent's up to the branch epoch."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 import torch
-import yaml
 from _support.history_journal import (
-    commit_all,
     epochs,
+    make_run,
+    resumed,
     states,
 )
 
-from nnx._foundation.records import NNIterationDataPoint
 from nnx._persistence.history_csv import render_idps_csv
 from nnx.history import (
-    HistoryJournal,
-    JournalWriter,
     export_history_csv,
     iter_history,
 )
 
 
 # -- lineage ---------------------------------------------------------------------------
-def make_run(root: Path, run_id: str, records: Sequence[NNIterationDataPoint], *,
-             csv: bool = False, parent: str | None = None,
-             resume: dict[str, object] | None = None) -> Path:
-    path = root / run_id
-    path.mkdir(parents=True)
-    train = {} if parent is None else {"parent_run_id": parent}
-    (path / "run.yaml").write_text(yaml.safe_dump({"train": train}), encoding="utf-8")
-    if resume is not None:
-        (path / "metadata.yaml").write_text(yaml.safe_dump({"resume": resume}),
-                                            encoding="utf-8")
-    if csv:
-        (path / "idps.csv").write_text(render_idps_csv(records), encoding="utf-8")
-    else:
-        commit_all(JournalWriter(path, HistoryJournal(retention=3, chunk_size=2)), records)
-    return path
-
-
-def resumed(source: str, epoch: int | None, checkpoint: str = "last") -> dict[str, object]:
-    out: dict[str, object] = {"mode": "stateful", "source_run": source,
-                              "source_checkpoint": checkpoint}
-    if epoch is not None:
-        out["source_epoch"] = epoch
-    return out
-
-
 @pytest.mark.parametrize("parent_csv", [True, False], ids=["csv-parent", "journal-parent"])
 def test_lineage_prefixes_the_parent_up_to_the_branch_epoch(tmp_path: Path,
                                                             parent_csv: bool) -> None:

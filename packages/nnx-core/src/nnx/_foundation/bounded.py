@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,15 +66,16 @@ def check_shape(value: Any, where: str, *, max_depth: int = MAX_DEPTH) -> Any:
 
 def load_json(path: str | os.PathLike[str] | None = None, *, data: bytes | str | None = None,
               where: str | None = None, max_bytes: int = MAX_DOCUMENT_BYTES,
-              max_depth: int = MAX_DEPTH) -> Any:
+              max_depth: int = MAX_DEPTH,
+              parse_constant: Callable[[str], Any] | None = None) -> Any:
     """One JSON document from ``path`` (or ``data``), bounded in size and depth; every
-    failure (unreadable, too large, not JSON, too deep) is a ValueError or OSError."""
+    failure (unreadable, too large, not JSON, too deep) is a ValueError or OSError.
+    ``parse_constant`` is :func:`json.loads`' hook for NaN / Infinity (a strict reader
+    raises ValueError from it)."""
     name = where or (Path(path).name if path is not None else "document")
-    raw = read_bounded(path, max_bytes=max_bytes) if data is None else data
-    if len(raw) > max_bytes:
-        raise ValueError(f"{name} is larger than {max_bytes} bytes")
+    raw = _raw(path, data, name, max_bytes)
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=parse_constant)
     except RecursionError:
         raise ValueError(f"{name} nests too deeply to parse") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -86,9 +88,7 @@ def load_yaml(path: str | os.PathLike[str] | None = None, *, data: bytes | str |
               max_depth: int = MAX_DEPTH) -> Any:
     """One YAML document through the safe loader, bounded like :func:`load_json`."""
     name = where or (Path(path).name if path is not None else "document")
-    raw = read_bounded(path, max_bytes=max_bytes) if data is None else data
-    if len(raw) > max_bytes:
-        raise ValueError(f"{name} is larger than {max_bytes} bytes")
+    raw = _raw(path, data, name, max_bytes)
     try:
         value = yaml.load(raw, Loader=_YamlLoader)
     except RecursionError:
@@ -96,6 +96,18 @@ def load_yaml(path: str | os.PathLike[str] | None = None, *, data: bytes | str |
     except yaml.YAMLError as exc:
         raise ValueError(f"{name} is not YAML ({_first_line(exc)})") from None
     return check_shape(value, name, max_depth=max_depth)
+
+
+def _raw(path: str | os.PathLike[str] | None, data: bytes | str | None, name: str,
+         max_bytes: int) -> bytes | str:
+    """The document's text: ``data``, else ``path``'s bytes; either way at most ``max_bytes``."""
+    if data is None:
+        if path is None:
+            raise ValueError(f"{name}: neither a path nor data to read")
+        return read_bounded(path, max_bytes=max_bytes)
+    if len(data) > max_bytes:
+        raise ValueError(f"{name} is larger than {max_bytes} bytes")
+    return data
 
 
 def _first_line(exc: BaseException) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from nnx._foundation.records import NNIterationDataPoint, first_finite
+from nnx._foundation.safe_paths import check_inside
 from nnx._foundation.validation import check_run_id
 from nnx._persistence.checkpoint_format import decode_checkpoint, is_safetensors
 from nnx._persistence.resume_point import (
@@ -53,19 +54,25 @@ def checkpoint_files(directory: str | os.PathLike[str]) -> list[Path]:
 
 def _checkpoint_path(run: str, tag: str, root: str | os.PathLike[str]) -> Path:
     """``<tag>.pt``; a tag spelled with ``.safetensors`` names that file, and a bare tag with
-    no ``.pt`` point (file or manifest) but a ``.safetensors`` one names the latter."""
+    no ``.pt`` point (file or manifest) but a ``.safetensors`` one names the latter.
+
+    The path rule (docs/durability.md): the run id and the tag are plain names (ValueError
+    otherwise), and no component below ``root`` down to the file is a symbolic link
+    (UnsafePathError naming it), checked before anything is read or a lock is created."""
     check_run_id("run", run)
+    check_run_id("type", tag, what="checkpoint tag")
     directory = Path(root) / run / "checkpoints"
     if is_safetensors(tag):
-        return directory / tag
-    pickle_path = directory / f"{tag}.pt"
+        return check_inside(root, directory / tag)
+    pickle_path = check_inside(root, directory / f"{tag}.pt")
     portable = directory / f"{tag}.safetensors"
     if not _addressed(pickle_path) and _addressed(portable):
-        return portable
+        return check_inside(root, portable)
     return pickle_path
 
 
 def _addressed(path: Path) -> bool:
+    # Only looks (lstat / stat); the path chosen is checked before it is read.
     return path.is_file() or manifest_path(path).is_file()
 
 
@@ -287,7 +294,7 @@ class NNCheckpoint:
         checkpoint written before manifests (its payload records no generation). Nothing
         is unpickled. ``type`` may name a ``.safetensors`` snapshot (``"snap_e1"`` or
         ``"snap_e1.safetensors"``)."""
-        return verify_point(_checkpoint_path(run, _tag(type), root))
+        return verify_point(_checkpoint_path(run, _tag(type), root), root=Path(root))
 
     @classmethod
     def resume_point(cls, run: str, type: Checkpoints | str = Checkpoints.LAST, *,

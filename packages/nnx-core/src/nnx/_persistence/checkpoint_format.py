@@ -6,6 +6,8 @@ metadata under ``"nnx"``. Reading one accepts a device string or
 ``torch.device`` as ``map_location``; the callable and mapping forms of
 ``torch.load`` are refused, because safetensors exposes device placement, not
 storage remapping. Pickle checkpoints forward any ``torch.load`` map_location.
+The header's JSON goes through the bounded reader: a planted header nested
+thousands of levels deep is a ValueError naming the file, not a RecursionError.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from nnx._foundation.bounded import load_json
 
 __all__ = ["decode_checkpoint", "encode_checkpoint", "is_safetensors", "read_record"]
 
@@ -59,9 +63,16 @@ def decode_checkpoint(path: Path, map_location: Any = "cpu") -> Any:
         state = {key: handle.get_tensor(key) for key in handle.keys()}  # noqa: SIM118
     if "nnx" not in meta:
         raise ValueError(f"{path} is a safetensors file without NNx checkpoint metadata")
-    payload = json.loads(meta["nnx"])
+    payload = _header(path, meta["nnx"])
     payload["state_dict"] = state
     return payload
+
+
+def _header(path: Path, text: str) -> Any:
+    value = load_json(data=text, where=f"the NNx header of {path.name}")
+    if not isinstance(value, dict):
+        raise ValueError(f"the NNx header of {path.name} is not a mapping")
+    return value
 
 
 def read_record(path: Path) -> Mapping[str, Any]:
@@ -74,7 +85,7 @@ def read_record(path: Path) -> Mapping[str, Any]:
 
         with safe_open(os.fspath(path), framework="pt", device="cpu") as handle:
             meta = handle.metadata() or {}
-        record = json.loads(meta["nnx"]) if "nnx" in meta else None
+        record = _header(path, meta["nnx"]) if "nnx" in meta else None
     else:
         record = torch.load(os.fspath(path), map_location="cpu", weights_only=True, mmap=True)
     if not isinstance(record, dict):

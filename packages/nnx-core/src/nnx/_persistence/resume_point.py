@@ -50,7 +50,10 @@ from typing import Any
 import torch
 
 from nnx._foundation.atomic import atomic_write_bytes, fsync_dir, interrupts_held, serialized
+from nnx._foundation.bounded import load_json
 from nnx._foundation.locking import file_lock
+from nnx._foundation.safe_paths import check_inside, is_link
+from nnx._foundation.validation import check_run_id
 from nnx._persistence.checkpoint_format import encode_checkpoint, read_record
 
 __all__ = ["MANIFEST_FORMAT", "ResumePoint", "ResumePointError", "read_point", "repair_point",
@@ -94,16 +97,59 @@ def lock_path(checkpoint: Path) -> Path:
     return checkpoint.with_name(checkpoint.name + ".lock")
 
 
+_ROLES = ("checkpoint", "sidecar")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
 def _parse(path: Path, staged: bool) -> ResumePoint:
+    """A manifest, read through the bounded reader and checked field by field, so that
+    whatever a damaged or planted one holds is a torn point naming the manifest and the
+    field (never a KeyError, TypeError or RecursionError). The manifest itself is never
+    followed when it is a symbolic link (UnsafePathError)."""
+    check_inside(path.parent, path)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        if doc.get("format") != MANIFEST_FORMAT:
-            raise ValueError("unknown format")
-        return ResumePoint(tag=doc["tag"], generation=int(doc["generation"]),
-                           checkpoint_id=doc["checkpoint_id"], position=doc["position"],
-                           files=doc["files"], staged=staged)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        doc = load_json(path)
+    except (OSError, ValueError) as exc:
         raise ResumePointError("torn", f"{path.name} is unreadable ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:
+        raise ResumePointError("torn", f"{path.name} is not a {MANIFEST_FORMAT} manifest")
+    generation = doc.get("generation")
+    if isinstance(generation, bool) or not isinstance(generation, int):
+        raise ResumePointError("torn", f"{path.name} has no generation")
+    for key, kind in (("tag", str), ("checkpoint_id", str), ("position", dict),
+                      ("files", dict)):
+        if not isinstance(doc.get(key), kind):
+            raise ResumePointError("torn", f"{path.name} has no {key}")
+    files = doc["files"]
+    unknown = sorted(set(files) - set(_ROLES))
+    if unknown:
+        raise ResumePointError("torn", f"{path.name} lists a file of unknown role "
+                               f"{unknown[0]!r} (a point has a checkpoint and a sidecar)")
+    if "checkpoint" not in files:
+        raise ResumePointError("torn", f"{path.name} lists no checkpoint file")
+    for role, entry in files.items():
+        _check_entry(path, role, entry)
+    return ResumePoint(tag=doc["tag"], generation=generation,
+                       checkpoint_id=doc["checkpoint_id"], position=doc["position"],
+                       files=files, staged=staged)
+
+
+def _check_entry(manifest: Path, role: str, entry: Any) -> None:
+    """One ``files`` entry: a plain file name in the checkpoint's own directory (the
+    run-id rule: no separator, never absolute, not ``.`` / ``..``), a SHA-256 and a size."""
+    where = f"{manifest.name} entry {role}"
+    if not isinstance(entry, dict):
+        raise ResumePointError("torn", f"{where} is not a mapping")
+    try:
+        check_run_id(f"{where} name", entry.get("name"), what="file name")
+    except ValueError as exc:
+        raise ResumePointError("torn", f"{exc}: a point's files lie in its own "
+                               "directory") from None
+    if not isinstance(entry.get("sha256"), str) or not _SHA256.fullmatch(entry["sha256"]):
+        raise ResumePointError("torn", f"{where} has no sha256 (64 hexadecimal digits)")
+    size = entry.get("size")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise ResumePointError("torn", f"{where} has no size (a byte count)")
 
 
 def compat_path(checkpoint: Path) -> Path:
@@ -127,18 +173,25 @@ def _unmanifested(checkpoint: Path) -> None:
                                f"{manifest_path(checkpoint).name} is missing")
 
 
+def _own(checkpoint: Path, name: str) -> Path:
+    """The file ``name`` beside ``checkpoint``, refused (UnsafePathError naming the link)
+    when it is a symbolic link: a point's files are its directory's own, so verification
+    never reads or hashes anything elsewhere."""
+    return check_inside(checkpoint.parent, checkpoint.parent / name)
+
+
 def read_point(checkpoint: Path) -> ResumePoint | None:
     """The live manifest of ``checkpoint``; None for a checkpoint written before manifests."""
     live = manifest_path(checkpoint)
-    if live.is_file():
+    if live.is_file() or is_link(live):
         return _parse(live, staged=False)
-    if checkpoint.is_file() and not _staged_path(checkpoint).is_file():
+    if _own(checkpoint, checkpoint.name).is_file() and not _staged_path(checkpoint).is_file():
         _unmanifested(checkpoint)  # a staged one is a publish under way: no live one yet
     return None
 
 
 def _manifest_or_none(path: Path, staged: bool) -> ResumePoint | None:
-    if not path.is_file():
+    if not path.is_file() and not is_link(path):
         return None
     with contextlib.suppress(ResumePointError):
         return _parse(path, staged)
@@ -224,11 +277,12 @@ def stray_files(checkpoint: Path) -> list[str]:
     return _strays(checkpoint, {p.sidecar for p in named if p is not None and p.sidecar})
 
 
-def repair_point(checkpoint: Path) -> list[str]:
+def repair_point(checkpoint: Path, *, root: Path | None = None) -> list[str]:
     """Remove :func:`stray_files` of a point that verifies; the names removed. A point
     that does not verify raises ResumePointError and is left as it is (its files are the
-    evidence)."""
-    with file_lock(lock_path(checkpoint)):
+    evidence). ``root`` as for :func:`verify_point`."""
+    _before_locking(checkpoint, root)
+    with file_lock(lock_path(checkpoint), root=root):
         _verified(checkpoint)
         strays = stray_files(checkpoint)
         _remove(checkpoint.parent, strays)
@@ -311,9 +365,9 @@ def _file_digest(path: Path) -> str:
 
 
 def _matches(path: Path, entry: Mapping[str, Any]) -> bool:
-    """The file's bytes are the ones the manifest recorded (size first: it costs nothing)."""
-    size = entry.get("size")
-    if size is not None and path.stat().st_size != size:
+    """The file's bytes are the ones the manifest recorded (size first: it costs nothing).
+    ``entry`` passed :func:`_check_entry`."""
+    if path.stat().st_size != entry["size"]:
         return False
     return _file_digest(path) == str(entry["sha256"])
 
@@ -322,9 +376,8 @@ def _check(checkpoint: Path, point: ResumePoint) -> None:
     """Everything here reads bytes or a weights_only record: a digest mismatch is
     "corrupted" without opening the file, since whatever it now holds cannot be trusted
     to say which point it belongs to."""
-    directory = checkpoint.parent
     for role, entry in point.files.items():
-        if not (directory / entry["name"]).is_file():
+        if not _own(checkpoint, entry["name"]).is_file():
             raise ResumePointError("torn", f"{role} {entry['name']} is missing")
     if point.files["checkpoint"]["name"] != checkpoint.name:
         raise ResumePointError("torn", f"the manifest names {point.files['checkpoint']['name']}")
@@ -332,7 +385,7 @@ def _check(checkpoint: Path, point: ResumePoint) -> None:
     if side is not None and side != f"{checkpoint.name}.opt.{point.generation}.pt":
         raise ResumePointError("mixed", f"sidecar {side} is not of generation {point.generation}")
     for role, entry in point.files.items():
-        if not _matches(directory / entry["name"], entry):
+        if not _matches(checkpoint.parent / entry["name"], entry):
             raise ResumePointError("corrupted", f"{role} {entry['name']} does not match its "
                                    "SHA-256")
     # The checkpoint's bytes are the manifest's; does the manifest describe them?
@@ -350,7 +403,7 @@ def _check(checkpoint: Path, point: ResumePoint) -> None:
 def _check_compat(checkpoint: Path, point: ResumePoint) -> None:
     """The compatibility copy equals the point's sidecar, or (while a publish is under way)
     the staged point's; with no sidecar there is none."""
-    compat = compat_path(checkpoint)
+    compat = _own(checkpoint, compat_path(checkpoint).name)
     if not compat.is_file():
         return
     candidates = [point, _manifest_or_none(_staged_path(checkpoint), staged=True)]
@@ -358,7 +411,7 @@ def _check_compat(checkpoint: Path, point: ResumePoint) -> None:
         entry = None if candidate is None else candidate.files.get("sidecar")
         if entry is None:
             continue
-        side = checkpoint.with_name(str(entry["name"]))
+        side = _own(checkpoint, entry["name"])
         with contextlib.suppress(OSError):
             if os.path.samefile(compat, side) or _matches(compat, entry):
                 return
@@ -368,14 +421,14 @@ def _check_compat(checkpoint: Path, point: ResumePoint) -> None:
 
 def _verified(checkpoint: Path) -> ResumePoint | None:
     live, staged = manifest_path(checkpoint), _staged_path(checkpoint)
-    if not live.is_file() and not staged.is_file():
-        if not checkpoint.is_file():
+    if not any(path.is_file() or is_link(path) for path in (live, staged)):
+        if not _own(checkpoint, checkpoint.name).is_file():
             raise ResumePointError("torn", f"{checkpoint.name} is missing")
         _unmanifested(checkpoint)
         return None
     error: ResumePointError | None = None
     for path, is_staged in ((live, False), (staged, True)):
-        if not path.is_file():
+        if not path.is_file() and not is_link(path):
             continue
         try:
             point = _parse(path, is_staged)
@@ -389,12 +442,24 @@ def _verified(checkpoint: Path) -> ResumePoint | None:
     raise error
 
 
-def verify_point(checkpoint: Path) -> ResumePoint | None:
+def verify_point(checkpoint: Path, *, root: Path | None = None) -> ResumePoint | None:
     """Check a resume point; None for a checkpoint written before manifests (one whose
     payload records no generation). Nothing is unpickled.
 
     A live manifest that fails falls back to a staged one that matches every
-    file (a writer that died inside the publish window).
+    file (a writer that died inside the publish window). ``root``: the runs root the
+    checkpoint lies under; no component below it may be a symbolic link
+    (UnsafePathError). A checkpoint whose directory does not exist is torn before any
+    lock is taken, so verifying never creates a run's directories.
     """
-    with file_lock(lock_path(checkpoint)):
+    _before_locking(checkpoint, root)
+    with file_lock(lock_path(checkpoint), root=root):
         return _verified(checkpoint)
+
+
+def _before_locking(checkpoint: Path, root: Path | None) -> None:
+    if root is not None:
+        check_inside(root, checkpoint)
+    if not checkpoint.parent.is_dir():
+        raise ResumePointError("torn", f"{checkpoint.name} is missing (no directory "
+                               f"{checkpoint.parent.as_posix()})")

@@ -34,11 +34,12 @@ import yaml
 
 from nnx._foundation.locking import lock_is_held
 from nnx._foundation.records import NNIterationDataPoint
+from nnx._foundation.safe_paths import is_link
 from nnx._foundation.validation import check_run_id
 from nnx._persistence.checkpoint import CHECKPOINT_FORMAT
 from nnx._persistence.checkpoint_format import read_record
 from nnx._persistence.history_ends import check_history_ends
-from nnx._persistence.resume_point import ResumePointError, read_point
+from nnx._persistence.resume_point import manifest_path, read_point
 from nnx._persistence.run import DamagedRun, NNRun, RunDamagedError, _reading
 from nnx._persistence.run_render import score_label
 from nnx.enums.nets import Nets
@@ -91,11 +92,16 @@ def _net(run: NNRun) -> str:
 
 def _planned(run: NNRun, last: Path) -> tuple[int, bool]:
     """(the plan's end, whether LAST records a deliberate stop) as LAST's manifest
-    says; the configured n_epochs and no stop without one."""
-    with contextlib.suppress(ResumePointError, OSError, ValueError):
-        point = read_point(last)
-        if point is not None and isinstance(point.position.get("planned_n_epochs"), int):
-            return int(point.position["planned_n_epochs"]), point.position.get("stopped") is True
+    says; the configured n_epochs and no stop without one. A manifest that is there but
+    cannot be read (damaged, huge, nested too deeply, a symbolic link) is damage of the
+    run, named as such (RunDamagedError), never a traceback."""
+    live = manifest_path(last)
+    point = None
+    if live.is_file() or is_link(live):
+        with _reading(run.id, live):
+            point = read_point(last)
+    if point is not None and isinstance(point.position.get("planned_n_epochs"), int):
+        return int(point.position["planned_n_epochs"]), point.position.get("stopped") is True
     return int(run.loop_params.n_epochs), False
 
 

@@ -197,8 +197,9 @@ def cmd_runs_verify(args: argparse.Namespace) -> int:
     failed = False
     for tag, path in sorted(points.items()):
         try:
-            point = verify_point(path)
-            removed = repair_point(path) if args.repair else []
+            # root=: a symbolic link below the runs root is refused (FAIL), never followed.
+            point = verify_point(path, root=Path(args.root))
+            removed = repair_point(path, root=Path(args.root)) if args.repair else []
         except ResumePointError as exc:
             failed = True
             detail = str(exc).removeprefix(f"{exc.kind} resume point: ")

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from nnx._foundation.bounded import load_yaml
 from nnx._foundation.records import NNIterationDataPoint
 from nnx._persistence.history_csv import read_idps_csv
 from nnx.history._format import HISTORY_DIR
@@ -70,9 +69,10 @@ def own_records(run_dir: Path, last_epoch: int | None) -> Iterator[NNIterationDa
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
-    """A YAML mapping, or {} when the file is missing, unreadable or not a mapping."""
+    """A YAML mapping, or {} when the file is missing, unreadable (too large or nested
+    too deeply included: the bounded reader) or not a mapping."""
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        doc = load_yaml(path)
+    except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}

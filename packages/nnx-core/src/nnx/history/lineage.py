@@ -9,6 +9,12 @@ default ``last``) as it reads now. The parent's records come first, up to the
 branch epoch and never past the child's first record, then the child's. A run
 that started fresh (a born-again generation naming a parent too) has only its
 own history.
+
+The recorded parent and tag are data, so the path rule applies to them
+(docs/durability.md): each must be one plain name, and nothing the lineage
+reads of the parent may be reached through a symbolic link below the runs
+root. A parent that fails either is never read; the lineage starts at the
+child, with a RuntimeWarning naming the value, like the other fallbacks.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from nnx._foundation.records import NNIterationDataPoint
+from nnx._foundation.safe_paths import check_inside
+from nnx._foundation.validation import check_run_id
 from nnx.history._runs import checkpoint_epoch, committed_epoch, own_records, read_yaml
 
 __all__ = ["MAX_ANCESTORS", "lineage_records"]
@@ -59,6 +67,25 @@ def _warn(run_dir: Path, why: str) -> None:
     warnings.warn(f"history lineage of run {run_dir.name}: {why}", RuntimeWarning, stacklevel=2)
 
 
+#: What the lineage reads of a parent (its own link, LAST, its history), besides the
+#: source checkpoint.
+_PARENT_FILES = ("metadata.yaml", "run.yaml", "checkpoints/last.pt", "idps.csv", "history")
+
+
+def _refusal(run_dir: Path, link: _Link) -> str | None:
+    """Why the recorded parent may not be read (the path rule), or None."""
+    try:
+        check_run_id("its recorded parent run", link.parent)
+        check_run_id("its recorded source checkpoint", link.checkpoint,
+                     what="checkpoint tag")
+        root, parent = run_dir.parent, run_dir.parent / link.parent
+        for name in (*_PARENT_FILES, f"checkpoints/{link.checkpoint}.pt"):
+            check_inside(root, parent / name)
+    except ValueError as exc:  # UnsafePathError is one
+        return str(exc)
+    return None
+
+
 def _branch_epoch(link: _Link, parent_dir: Path) -> int | None:
     if link.source_epoch is not None:
         return link.source_epoch
@@ -84,6 +111,10 @@ def _prefix(run_dir: Path, child_first: int | None, seen: frozenset[Path]
     if link.parent == "best":
         _warn(run_dir, "it resumed through the runs/best pointer, which may name another run "
                        "by now; starting at this run")
+        return
+    refused = _refusal(run_dir, link)
+    if refused is not None:
+        _warn(run_dir, f"{refused}; its parent is not read, starting at this run")
         return
     parent_dir = run_dir.parent / link.parent
     if not parent_dir.is_dir():

@@ -1,7 +1,9 @@
 """The two provenance files of a run directory, read and written as JSON.
 
 Every write goes through the project's one atomic writer, so an interrupted
-write leaves the previous record in place.
+write leaves the previous record in place. Every read goes through the bounded
+JSON reader, so a huge or deeply nested file is a ValueError (an ignored,
+unreadable record) rather than a RecursionError.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nnx._foundation.atomic import atomic_write_text
+from nnx._foundation.bounded import load_json
 from nnx.provenance._values import thaw
 
 __all__ = ["ATTEMPT_FILE", "PROVENANCE_FILE", "loads", "read_json", "write_json"]
@@ -28,13 +31,14 @@ def write_json(path: str | os.PathLike[str], document: Any) -> None:
 
 
 def loads(text: str | bytes) -> Any:
-    """Parse JSON strictly: NaN / Infinity are refused."""
-    return json.loads(text, parse_constant=_no_constant)
+    """Parse JSON strictly: NaN / Infinity are refused, and so is a document too large or
+    too deeply nested to be a provenance record (ValueError)."""
+    return load_json(data=text, where="provenance JSON", parse_constant=_no_constant)
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
-    """Parse a UTF-8 JSON file strictly."""
-    return loads(Path(path).read_text(encoding="utf-8"))
+    """Parse a UTF-8 JSON file strictly (as :func:`loads`)."""
+    return load_json(path, where=Path(path).name, parse_constant=_no_constant)
 
 
 def _no_constant(name: str) -> Any:

@@ -6,6 +6,12 @@ and a TransformerNN writes one back that ``LlamaForCausalLM.from_pretrained``
 reads. The layouts agree except the fused QKV projection, which is split and
 joined here. RoPE uses Llama's "rotate half" channel pairing, so q/k load
 unpermuted. ``transformers`` itself is never imported.
+
+The directory is read under nnx-core's path rule: ``config.json`` and the index
+through the bounded JSON reader, and every shard the index names must be a
+plain file name of the directory itself (never absolute, no ``..`` or
+separator, not a symbolic link), so an index cannot make the loader read a
+file elsewhere.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save
 
-from nnx.extend import atomic_write_bytes, atomic_write_text
+from nnx.extend import UnsafePathError, atomic_write_bytes, atomic_write_text, inside, load_json
 from nnx.lm.net import TransformerNN
 from nnx.lm.params import NNTransformerParams
 
@@ -96,13 +102,37 @@ def llama_config(params: NNTransformerParams) -> dict[str, Any]:
     }
 
 
+def _document(path: Path) -> dict[str, Any]:
+    """A JSON object of the checkpoint directory, read by the bounded reader."""
+    try:
+        doc = load_json(path)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: unreadable ({exc})") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return doc
+
+
+def _shards(directory: Path, index: Path) -> list[Path]:
+    """The shard files ``index`` names, each a plain file of ``directory``."""
+    weight_map = _document(index).get("weight_map")
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise ValueError(f"{index}: no weight_map of tensor names to shard files")
+    paths: dict[str, Path] = {}
+    for shard in weight_map.values():
+        try:
+            paths[shard] = inside(directory, shard, what="shard file name")
+        except UnsafePathError as exc:
+            raise ValueError(f"{index}: shard {shard!r} is refused: {exc}") from None
+    return [paths[name] for name in sorted(paths)]
+
+
 def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
     index = directory / _INDEX
     if index.is_file():
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
         weights: dict[str, torch.Tensor] = {}
-        for shard in shards:
-            weights.update(load_file(directory / shard))
+        for shard in _shards(directory, index):  # all are checked before any is read
+            weights.update(load_file(shard))
         return weights
     return load_file(directory / _WEIGHTS)
 
@@ -111,8 +141,7 @@ def load_llama(path: str | os.PathLike[str], *, max_seq_len: int | None = None
                ) -> TransformerNN:
     """A TransformerNN holding the weights of the Llama checkpoint directory ``path``."""
     directory = Path(path)
-    params = llama_params(json.loads((directory / _CONFIG).read_text()),
-                          max_seq_len=max_seq_len)
+    params = llama_params(_document(directory / _CONFIG), max_seq_len=max_seq_len)
     weights = _read_weights(directory)
     net = TransformerNN(params)
     state: dict[str, torch.Tensor] = {"embed.weight": weights.pop("model.embed_tokens.weight"),
