@@ -94,7 +94,9 @@ def load_yaml(path: str | os.PathLike[str] | None = None, *, data: bytes | str |
     except RecursionError:
         raise ValueError(f"{name} nests too deeply to parse") from None
     except yaml.YAMLError as exc:
-        raise ValueError(f"{name} is not YAML ({_first_line(exc)})") from None
+        # The parser's error class stays in the message: it is the plainest diagnosis.
+        raise ValueError(f"{name} is not YAML ({type(exc).__name__}: {_first_line(exc)})"
+                         ) from None
     return check_shape(value, name, max_depth=max_depth)
 
 

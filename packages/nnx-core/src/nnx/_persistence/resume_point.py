@@ -54,7 +54,7 @@ from nnx._foundation.locking import file_lock
 from nnx._persistence.checkpoint_format import encode_checkpoint, read_record
 
 __all__ = ["MANIFEST_FORMAT", "ResumePoint", "ResumePointError", "read_point", "repair_point",
-           "stray_files", "verify_point", "write_point"]
+           "settle_staged", "stray_files", "verify_point", "write_point"]
 
 MANIFEST_FORMAT = "nnx.resume_point/1"
 
@@ -398,3 +398,21 @@ def verify_point(checkpoint: Path) -> ResumePoint | None:
     """
     with file_lock(lock_path(checkpoint)):
         return _verified(checkpoint)
+
+
+def settle_staged(checkpoint: Path) -> str | None:
+    """A staged manifest a dead writer left, settled as the tag's next save would
+    (:func:`_settle_staged`), for ``nnx runs verify --repair`` and a resume's clean-up:
+    ``"made live"`` when it matches every file (the publish it began completed),
+    ``"removed"`` when the live point verifies without it. A point neither manifest
+    verifies is left as it is (its files are the evidence): None, as without one."""
+    with file_lock(lock_path(checkpoint)):
+        if not _staged_path(checkpoint).is_file():
+            return None
+        try:
+            point = _verified(checkpoint)
+        except ResumePointError:
+            return None
+        outcome = "made live" if point is not None and point.staged else "removed"
+        _settle_staged(checkpoint)
+        return outcome

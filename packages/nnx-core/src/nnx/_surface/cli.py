@@ -169,6 +169,29 @@ def _points(directory: Path) -> dict[str, Path]:
     return points
 
 
+def _leftovers(root: str, run_id: str, *, repair: bool) -> bool:
+    """Report (or with ``repair`` remove, under the run's lease) the temps and staged
+    manifests a kill stranded in the run; True when they could not even be listed."""
+    # lazy: loads torch (module docstring)
+    from nnx._persistence.leftovers import find_leftovers, remove_leftovers
+
+    try:
+        if not repair:
+            if found := find_leftovers(root, run_id):
+                print(f"warn leftovers  {', '.join(found)} (--repair removes them)")
+            return False
+        removed = remove_leftovers(root, run_id)
+    except (OSError, ValueError) as exc:  # an unsafe path (a planted link) included
+        print(f"FAIL leftovers  {type(exc).__name__}: {exc}")
+        return True
+    if removed is None:
+        print(f"skipped leftovers  run {run_id} is being trained (its lease is held); "
+              "repair it once training ends")
+    elif removed:
+        print(f"repaired leftovers  removed {', '.join(removed)}")
+    return False
+
+
 def cmd_runs_verify(args: argparse.Namespace) -> int:
     """One line per resume point of the run; exit 1 when any fails (spec §14.3)."""
     from nnx._persistence.resume_point import (  # lazy: loads torch (module docstring)
@@ -190,11 +213,11 @@ def cmd_runs_verify(args: argparse.Namespace) -> int:
     if bad_id or not ((run_dir / "run.yaml").is_file() or (run_dir / "checkpoints").is_dir()):
         print(f"no run {args.run_id!r} under {args.root}", file=sys.stderr)
         return 1
+    failed = _leftovers(args.root, run_id, repair=args.repair)
     points = _points(run_dir / "checkpoints")
     if not points:
         print(f"run {run_id} has no checkpoints")
-        return 0
-    failed = False
+        return 1 if failed else 0
     for tag, path in sorted(points.items()):
         try:
             point = verify_point(path)
@@ -241,10 +264,12 @@ def build_parser() -> argparse.ArgumentParser:
     runs = sub.add_parser("runs", help="read what training wrote under runs/")
     runs_sub = runs.add_subparsers(dest="runs_command", required=True)
     listing = runs_sub.add_parser("list", help="every run: created, net, epochs done, status "
-                                  "(running / committed / interrupted), its BEST score and "
-                                  "what it scores, salt and data id, and the runs/best mark; "
-                                  "a damaged run is listed with the file and the problem "
-                                  "(exit 1 if any is damaged)")
+                                  "(running / committed / interrupted, or incomplete for a "
+                                  "reservation a kill left before run.yaml), its BEST score "
+                                  "and what it scores, salt and data id, and the runs/best "
+                                  "mark; a damaged run is listed with the file and the "
+                                  "problem (exit 1 if any is damaged; an incomplete one is "
+                                  "not damage)")
     listing.add_argument("--root", default="runs")
     listing.set_defaults(func=cmd_runs_list)
     show = runs_sub.add_parser("show", help="one run's configuration and epochs (exit 1 "
@@ -257,8 +282,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("run_id", help="a run id, or a prefix of exactly one")
     verify.add_argument("--root", default="runs")
     verify.add_argument("--repair", action="store_true",
-                        help="remove the orphan files of points that verify: sidecars no "
-                        "manifest names and stranded compatibility-copy temps")
+                        help="remove what a kill left, under the run's lease: the temps "
+                        "NNx names (.<file>.<hex>), staged manifests (made live when they "
+                        "match, else removed), unpublished journal chunks, and the orphan "
+                        "files of points that verify (sidecars no manifest names)")
     verify.set_defaults(func=cmd_runs_verify)
     return parser
 
