@@ -59,6 +59,7 @@ def iter_history(run_id_or_dir: RunRef, *, root: str | os.PathLike[str] = "runs"
         # this module while it initializes (a module-level import would be a cycle).
         from nnx._persistence.history_ends import check_history_ends
 
+        check_history(run_dir)  # a corrupt journal is HistoryCorruptionError, as documented
         check_history_ends(run_dir.name, run_dir, limit)  # RunDamagedError when cut short
     if lineage:
         return lineage_records(run_dir, limit)
