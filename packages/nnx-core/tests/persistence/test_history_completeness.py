@@ -27,8 +27,9 @@ from nnx.history import (
     JournalManifest,
     JournalWriter,
     epoch_summary,
+    export_history_csv,
+    iter_history,
 )
-from nnx.history import export_history_csv, iter_history
 
 EPOCHS = 3  # LAST commits epoch 2; every epoch has 2 records (tiny_batches)
 
@@ -155,13 +156,13 @@ def test_an_older_journal_manifest_is_damage_on_every_load_path(in_tmp, capsys):
     for read in (lambda: list(iter_history(run.id, root=root)),
                  lambda: export_history_csv(run.id, in_tmp / "out.csv", root=root),
                  lambda: check_history_ends(run.id, run_dir, 2)):
-        with pytest.raises(RunDamagedError, match="history/journal.json"):
+        with pytest.raises(RunDamagedError, match=r"history/journal\.json"):
             read()
     capsys.readouterr()
     assert main(["runs", "list"]) == 1
     assert f"damaged  runs/{run.id}/history/journal.json: " in capsys.readouterr().out
     assert candidate_score(run_dir) is None
-    with pytest.raises(RunDamagedError, match="journal.json"):
+    with pytest.raises(RunDamagedError, match=r"journal\.json"):
         tiny_model().train(params(1, resume_from_run_id=run.id), root=root, verbose=False)
     assert snapshot(root) == before and not (in_tmp / "out.csv").exists()
 
@@ -173,7 +174,7 @@ def test_a_journal_with_nothing_published_under_a_committed_last_is_damage(in_tm
     manifest.write_text(JournalManifest(retention=4, chunk_size=2).render())  # the first one
     with pytest.raises(RunDamagedError, match="holds no committed record, but LAST commits"):
         NNRun.load(run.id, root=root)
-    with pytest.raises(RunDamagedError, match="journal.json: holds no committed record"):
+    with pytest.raises(RunDamagedError, match=r"journal\.json: holds no committed record"):
         check_history_ends(run.id, root / run.id, 2)
 
 
@@ -262,6 +263,6 @@ def test_a_deeply_nested_document_is_named_damage_not_a_recursion_error(in_tmp, 
     out = capsys.readouterr()
     assert f"damaged  runs/{run.id}/" in out.out and "Traceback" not in out.err
     if name.startswith("history"):
-        with pytest.raises(HistoryCorruptionError, match="too deeply|deeper"):
+        with pytest.raises(HistoryCorruptionError, match=r"too deeply|deeper"):
             list(iter_history(run.id, root=root))
     assert snapshot(root) == before

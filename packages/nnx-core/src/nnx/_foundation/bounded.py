@@ -90,7 +90,7 @@ def load_yaml(path: str | os.PathLike[str] | None = None, *, data: bytes | str |
     if len(raw) > max_bytes:
         raise ValueError(f"{name} is larger than {max_bytes} bytes")
     try:
-        value = yaml.load(raw, Loader=_YamlLoader)  # noqa: S506 - a safe loader
+        value = yaml.load(raw, Loader=_YamlLoader)  # a safe loader (CSafeLoader or SafeLoader)
     except RecursionError:
         raise ValueError(f"{name} nests too deeply to parse") from None
     except yaml.YAMLError as exc:

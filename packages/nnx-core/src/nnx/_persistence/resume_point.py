@@ -159,6 +159,11 @@ def _set_compat(checkpoint: Path, sidecar: str | None) -> None:
             dest.unlink()
         return
     source = checkpoint.with_name(sidecar)
+    with contextlib.suppress(OSError):
+        if os.path.samefile(source, dest):
+            # Already that sidecar: renaming a link of the same file onto it does nothing
+            # (POSIX rename), which would strand the link temp.
+            return
     tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:8]}")
     try:
         os.link(source, tmp)
