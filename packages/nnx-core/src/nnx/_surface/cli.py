@@ -169,15 +169,16 @@ def _points(directory: Path) -> dict[str, Path]:
     return points
 
 
-def _leftovers(root: str, run_id: str, *, repair: bool) -> bool:
+def _leftovers(root: str, run_id: str, *, repair: bool, reported: set[str]) -> bool:
     """Report (or with ``repair`` remove, under the run's lease) the temps and staged
-    manifests a kill stranded in the run; True when they could not even be listed."""
+    manifests a kill stranded in the run, but those in ``reported`` (a point's line names
+    them already); True when they could not even be listed."""
     # lazy: loads torch (module docstring)
     from nnx._persistence.leftovers import find_leftovers, remove_leftovers
 
     try:
         if not repair:
-            if found := find_leftovers(root, run_id):
+            if found := [n for n in find_leftovers(root, run_id) if n not in reported]:
                 print(f"warn leftovers  {', '.join(found)} (--repair removes them)")
             return False
         removed = remove_leftovers(root, run_id)
@@ -213,11 +214,10 @@ def cmd_runs_verify(args: argparse.Namespace) -> int:
     if bad_id or not ((run_dir / "run.yaml").is_file() or (run_dir / "checkpoints").is_dir()):
         print(f"no run {args.run_id!r} under {args.root}", file=sys.stderr)
         return 1
-    failed = _leftovers(args.root, run_id, repair=args.repair)
     points = _points(run_dir / "checkpoints")
+    failed, reported = False, set()  # reported: orphans a point's own line names
     if not points:
         print(f"run {run_id} has no checkpoints")
-        return 1 if failed else 0
     for tag, path in sorted(points.items()):
         try:
             point = verify_point(path)
@@ -244,6 +244,9 @@ def cmd_runs_verify(args: argparse.Namespace) -> int:
             # clean-up left. The next save of the tag, or --repair, removes them.
             print(f"warn {tag}  orphan files {', '.join(strays)} (the next save or "
                   "--repair removes them)")
+            reported.update(f"checkpoints/{name}" for name in strays)
+    # After the points: their own orphans stay on their own lines.
+    failed = _leftovers(args.root, run_id, repair=args.repair, reported=reported) or failed
     return 1 if failed else 0
 
 
