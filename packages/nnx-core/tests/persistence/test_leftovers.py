@@ -1,13 +1,13 @@
 """What a kill leaves behind is removed, and an empty reservation is reclaimed (issue item 10;
 docs/durability.md, Repair and leftovers).
 
-``nnx runs verify --repair`` and a resume from the run remove the temps NNx names
-(``.<file>.<8 hex>``: checkpoints, sidecars, compatibility links, staged manifests,
-idps.csv, journal files), settle staged manifests as the next save would, and drop
-journal chunks past what journal.json publishes, under the run's lease only. A
-directory a fit reserved and was killed in before run.yaml is listed as
-``incomplete`` and reclaimed by a plain retry; a directory holding anything else is
-still refused.
+``nnx runs verify --repair`` removes the temps NNx names (``.<file>.<8 hex>``:
+checkpoints, sidecars, compatibility links, staged manifests, idps.csv, journal
+files), settles staged manifests as the next save would, and drops journal chunks
+past what journal.json publishes, under the run's lease only; a resume writes
+nothing to its source, leftovers included. A directory a fit reserved and was
+killed in before run.yaml is listed as ``incomplete`` and reclaimed by a plain
+retry; a directory holding anything else is still refused.
 """
 
 from __future__ import annotations
@@ -166,14 +166,19 @@ def test_repair_removes_journal_temps_and_unpublished_chunks():
     assert snapshot(hdir) == published
 
 
-def test_a_resume_removes_the_sources_leftovers_and_leaves_its_data(capsys):
+def test_a_resume_writes_nothing_to_its_source_leftovers_included():
+    """A resume writes no data to its source (spec §14.3): its leftovers stay for
+    --repair, which then removes exactly them."""
     source = tiny_model().train(params(), verbose=False)
     clean = snapshot(source.path)
-    plant(source.path)
+    planted = plant(source.path)
+    dirty = snapshot(source.path)
     child = tiny_model().train(params(1, resume_from_run_id=source.id), verbose=False)
     assert [r.epoch for r in child.epoch_records()] == [2]
-    assert snapshot(source.path) == clean  # the leftovers went; nothing else changed
-    assert find_leftovers("runs", source.id) == []
+    assert snapshot(source.path) == dirty
+    assert find_leftovers("runs", source.id) == planted
+    main(["runs", "verify", source.id, "--repair"])
+    assert snapshot(source.path) == clean
 
 
 # -- the empty reservation ---------------------------------------------------------------

@@ -27,7 +27,7 @@ from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.seeding import capture_rng_state, restore_rng_state
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.resume_point import verify_point
-from nnx._persistence.resume_source import prepare_resume_source
+from nnx._persistence.resume_source import check_resume_source
 from nnx._persistence.resume_status import ResumeStatus
 from nnx.enums.schedulers import Schedulers
 
@@ -79,9 +79,8 @@ def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan
                                 f"({path.as_posix()})")
     verify_point(path)  # torn, mixed or corrupted points are refused before anything is read
 
-    # The source's history must hold what its LAST commits, and a kill's leftovers in it
-    # go (nnx._persistence.resume_source).
-    prepare_resume_source(root, source)
+    # The source's history must hold what its LAST commits (nnx._persistence.resume_source).
+    check_resume_source(root, source)
 
     checkpoint = NNCheckpoint.from_file(path)
     state = checkpoint.training_state()

@@ -1,4 +1,6 @@
-"""What a killed writer leaves inside a run directory, and removing it (docs/durability.md).
+"""What a killed writer leaves inside a run directory, and removing it for ``nnx runs verify
+--repair`` (docs/durability.md). A resume never removes its source's: it writes no data
+to its source (spec §14.3).
 
 NNx names every temp it writes, so a stranded one is recognizable by name:
 

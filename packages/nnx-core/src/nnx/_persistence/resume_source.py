@@ -1,16 +1,13 @@
-"""What a resume does to its source run before reading it (spec §4.2, §14.3; docs/durability.md).
+"""What a resume checks of its source run before reading it (spec §4.2, §14.3;
+docs/durability.md, History completeness).
 
-Two things, both before the new run is reserved:
-
-* a source whose history ends before the record its LAST commits (cut, or an
-  older copy: :mod:`nnx._persistence.history_completeness`), or is otherwise
-  unloadable, is refused with :class:`RunDamagedError` naming the file. The
-  child's lineage would start from that history, and the loss would go unseen;
-* the leftovers a kill stranded in the source (:mod:`nnx._persistence.leftovers`)
-  are removed, under the source's lease. Only files no committed point or
-  published history names are removed, so the source's data is unchanged.
-
-A source reached through the runs/best pointer is the run it names now.
+A source whose history ends before the record its LAST commits (cut, or an older
+copy: :mod:`nnx._persistence.history_completeness`), or is otherwise unloadable, is
+refused with :class:`RunDamagedError` naming the file, before the new run is
+reserved: the child's lineage would start from that history and the loss would go
+unseen. Only the history's ends are read, and nothing is written: a resume writes
+no data to its source (§14.3), so its leftovers stay for ``nnx runs verify
+--repair``. A source reached through the runs/best pointer is the run it names now.
 """
 
 from __future__ import annotations
@@ -20,18 +17,16 @@ from pathlib import Path
 from nnx._persistence.best import BEST_NAME, current_best
 from nnx._persistence.history_completeness import read_mark
 from nnx._persistence.history_ends import check_history_ends
-from nnx._persistence.leftovers import remove_leftovers
 from nnx._persistence.run_damage import reading
 
-__all__ = ["prepare_resume_source"]
+__all__ = ["check_resume_source"]
 
 
-def prepare_resume_source(root: Path, run_id: str) -> list[str] | None:
-    """Refuse a damaged source history, then remove the source's leftovers; returns
-    what was removed (None when the source's lease is held: nothing is touched)."""
+def check_resume_source(root: Path, run_id: str) -> None:
+    """Refuse a resume whose source ``run_id`` under ``root`` has a damaged history."""
     source = current_best(root) if run_id == BEST_NAME else run_id
     if source is None:
-        return None
+        return
     run_dir = root / source
     last = run_dir / "checkpoints" / "last.pt"
     mark = None
@@ -39,4 +34,3 @@ def prepare_resume_source(root: Path, run_id: str) -> list[str] | None:
         with reading(source, last):
             mark = read_mark(last)
     check_history_ends(source, run_dir, mark)
-    return remove_leftovers(root, source)

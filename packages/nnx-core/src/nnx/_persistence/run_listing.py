@@ -40,6 +40,7 @@ from nnx._foundation.bounded import load_yaml
 from nnx._foundation.locking import lock_is_held
 from nnx._foundation.records import NNIterationDataPoint
 from nnx._foundation.validation import check_run_id
+from nnx._persistence.best import BEST_NAME
 from nnx._persistence.checkpoint import CHECKPOINT_FORMAT
 from nnx._persistence.checkpoint_format import read_record
 from nnx._persistence.history_completeness import LastMark
@@ -176,8 +177,8 @@ def _run_dirs(root: Path) -> list[Path]:
         return []
     return sorted(entry for entry in root.iterdir()
                   if not entry.name.startswith(".") and not entry.is_symlink()
-                  and entry.is_dir() and ((entry / "run.yaml").is_file()
-                                          or is_empty_reservation(entry)))
+                  and entry.is_dir() and ((entry / "run.yaml").is_file() or (
+                      entry.name != BEST_NAME and is_empty_reservation(entry))))
 
 
 def _incomplete(root: Path, run_id: str) -> RunSummary:

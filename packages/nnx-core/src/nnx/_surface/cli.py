@@ -215,7 +215,8 @@ def cmd_runs_verify(args: argparse.Namespace) -> int:
         print(f"no run {args.run_id!r} under {args.root}", file=sys.stderr)
         return 1
     points = _points(run_dir / "checkpoints")
-    failed, reported = False, set()  # reported: orphans a point's own line names
+    failed = False
+    reported: set[str] = set()  # orphans a point's own line names
     if not points:
         print(f"run {run_id} has no checkpoints")
     for tag, path in sorted(points.items()):
