@@ -27,8 +27,10 @@ from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.seeding import capture_rng_state, restore_rng_state
 from nnx._persistence.best import BEST_NAME, current_best
 from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.leftovers import remove_leftovers
 from nnx._persistence.owed_points import OwedPointsBusy, settle_owed
 from nnx._persistence.resume_point import ResumePointError, verify_point
+from nnx._persistence.resume_source import check_resume_source
 from nnx._persistence.resume_status import ResumeStatus
 from nnx.enums.schedulers import Schedulers
 
@@ -80,6 +82,10 @@ def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan
         raise FileNotFoundError(f"cannot resume: run {source} has no {tag!r} checkpoint "
                                 f"({path.as_posix()})")
     verify_point(path)  # torn, mixed or corrupted points are refused before anything is read
+
+    # The source's history must hold what its LAST commits (nnx._persistence.resume_source).
+    check_resume_source(root, source)
+
     checkpoint = NNCheckpoint.from_file(path)
     state = checkpoint.training_state()
     mode = params.resume_mode
@@ -117,13 +123,17 @@ def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan
 def settle_source(root: Path, source: str) -> None:
     """Finish the source's epoch commit a crash cut short before anything of it is read:
     the points its LAST owes (BEST, FIRST / Qk of that epoch) and their runs/best
-    hand-over (:mod:`nnx._persistence.owed_points`). A source trained by a live process,
-    or whose LAST does not verify (refused right after, by name), is left as it is."""
+    hand-over (:mod:`nnx._persistence.owed_points`), then remove the temps its killed
+    writers stranded (:mod:`nnx._persistence.leftovers`). Both are what the source's own
+    uninterrupted run would have left: no data of the resume's. A source trained by a
+    live process, or whose LAST does not verify (refused right after, by name), is left
+    as it is."""
     run = current_best(root) if source == BEST_NAME else source
     if run is None:
         return
     try:
         written = settle_owed(root, run)
+        remove_leftovers(root, run)  # what its killed writers stranded (None: it is live)
     except (OwedPointsBusy, ResumePointError, ValueError, OSError):
         return  # the checks below report a source that cannot be read
     if written:

@@ -90,11 +90,13 @@ def load_yaml(path: str | os.PathLike[str] | None = None, *, data: bytes | str |
     name = where or (Path(path).name if path is not None else "document")
     raw = _raw(path, data, name, max_bytes)
     try:
-        value = yaml.load(raw, Loader=_YamlLoader)
+        value = yaml.load(raw, Loader=_YamlLoader)  # a safe loader (CSafeLoader or SafeLoader)
     except RecursionError:
         raise ValueError(f"{name} nests too deeply to parse") from None
     except yaml.YAMLError as exc:
-        raise ValueError(f"{name} is not YAML ({_first_line(exc)})") from None
+        # The parser's error class stays in the message: it is the plainest diagnosis.
+        raise ValueError(f"{name} is not YAML ({type(exc).__name__}: {_first_line(exc)})"
+                         ) from None
     return check_shape(value, name, max_depth=max_depth)
 
 

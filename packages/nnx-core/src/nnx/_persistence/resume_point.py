@@ -57,7 +57,7 @@ from nnx._foundation.validation import check_run_id
 from nnx._persistence.checkpoint_format import encode_checkpoint, read_record
 
 __all__ = ["MANIFEST_FORMAT", "ResumePoint", "ResumePointError", "read_point", "repair_point",
-           "stray_files", "verify_point", "write_point"]
+           "settle_staged", "stray_files", "verify_point", "write_point"]
 
 MANIFEST_FORMAT = "nnx.resume_point/1"
 
@@ -212,6 +212,11 @@ def _set_compat(checkpoint: Path, sidecar: str | None) -> None:
             dest.unlink()
         return
     source = checkpoint.with_name(sidecar)
+    with contextlib.suppress(OSError):
+        if os.path.samefile(source, dest):
+            # Already that sidecar: renaming a link of the same file onto it does nothing
+            # (POSIX rename), which would strand the link temp.
+            return
     tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:8]}")
     try:
         os.link(source, tmp)
@@ -463,3 +468,21 @@ def _before_locking(checkpoint: Path, root: Path | None) -> None:
     if not checkpoint.parent.is_dir():
         raise ResumePointError("torn", f"{checkpoint.name} is missing (no directory "
                                f"{checkpoint.parent.as_posix()})")
+
+
+def settle_staged(checkpoint: Path) -> str | None:
+    """A staged manifest a dead writer left, settled as the tag's next save would
+    (:func:`_settle_staged`), for ``nnx runs verify --repair`` and a resume's clean-up:
+    ``"made live"`` when it matches every file (the publish it began completed),
+    ``"removed"`` when the live point verifies without it. A point neither manifest
+    verifies is left as it is (its files are the evidence): None, as without one."""
+    with file_lock(lock_path(checkpoint)):
+        if not _staged_path(checkpoint).is_file():
+            return None
+        try:
+            point = _verified(checkpoint)
+        except ResumePointError:
+            return None
+        outcome = "made live" if point is not None and point.staged else "removed"
+        _settle_staged(checkpoint)
+        return outcome

@@ -6,34 +6,36 @@ per-iteration history, rewritten each epoch. Every file goes through the
 atomic writer. LAST is the commit marker: loading a run drops history newer
 than LAST's epoch (what a killed process may have left behind).
 
-A run whose files cannot be read back (a garbage run.yaml, a torn idps.csv or
-LAST, a history LAST commits but that is gone) raises :class:`RunDamagedError`
-naming the file and the cause. :meth:`NNRun.scan` lists such runs beside the
-healthy ones instead of stopping at the first.
+A run whose files cannot be read back (a garbage or too deeply nested run.yaml,
+a torn idps.csv or LAST, a history LAST commits but that is gone or ends before
+the record LAST commits: :mod:`nnx._persistence.history_completeness`) raises
+:class:`RunDamagedError` naming the file and the cause. :meth:`NNRun.scan` lists
+such runs beside the healthy ones instead of stopping at the first.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from nnx._foundation.atomic import atomic_write_text
+from nnx._foundation.bounded import load_yaml
 from nnx._foundation.environment import environment_snapshot
 from nnx._foundation.identity import check_salt, run_id, run_identity
 from nnx._foundation.locking import file_lock
 from nnx._foundation.records import NNIterationDataPoint
 from nnx._foundation.validation import check_run_id
 from nnx._persistence.checkpoint import NNCheckpoint
-from nnx._persistence.checkpoint_format import read_record
+from nnx._persistence.history_completeness import LastMark, check_ends_at, last_within, read_mark
 from nnx._persistence.history_csv import IdpsCsv, read_idps_csv
 from nnx._persistence.resume_status import ResumeStatus
+from nnx._persistence.run_damage import DamagedRun, RunDamagedError, display_path
+from nnx._persistence.run_damage import reading as _reading
 from nnx._persistence.run_render import render_html, render_text
 from nnx.enums.nets import Nets
 from nnx.history.reader import read_epochs, read_manifest, read_tail
@@ -47,55 +49,6 @@ __all__ = ["DEFAULT_ROOT", "DamagedRun", "NNRun", "RunDamagedError", "display_pa
 
 #: Where runs live, relative to the working directory.
 DEFAULT_ROOT = "runs"
-
-
-def display_path(path: Path) -> str:
-    """``runs/<id>`` relative to the working directory, with ``/`` separators."""
-    try:
-        shown = os.path.relpath(path, Path.cwd())
-    except ValueError:  # another drive on Windows
-        shown = str(path)
-    return shown.replace(os.sep, "/")
-
-
-class RunDamagedError(ValueError):
-    """A run's file exists but cannot be read back; names the run, the file and why."""
-
-    def __init__(self, run_id: str, path: Path, reason: str) -> None:
-        super().__init__(f"run {run_id} is damaged: {display_path(path)}: {reason}")
-        self.run_id, self.path, self.reason = run_id, path, reason
-
-
-@dataclass(frozen=True, slots=True)
-class DamagedRun:
-    """One entry of :meth:`NNRun.scan`'s damaged list: which run, which file, why."""
-
-    run_id: str
-    path: Path
-    reason: str
-
-
-def _cause(exc: BaseException) -> str:
-    """An underlying error on one line (torch's and YAML's run to several)."""
-    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-    text = text if len(text) <= 200 else text[:197] + "..."
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-@contextlib.contextmanager
-def _reading(run_id: str, path: Path) -> Iterator[None]:
-    """Any failure reading ``path`` is damage of that file. A missing add-on is not:
-    its install hint (an ImportError) passes through."""
-    try:
-        yield
-    except (RunDamagedError, ImportError):
-        raise
-    except Exception as exc:
-        # An empty file is the plainest diagnosis; torch's own message for one (about
-        # mmap and zip serialization) would send the user the wrong way.
-        empty = path.is_file() and path.stat().st_size == 0
-        raise RunDamagedError(run_id, path, "empty file (0 bytes)" if empty else _cause(exc)
-                              ) from exc
 
 
 def _task_block(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -206,10 +159,13 @@ class NNRun:
         meta = path / "metadata.yaml"
         if meta.is_file():
             with _reading(run_id, meta):
-                run.metadata = yaml.safe_load(meta.read_text(encoding="utf-8")) or {}
+                run.metadata = load_yaml(meta) or {}
+                if not isinstance(run.metadata, dict):
+                    raise ValueError(f"not a mapping but a {type(run.metadata).__name__}")
                 if run.metadata.get("resume") is not None:
                     run.resume_status = ResumeStatus.from_state(run.metadata["resume"])
-        last_epoch = run.committed_epoch()
+        mark = run.committed_mark()
+        last_epoch = None if mark is None else mark.epoch
         # Under the history protocol LAST commits the history: before the first LAST, a
         # killed process's history (epoch 0 written, LAST not yet) is all uncommitted.
         uncommitted = last_epoch is None and (path / ".history-committed-by-last").is_file()
@@ -218,6 +174,9 @@ class NNRun:
                 manifest = read_manifest(path)
                 retention = 1000 if manifest is None else manifest.retention
                 run.idps = [] if uncommitted else read_tail(path, retention, last_epoch)
+            if mark is not None:  # the tail's last record is LAST's, or records are lost
+                check_ends_at(run_id, path / "history" / "journal.json",
+                              last_within(run.idps[-1:], mark.epoch), mark)
             return run
         history = path / "idps.csv"
         if last_epoch is not None and not history.is_file():
@@ -228,14 +187,15 @@ class NNRun:
         if history.is_file() and not uncommitted:
             with _reading(run_id, history):
                 run.idps = read_idps_csv(history.read_text(encoding="utf-8"))
-        if last_epoch is not None:
-            run.idps = [idp for idp in run.idps if idp.epoch <= last_epoch]
+        if mark is not None:
+            run.idps = [idp for idp in run.idps if idp.epoch <= mark.epoch]
+            check_ends_at(run_id, history, last_within(run.idps[-1:], mark.epoch), mark)
         return run
 
     @classmethod
     def _from_config(cls, path: Path, root: str | os.PathLike[str]) -> NNRun:
         """The run run.yaml describes, checked to hash to its directory's name."""
-        doc = yaml.safe_load((path / "run.yaml").read_text(encoding="utf-8"))
+        doc = load_yaml(path / "run.yaml")  # bounded: a planted deep document is damage
         return cls._from_document(doc, path, root)
 
     @classmethod
@@ -269,12 +229,18 @@ class NNRun:
 
     def committed_epoch(self) -> int | None:
         """LAST's epoch: the last committed epoch, or None before the first commit."""
+        mark = self.committed_mark()
+        return None if mark is None else mark.epoch
+
+    def committed_mark(self) -> LastMark | None:
+        """Where LAST says the committed history ends (its epoch and last record's
+        iter_idx), or None before the first commit."""
         last = self.checkpoints_dir / "last.pt"
         if not last.is_file():
             return None
         with _reading(self.id, last):  # the one safe reader: nothing unpickled, no tensor read
-            epoch = int(read_record(last)["epoch"])
-        return epoch
+            mark = read_mark(last)
+        return mark
 
     @classmethod
     def scan(cls, root: str | os.PathLike[str] = DEFAULT_ROOT

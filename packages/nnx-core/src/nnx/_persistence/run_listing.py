@@ -17,6 +17,12 @@ Status (documented in docs/durability.md):
   deliberate stop (``should_stop``: an early stop, written into LAST's
   manifest position as ``stopped``), and ``interrupted`` when there is no LAST
   or it is an earlier epoch without that mark (a kill, a failure).
+
+A directory with no run.yaml is listed only when it is an empty reservation
+(:func:`~nnx._persistence.reservation.is_empty_reservation`: a fit killed
+before it wrote run.yaml): ``incomplete`` (``running`` while its lease is
+held), with no net, epochs or BEST. It is not damage (a plain retry reclaims
+it), so it does not change ``nnx runs list``'s exit status.
 """
 
 from __future__ import annotations
@@ -30,27 +36,26 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from nnx._foundation.bounded import load_yaml
 from nnx._foundation.locking import lock_is_held
 from nnx._foundation.records import NNIterationDataPoint
 from nnx._foundation.safe_paths import is_link
 from nnx._foundation.validation import check_run_id
+from nnx._persistence.best import BEST_NAME
 from nnx._persistence.checkpoint import CHECKPOINT_FORMAT
 from nnx._persistence.checkpoint_format import read_record
+from nnx._persistence.history_completeness import LastMark
 from nnx._persistence.history_ends import check_history_ends
+from nnx._persistence.reservation import is_empty_reservation
 from nnx._persistence.resume_point import manifest_path, read_point
-from nnx._persistence.run import DamagedRun, NNRun, RunDamagedError, _reading
+from nnx._persistence.run import NNRun
+from nnx._persistence.run_damage import DamagedRun, RunDamagedError
+from nnx._persistence.run_damage import reading as _reading
 from nnx._persistence.run_render import score_label
 from nnx.enums.nets import Nets
 from nnx.provenance import read_provenance
 
 __all__ = ["RunSummary", "matching_run_ids", "summarize_run", "summarize_runs"]
-
-# The C parser when PyYAML has it: run.yaml dominates a listing's cost, and both
-# loaders build the same plain values through the same safe constructor.
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
 
 @dataclass(frozen=True, slots=True)
 class RunSummary:
@@ -61,7 +66,7 @@ class RunSummary:
     net: str
     epochs: int  # epochs committed: LAST's epoch + 1, 0 before the first commit
     planned: int  # the epoch the plan ends at (exclusive), as LAST records it
-    status: str  # running | committed | interrupted
+    status: str  # running | committed | interrupted | incomplete
     best_epoch: int | None
     best_what: str | None  # "val error", "val loss", ..., or the named monitor
     best_value: float | None
@@ -70,7 +75,9 @@ class RunSummary:
 
 
 def _yaml(path: Path) -> Any:
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+    # Bounded (a planted deep document is damage, never a RecursionError) and through
+    # the C parser when PyYAML has it: run.yaml dominates a listing's cost.
+    return load_yaml(path)
 
 
 def _record(run_id: str, path: Path) -> Mapping[str, Any]:
@@ -153,8 +160,13 @@ def summarize_run(root: str | os.PathLike[str], run_id: str) -> RunSummary:
         with _reading(run_id, path / "metadata.yaml"):
             _yaml(path / "metadata.yaml")
     last = run.checkpoints_dir / "last.pt"
-    committed = int(_record(run_id, last)["epoch"]) if last.is_file() else None
-    check_history_ends(run.id, run.path, committed)
+    mark = None
+    if last.is_file():
+        record = _record(run_id, last)
+        with _reading(run_id, last):
+            mark = LastMark.of(record)
+    check_history_ends(run.id, run.path, mark)  # a history cut short of LAST is damage
+    committed = None if mark is None else mark.epoch
     epochs = 0 if committed is None else committed + 1
     planned, stopped = (_planned(run, last) if committed is not None
                         else (int(run.loop_params.n_epochs), False))
@@ -166,18 +178,32 @@ def summarize_run(root: str | os.PathLike[str], run_id: str) -> RunSummary:
 
 
 def _run_dirs(root: Path) -> list[Path]:
+    """The runs (a run.yaml) and empty reservations under ``root``, sorted."""
     if not root.is_dir():
         return []
     return sorted(entry for entry in root.iterdir()
                   if not entry.name.startswith(".") and not entry.is_symlink()
-                  and entry.is_dir() and (entry / "run.yaml").is_file())
+                  and entry.is_dir() and ((entry / "run.yaml").is_file() or (
+                      entry.name != BEST_NAME and is_empty_reservation(entry))))
+
+
+def _incomplete(root: Path, run_id: str) -> RunSummary:
+    """The row of an empty reservation: no configuration to show."""
+    running = lock_is_held(root / ".leases" / f"{run_id}.lock")
+    return RunSummary(run_id=run_id, created=_created(root / run_id), net="-", epochs=0,
+                      planned=0, status="running" if running else "incomplete",
+                      best_epoch=None, best_what=None, best_value=None, salt=None,
+                      data_id=None)
 
 
 def summarize_runs(root: str | os.PathLike[str]) -> tuple[list[RunSummary], list[DamagedRun]]:
-    """Every run under ``root`` sorted by id: the rows, and the damaged runs (as
-    :meth:`NNRun.scan` names them)."""
+    """Every run under ``root`` sorted by id: the rows (an empty reservation's as
+    ``incomplete``), and the damaged runs (as :meth:`NNRun.scan` names them)."""
     rows, damaged = [], []
     for entry in _run_dirs(Path(root)):
+        if not (entry / "run.yaml").is_file():
+            rows.append(_incomplete(Path(root), entry.name))
+            continue
         try:
             rows.append(summarize_run(root, entry.name))
         except RunDamagedError as exc:

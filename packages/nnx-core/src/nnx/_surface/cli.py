@@ -169,6 +169,30 @@ def _points(directory: Path) -> dict[str, Path]:
     return points
 
 
+def _leftovers(root: str, run_id: str, *, repair: bool, reported: set[str]) -> bool:
+    """Report (or with ``repair`` remove, under the run's lease) the temps and staged
+    manifests a kill stranded in the run, but those in ``reported`` (a point's line names
+    them already); True when they could not even be listed."""
+    # lazy: loads torch (module docstring)
+    from nnx._persistence.leftovers import find_leftovers, remove_leftovers
+
+    try:
+        if not repair:
+            if found := [n for n in find_leftovers(root, run_id) if n not in reported]:
+                print(f"warn leftovers  {', '.join(found)} (--repair removes them)")
+            return False
+        removed = remove_leftovers(root, run_id)
+    except (OSError, ValueError) as exc:  # an unsafe path (a planted link) included
+        print(f"FAIL leftovers  {type(exc).__name__}: {exc}")
+        return True
+    if removed is None:
+        print(f"skipped leftovers  run {run_id} is being trained (its lease is held); "
+              "repair it once training ends")
+    elif removed:
+        print(f"repaired leftovers  removed {', '.join(removed)}")
+    return False
+
+
 def cmd_runs_verify(args: argparse.Namespace) -> int:
     """One line per resume point of the run; exit 1 when any fails (spec §14.3)."""
     from nnx._persistence.resume_point import (  # lazy: loads torch (module docstring)
@@ -191,10 +215,10 @@ def cmd_runs_verify(args: argparse.Namespace) -> int:
         print(f"no run {args.run_id!r} under {args.root}", file=sys.stderr)
         return 1
     points = _points(run_dir / "checkpoints")
+    failed = False
+    reported: set[str] = set()  # orphans a point's own line names
     if not points:
         print(f"run {run_id} has no checkpoints")
-        return 0
-    failed = False
     for tag, path in sorted(points.items()):
         try:
             # root=: a symbolic link below the runs root is refused (FAIL), never followed.
@@ -222,7 +246,10 @@ def cmd_runs_verify(args: argparse.Namespace) -> int:
             # clean-up left. The next save of the tag, or --repair, removes them.
             print(f"warn {tag}  orphan files {', '.join(strays)} (the next save or "
                   "--repair removes them)")
+            reported.update(f"checkpoints/{name}" for name in strays)
     failed |= _owed(Path(args.root), run_id, repair=args.repair)
+    # After the points: their own orphans stay on their own lines.
+    failed = _leftovers(args.root, run_id, repair=args.repair, reported=reported) or failed
     return 1 if failed else 0
 
 
@@ -276,10 +303,12 @@ def build_parser() -> argparse.ArgumentParser:
     runs = sub.add_parser("runs", help="read what training wrote under runs/")
     runs_sub = runs.add_subparsers(dest="runs_command", required=True)
     listing = runs_sub.add_parser("list", help="every run: created, net, epochs done, status "
-                                  "(running / committed / interrupted), its BEST score and "
-                                  "what it scores, salt and data id, and the runs/best mark; "
-                                  "a damaged run is listed with the file and the problem "
-                                  "(exit 1 if any is damaged)")
+                                  "(running / committed / interrupted, or incomplete for a "
+                                  "reservation a kill left before run.yaml), its BEST score "
+                                  "and what it scores, salt and data id, and the runs/best "
+                                  "mark; a damaged run is listed with the file and the "
+                                  "problem (exit 1 if any is damaged; an incomplete one is "
+                                  "not damage)")
     listing.add_argument("--root", default="runs")
     listing.set_defaults(func=cmd_runs_list)
     show = runs_sub.add_parser("show", help="one run's configuration and epochs (exit 1 "
@@ -292,8 +321,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("run_id", help="a run id, or a prefix of exactly one")
     verify.add_argument("--root", default="runs")
     verify.add_argument("--repair", action="store_true",
-                        help="remove the orphan files of points that verify: sidecars no "
-                        "manifest names and stranded compatibility-copy temps")
+                        help="remove what a kill left, under the run's lease: the temps "
+                        "NNx names (.<file>.<hex>), staged manifests (made live when they "
+                        "match, else removed), unpublished journal chunks, and the orphan "
+                        "files of points that verify (sidecars no manifest names)")
     verify.set_defaults(func=cmd_runs_verify)
     return parser
 

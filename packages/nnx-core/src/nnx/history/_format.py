@@ -13,6 +13,7 @@ import json
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from nnx._foundation.bounded import load_json
 from nnx._foundation.hashing import sha256_hex
 from nnx.history.errors import HistoryCorruptionError
 
@@ -54,6 +55,8 @@ def decode_line(line: bytes, where: str) -> Any:
         return json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise HistoryCorruptionError(f"{where}: not a JSON line ({exc})") from None
+    except RecursionError:  # a planted line nested past the parser's stack
+        raise HistoryCorruptionError(f"{where}: nests too deeply to parse") from None
 
 
 def line_hash(line: bytes) -> str:
@@ -126,7 +129,12 @@ class JournalManifest:
 
     @classmethod
     def parse(cls, data: bytes, where: str) -> JournalManifest:
-        doc = decode_line(data, where)
+        # The bounded reader: a planted huge or deeply nested manifest is corruption
+        # (HistoryCorruptionError), never a RecursionError.
+        try:
+            doc = load_json(data=data, where=where)
+        except ValueError as exc:
+            raise HistoryCorruptionError(str(exc)) from None
         if not isinstance(doc, dict) or doc.pop("format", None) != FORMAT:
             raise HistoryCorruptionError(f"{where}: not a {FORMAT} manifest")
         _ints(doc, ("retention", "chunk_size", "chunks", "records", "epochs", "index_bytes",

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from nnx._foundation.bounded import read_bounded
 from nnx._foundation.hashing import sha256_hex
 from nnx._foundation.records import NNIterationDataPoint
 from nnx.history._format import (
@@ -35,9 +36,11 @@ def load_manifest(hdir: Path) -> JournalManifest | None:
     """The published manifest, or None when the journal has published nothing."""
     path = hdir / MANIFEST
     try:
-        data = path.read_bytes()
+        data = read_bounded(path)  # a few hundred bytes; a huge one is planted, not ours
     except FileNotFoundError:
         return None
+    except ValueError as exc:
+        raise HistoryCorruptionError(f"{path}: {exc}") from None
     return JournalManifest.parse(data, str(path))
 
 

@@ -47,10 +47,20 @@ def iter_history(run_id_or_dir: RunRef, *, root: str | os.PathLike[str] = "runs"
     ``checkpoints/last.pt`` (no limit while the run has no LAST; an unreadable
     LAST raises ValueError). ``lineage=True`` first yields the records of the
     run this one resumed from, up to the branch epoch, recursively. A corrupt
-    journal raises :class:`HistoryCorruptionError`.
+    journal raises :class:`HistoryCorruptionError`. Read up to LAST (no
+    ``last_epoch``), a history that ends before the record LAST commits (cut,
+    or an older copy), or a missing one, raises ``RunDamagedError`` naming the
+    file before any record is returned.
     """
     run_dir = resolve_run(run_id_or_dir, root)
     limit = committed_epoch(run_dir) if last_epoch is None else last_epoch
+    if last_epoch is None and limit is not None:
+        # Imported here: history_ends reads journals through this package, which imports
+        # this module while it initializes (a module-level import would be a cycle).
+        from nnx._persistence.history_ends import check_history_ends
+
+        check_history(run_dir)  # a corrupt journal is HistoryCorruptionError, as documented
+        check_history_ends(run_dir.name, run_dir, limit)  # RunDamagedError when cut short
     if lineage:
         return lineage_records(run_dir, limit)
     return own_records(run_dir, limit)

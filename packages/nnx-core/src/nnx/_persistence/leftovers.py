@@ -1,0 +1,118 @@
+"""What a killed writer leaves inside a run directory, and removing it for ``nnx runs verify
+--repair`` and at the start of a resume from the run (docs/durability.md). Removing a
+source's stranded temps writes no data to it (spec §14.3): it leaves the directory as
+the source's own uninterrupted writers would have.
+
+NNx names every temp it writes, so a stranded one is recognizable by name:
+
+* ``.<name>.<8 hex>``: the atomic writer's temp of any file (run.yaml,
+  metadata.yaml, idps.csv, provenance, a checkpoint or its sidecar, a staged
+  manifest, a journal chunk or journal.json) and the compatibility link's
+  ``.<tag>.pt.opt.pt.<8 hex>``, in the run directory, ``checkpoints/`` and
+  ``history/``. A kill between writing and renaming leaves one, as large as
+  the file it was to become; nothing reuses or deletes it;
+* ``<tag>.pt.manifest.json.staged``: a staged manifest a writer died with,
+  settled as the tag's next save settles it
+  (:func:`~nnx._persistence.resume_point.settle_staged`);
+* ``history/chunk-<n>.jsonl`` past what journal.json publishes: an epoch's
+  chunks written before a kill, which no reader reads and no writer continues.
+
+:func:`remove_leftovers` removes them only under the run's lease (held by the
+taken here without waiting), so a live writer of the run, which holds the lease
+for its whole fit, is never robbed of a temp it is writing; a held lease (this
+process's own fit included) means nothing is touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+from pathlib import Path
+
+from nnx._foundation.atomic import fsync_dir
+from nnx._foundation.locking import LockBusyError, file_lock
+from nnx._foundation.safe_paths import check_inside, inside
+from nnx._persistence.resume_point import settle_staged
+from nnx.history._format import HISTORY_DIR, chunk_name
+from nnx.history._store import load_manifest
+from nnx.history.errors import HistoryCorruptionError
+
+__all__ = ["find_leftovers", "remove_leftovers"]
+
+_TEMP = re.compile(r"^\.[^/\\]+\.[0-9a-f]{8}$")
+_CHUNK = re.compile(r"^chunk-(\d{8})\.jsonl$")
+_STAGED = ".manifest.json.staged"
+_PLACES = ("", "checkpoints", HISTORY_DIR)  # where a run's writers write
+
+
+def _plain_files(directory: Path) -> list[str]:
+    """The regular files directly in ``directory`` (links and directories left out)."""
+    try:
+        entries = list(os.scandir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(e.name for e in entries if e.is_file(follow_symlinks=False))
+
+
+def _unpublished_chunks(hdir: Path, names: list[str]) -> list[str]:
+    """Chunk files past the published manifest's count; none without a manifest that
+    loads (an unpublished first epoch or a migration's leftover: not ours to judge)."""
+    try:
+        manifest = load_manifest(hdir)
+    except HistoryCorruptionError:
+        return []
+    if manifest is None:
+        return []
+    return [name for name in names if (m := _CHUNK.match(name)) is not None
+            and int(m.group(1)) >= manifest.chunks and name == chunk_name(int(m.group(1)))]
+
+
+def find_leftovers(root: str | os.PathLike[str], run_id: str) -> list[str]:
+    """What :func:`remove_leftovers` would remove or settle, relative to the run
+    directory, sorted (read-only; no lock)."""
+    run_dir = inside(root, run_id, what="run id")
+    found = []
+    for place in _PLACES:
+        directory = check_inside(root, run_dir / place) if place else run_dir
+        names = _plain_files(directory)
+        prefix = f"{place}/" if place else ""
+        found += [prefix + n for n in names if _TEMP.match(n)]
+        if place == "checkpoints":
+            found += [prefix + n for n in names if n.endswith(_STAGED)]
+        if place == HISTORY_DIR:
+            found += [prefix + n for n in _unpublished_chunks(directory, names)]
+    return sorted(found)
+
+
+def _remove(run_dir: Path, names: list[str]) -> list[str]:
+    removed, touched = [], set()
+    for name in names:
+        path = run_dir / name
+        if name.endswith(_STAGED):
+            outcome = settle_staged(path.with_name(path.name.removesuffix(_STAGED)))
+            if outcome is not None:
+                removed.append(f"{name} ({outcome})")
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                path.unlink()
+                removed.append(name)
+                touched.add(path.parent)
+    for directory in touched:
+        fsync_dir(directory)
+    return removed
+
+
+def remove_leftovers(root: str | os.PathLike[str], run_id: str) -> list[str] | None:
+    """Remove the run's :func:`find_leftovers` under its lease, taken without waiting;
+    returns what was removed (a settled staged manifest as ``"<name> (made live)"`` or
+    ``"<name> (removed)"``), or None when the lease is held (a fit of the run, in this
+    process or another, may be writing them: nothing is touched)."""
+    run_dir = inside(root, run_id, what="run id")
+    try:
+        with file_lock(Path(root) / ".leases" / f"{run_id}.lock", blocking=False, root=root):
+            return _remove(run_dir, find_leftovers(root, run_id))
+    except LockBusyError:
+        return None

@@ -1,0 +1,36 @@
+"""What a resume checks of its source run before reading it (spec §4.2, §14.3;
+docs/durability.md, History completeness).
+
+A source whose history ends before the record its LAST commits (cut, or an older
+copy: :mod:`nnx._persistence.history_completeness`), or is otherwise unloadable, is
+refused with :class:`RunDamagedError` naming the file, before the new run is
+reserved: the child's lineage would start from that history and the loss would go
+unseen. Only the history's ends are read, and nothing is written: a resume writes
+no data to its source (§14.3), so its leftovers stay for ``nnx runs verify
+--repair``. A source reached through the runs/best pointer is the run it names now.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nnx._persistence.best import BEST_NAME, current_best
+from nnx._persistence.history_completeness import read_mark
+from nnx._persistence.history_ends import check_history_ends
+from nnx._persistence.run_damage import reading
+
+__all__ = ["check_resume_source"]
+
+
+def check_resume_source(root: Path, run_id: str) -> None:
+    """Refuse a resume whose source ``run_id`` under ``root`` has a damaged history."""
+    source = current_best(root) if run_id == BEST_NAME else run_id
+    if source is None:
+        return
+    run_dir = root / source
+    last = run_dir / "checkpoints" / "last.pt"
+    mark = None
+    if last.is_file():
+        with reading(source, last):
+            mark = read_mark(last)
+    check_history_ends(source, run_dir, mark)
