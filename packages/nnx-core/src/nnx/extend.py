@@ -14,6 +14,9 @@ unchanged, so an add-on (and the reference plugin under
 * files: :func:`atomic_write`, :func:`atomic_write_bytes`, :func:`atomic_write_text`
   (the one atomic writer: temp beside the destination, flush, rename), so an add-on
   that saves a file (a tokenizer, an adapter) never writes a second one;
+* reading back: :func:`sha256_hex` (the one content digest) and :func:`cause_line` (an
+  underlying error on one line), so an add-on's loader checks and reports a damaged
+  file as core's loaders do;
 * modes: :func:`preserved_state` (the §13.2 non-destructive contract: every
   submodule's train/eval flag restored, also on error), so an add-on's
   inference helper (``GenerativeNNModel.generate``) restores modes as core's do;
@@ -52,6 +55,7 @@ from nnx._foundation.config_base import (
     runtime,
     set_field,
 )
+from nnx._foundation.hashing import sha256_hex
 from nnx._foundation.modes import preserved_state
 from nnx._foundation.plugins import MissingDistributionError
 from nnx._foundation.validation import (
@@ -78,6 +82,7 @@ from nnx._foundation.validation import (
     enum_spelling,
     enum_spellings,
 )
+from nnx._persistence.read_errors import cause_line
 from nnx.enums.nets import NetRegistration
 from nnx.metrics.registry import (
     MetricRegistration,
@@ -110,6 +115,7 @@ __all__ = [
     "atomic_write",
     "atomic_write_bytes",
     "atomic_write_text",
+    "cause_line",
     "check_batch_sizes",
     "check_choice",
     "check_count",
@@ -143,6 +149,7 @@ __all__ = [
     "require_exact",
     "runtime",
     "set_field",
+    "sha256_hex",
     "train_mode",
     "unregister_metric",
     "unregister_model_factory",

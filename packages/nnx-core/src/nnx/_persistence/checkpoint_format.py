@@ -19,7 +19,8 @@ from typing import Any
 
 import torch
 
-__all__ = ["decode_checkpoint", "encode_checkpoint", "is_safetensors", "read_record"]
+__all__ = ["check_map_location", "decode_checkpoint", "encode_checkpoint", "is_safetensors",
+           "read_record"]
 
 
 def is_safetensors(path: str | os.PathLike[str]) -> bool:
@@ -38,6 +39,12 @@ def encode_checkpoint(path: Path, payload: Mapping[str, Any]) -> bytes:
     return save(tensors, metadata={"nnx": json.dumps(meta, allow_nan=True)})
 
 
+def check_map_location(path: Path, map_location: Any) -> None:
+    """Refuse (TypeError) a map_location ``path``'s format cannot honour, before reading."""
+    if is_safetensors(path):
+        _device(map_location)
+
+
 def _device(map_location: Any) -> str:
     if map_location is None:
         return "cpu"
@@ -48,20 +55,31 @@ def _device(map_location: Any) -> str:
                     "forms exist only for pickle checkpoints)")
 
 
-def decode_checkpoint(path: Path, map_location: Any = "cpu") -> Any:
+def decode_checkpoint(path: Path, map_location: Any, data: bytes) -> Any:
+    """The payload ``data`` (the bytes of ``path``, read once by the caller, who may have
+    checked their digest) holds; ``path``'s suffix says the format."""
     if not is_safetensors(path):
-        return torch.load(os.fspath(path), map_location=map_location, weights_only=True)
-    from safetensors import safe_open
+        return torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
+    from safetensors.torch import load
 
     device = _device(map_location)
-    with safe_open(os.fspath(path), framework="pt", device=device) as handle:
-        meta = handle.metadata() or {}
-        state = {key: handle.get_tensor(key) for key in handle.keys()}  # noqa: SIM118
+    state = load(data)  # validates the header and every tensor's extent
+    meta = _safetensors_metadata(data)
     if "nnx" not in meta:
-        raise ValueError(f"{path} is a safetensors file without NNx checkpoint metadata")
+        raise ValueError("a safetensors file without NNx checkpoint metadata")
     payload = json.loads(meta["nnx"])
-    payload["state_dict"] = state
+    payload["state_dict"] = state if device == "cpu" else {
+        key: tensor.to(device) for key, tensor in state.items()}
     return payload
+
+
+def _safetensors_metadata(data: bytes) -> Mapping[str, str]:
+    """The ``__metadata__`` of a safetensors header: an 8-byte little-endian length, then
+    that many bytes of JSON (the format's definition; ``load`` has already checked it)."""
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + size])
+    meta = header.get("__metadata__") if isinstance(header, dict) else None
+    return meta if isinstance(meta, dict) else {}
 
 
 def read_record(path: Path) -> Mapping[str, Any]:

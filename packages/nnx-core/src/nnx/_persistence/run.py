@@ -33,6 +33,7 @@ from nnx._foundation.validation import check_run_id
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.checkpoint_format import read_record
 from nnx._persistence.history_csv import IdpsCsv, read_idps_csv
+from nnx._persistence.read_errors import CheckpointReadError, cause_line
 from nnx._persistence.resume_status import ResumeStatus
 from nnx._persistence.run_render import render_html, render_text
 from nnx.enums.nets import Nets
@@ -75,13 +76,6 @@ class DamagedRun:
     reason: str
 
 
-def _cause(exc: BaseException) -> str:
-    """An underlying error on one line (torch's and YAML's run to several)."""
-    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-    text = text if len(text) <= 200 else text[:197] + "..."
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 @contextlib.contextmanager
 def _reading(run_id: str, path: Path) -> Iterator[None]:
     """Any failure reading ``path`` is damage of that file. A missing add-on is not:
@@ -90,11 +84,13 @@ def _reading(run_id: str, path: Path) -> Iterator[None]:
         yield
     except (RunDamagedError, ImportError):
         raise
+    except CheckpointReadError as exc:  # it names the file already: keep its reason alone
+        raise RunDamagedError(run_id, path, exc.reason) from exc
     except Exception as exc:
         # An empty file is the plainest diagnosis; torch's own message for one (about
         # mmap and zip serialization) would send the user the wrong way.
         empty = path.is_file() and path.stat().st_size == 0
-        raise RunDamagedError(run_id, path, "empty file (0 bytes)" if empty else _cause(exc)
+        raise RunDamagedError(run_id, path, "empty file (0 bytes)" if empty else cause_line(exc)
                               ) from exc
 
 
