@@ -456,15 +456,21 @@ def read_verified(checkpoint: Path, decode: Callable[[bytes], Any]
     does not verify raises ResumePointError naming the checkpoint; ``decode``'s own
     errors pass through as they are, for the caller to name.
     """
+    if not _has_manifest(checkpoint):  # no lock file is created beside a bare copy
+        return decode(checkpoint.read_bytes()), None
     with _reader_lock(checkpoint):
         held = _Held(checkpoint.read_bytes(), decode)
-        if not manifest_path(checkpoint).is_file() and not _staged_path(checkpoint).is_file():
+        if not _has_manifest(checkpoint):
             return held.payload(), None
         try:
             point = _verified(checkpoint, held)
         except ResumePointError as exc:
             raise ResumePointError(exc.kind, exc.detail, path=checkpoint) from None
     return held.payload(), point
+
+
+def _has_manifest(checkpoint: Path) -> bool:
+    return manifest_path(checkpoint).is_file() or _staged_path(checkpoint).is_file()
 
 
 def check_held(checkpoint: Path, point: ResumePoint, role: str, data: bytes) -> None:
