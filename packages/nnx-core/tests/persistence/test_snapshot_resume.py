@@ -49,7 +49,7 @@ def test_auto_resumes_a_snapshots_weights(tmp_path, fmt, tags):
         model = _model(7)
         original = model.net.load_state_dict
 
-        def spy(state, *args, **kwargs):
+        def spy(state, *args, captured=captured, original=original, **kwargs):
             captured.update({k: v.clone() for k, v in state.items()})
             return original(state, *args, **kwargs)
 

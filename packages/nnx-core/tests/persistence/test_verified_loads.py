@@ -118,7 +118,7 @@ def test_a_safetensors_snapshot_is_verified_too(tmp_path):
     _flip_in_tensor(snapshot, model.net.state_dict()["layers.1.weight"])
     for load in (lambda: NNCheckpoint.load(run.id, "snap_e1.safetensors", root=tmp_path),
                  lambda: NNModel.from_checkpoint(snapshot)):
-        with pytest.raises(ResumePointError, match="snap_e1.safetensors does not match"):
+        with pytest.raises(ResumePointError, match=r"snap_e1\.safetensors does not match"):
             load()
     assert NNCheckpoint.from_file(snapshot, verify=False).epoch == 1
 
@@ -167,7 +167,7 @@ def test_a_payload_that_is_not_an_nnx_checkpoint_is_named(tmp_path):
 
 
 def test_a_checkpoint_without_a_manifest_loads_as_before(tmp_path):
-    run, model = _trained(tmp_path)
+    run, _ = _trained(tmp_path)
     copy = tmp_path / "deployed" / "best.pt"
     copy.parent.mkdir()
     shutil.copy(run.checkpoints_dir / "best.pt", copy)
@@ -196,5 +196,5 @@ def test_a_staged_manifest_that_matches_vouches_for_the_load(tmp_path):
 
 def test_a_safetensors_map_location_it_cannot_honour_is_refused_before_reading(tmp_path):
     run, _ = _trained(tmp_path, [ModelCheckpoint(prefix="snap", format="safetensors")])
-    with pytest.raises(TypeError, match="device string or torch.device"):
+    with pytest.raises(TypeError, match=r"device string or torch\.device"):
         NNCheckpoint.load(run.id, "snap_e1", root=tmp_path, map_location=lambda s, _: s)

@@ -343,10 +343,11 @@ class NNModel:
         A registered model is rebuilt through its factory and a runtime module
         needs ``module=`` (a fresh instance of the same topology); both are
         checked against the saved parameter names and shapes before any weight
-        is loaded (ValueError on a mismatch). A built-in or registered net is first
-        built on the meta device and compared there, so a checkpoint recording
-        another net's configuration is refused (ValueError naming the checkpoint and
-        the first differing tensors) before that net's memory is allocated. A
+        is loaded (ValueError on a mismatch). A built-in net is first built on the
+        meta device and compared there, so a checkpoint recording another net's
+        configuration (its ``hidden_dims``, say) is refused (ValueError naming the
+        checkpoint and the first differing tensors) before that net's memory is
+        allocated. A
         checkpoint read from a path is verified against its manifest
         (:meth:`NNCheckpoint.from_file`). The checkpoint's transform recipes
         are replayed on the rebuilt base first; one this process cannot replay
@@ -367,8 +368,6 @@ class NNModel:
             return replay_transforms(net, recipes, base=params.net)
 
         if not isinstance(params.net, Nets):
-            if module is None:  # a registered factory; a runtime module= is built already
-                check_rebuild_fits(None, params, checkpoint.state_dict, what, replay)
             model = cls(params=params, module=module, batch_adapter=batch_adapter)
             model.transforms = replay_transforms(model.net, recipes, base=model.params.net)
             check_weights_fit(model.net, checkpoint.state_dict,

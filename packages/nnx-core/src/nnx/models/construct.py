@@ -9,8 +9,8 @@
   explicit device moves it there in place (``Module.to``), so ``net is module``
   still holds. ``params.net`` becomes its :class:`RuntimeModule`.
 
-A rebuild from saved weights (``NNModel.from_checkpoint``) first builds the
-net on the meta device (:func:`check_rebuild_fits`): shapes without storage,
+A rebuild of a built-in net from saved weights (``NNModel.from_checkpoint``)
+first builds it on the meta device (:func:`check_rebuild_fits`): shapes without storage,
 so a checkpoint whose recorded configuration describes another net (a forged
 ``hidden_dims`` of a million units) is refused before a byte is allocated.
 """
@@ -74,18 +74,18 @@ def _builder(net_params: NNParams | None, params: NNModelParams) -> Callable[[],
     return lambda: net(net_params)
 
 
-def check_rebuild_fits(net_params: NNParams | None, params: NNModelParams,
+def check_rebuild_fits(net_params: NNParams, params: NNModelParams,
                        state_dict: Mapping[str, torch.Tensor], what: str,
                        prepare: Callable[[nn.Module], object]) -> None:
     """Refuse (ValueError naming ``what`` and the first differing tensors) saved weights
-    that do not fit the net ``params`` describe, before any of it is allocated.
+    that do not fit the built-in net ``net_params`` describe, before it is allocated.
 
     The net is built on the meta device, ``prepare`` (the transform replay) run on it,
     and its parameter and buffer names and shapes compared with ``state_dict``. Every
     RNG stream is put back afterwards, so the real build that follows initializes,
-    and leaves the caller's streams, exactly as a build without this check. A
-    registered factory that cannot run on the meta device (it reads a value it has
-    just created) is checked after its real build instead, as before.
+    and leaves the caller's streams, exactly as a build without this check.
+    (A registered factory is still built for real and then compared, §3.2: its
+    refusal hands back the module the factory built.)
     """
     build = _builder(net_params, params)
     rng = capture_rng_state()
@@ -93,10 +93,6 @@ def check_rebuild_fits(net_params: NNParams | None, params: NNModelParams,
         with torch.device("meta"):
             skeleton = build()
             prepare(skeleton)
-    except Exception:
-        if not isinstance(params.net, ModelSpec):
-            raise
-        return  # the real build raises the same error, or checks the weights after it
     finally:
         restore_rng_state(rng)
     check_weights_fit(skeleton, state_dict, what)
