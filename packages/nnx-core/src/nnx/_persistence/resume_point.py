@@ -32,6 +32,11 @@ Verification reads; it writes nothing but the checkpoint's lock file, and it
 never unpickles: digests are compared on raw bytes, and the checkpoint's own
 record of its identity is read with ``torch.load(weights_only=True)`` (or a
 safetensors header).
+
+Loaders verify through the same check (:func:`read_verified`, :func:`check_held`):
+a file's bytes are read once and hashed as held, so what a loader decodes is
+exactly what the manifest vouches for; a file without any manifest is decoded
+unverified, as loaders always did.
 """
 
 from __future__ import annotations
