@@ -150,7 +150,7 @@ def _decoded(path: Path, map_location: Any, verify: bool) -> tuple[Any, ResumePo
     try:
         if verify:
             return read_verified(path, decode)
-        return decode(path.read_bytes()), None
+        return decode(None), None
     except (ResumePointError, FileNotFoundError, ImportError):
         raise  # they name the point, the missing file, the package to install
     except Exception as exc:

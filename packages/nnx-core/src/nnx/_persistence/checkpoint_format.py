@@ -55,21 +55,31 @@ def _device(map_location: Any) -> str:
                     "forms exist only for pickle checkpoints)")
 
 
-def decode_checkpoint(path: Path, map_location: Any, data: bytes) -> Any:
-    """The payload ``data`` (the bytes of ``path``, read once by the caller, who may have
-    checked their digest) holds; ``path``'s suffix says the format."""
+def decode_checkpoint(path: Path, map_location: Any, data: bytes | None = None) -> Any:
+    """The payload of ``path`` (its suffix says the format). ``data``: its bytes, read
+    once by a caller that checked their digest, decoded as they are; without it the
+    file is read directly (a safetensors file memory-mapped, not copied)."""
     if not is_safetensors(path):
-        return torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
-    from safetensors.torch import load
-
+        source: Any = os.fspath(path) if data is None else io.BytesIO(data)
+        return torch.load(source, map_location=map_location, weights_only=True)
     device = _device(map_location)
-    state = load(data)  # validates the header and every tensor's extent
-    meta = _safetensors_metadata(data)
+    if data is None:
+        from safetensors import safe_open
+
+        with safe_open(os.fspath(path), framework="pt", device=device) as handle:
+            meta: Mapping[str, str] = handle.metadata() or {}
+            state = {key: handle.get_tensor(key) for key in handle.keys()}  # noqa: SIM118
+    else:
+        from safetensors.torch import load
+
+        state = load(data)  # validates the header and every tensor's extent
+        meta = _safetensors_metadata(data)
+        if device != "cpu":
+            state = {key: tensor.to(device) for key, tensor in state.items()}
     if "nnx" not in meta:
         raise ValueError("a safetensors file without NNx checkpoint metadata")
     payload = json.loads(meta["nnx"])
-    payload["state_dict"] = state if device == "cpu" else {
-        key: tensor.to(device) for key, tensor in state.items()}
+    payload["state_dict"] = state
     return payload
 
 

@@ -450,11 +450,12 @@ def _reader_lock(checkpoint: Path) -> Iterator[None]:
         yield
 
 
-def read_verified(checkpoint: Path, decode: Callable[[bytes], Any]
+def read_verified(checkpoint: Path, decode: Callable[[bytes | None], Any]
                   ) -> tuple[Any, ResumePoint | None]:
     """A loader's read: the checkpoint's bytes, read once under its lock, checked against
     its manifest (the live one, or a staged one that matches) when it has one, then
-    decoded with ``decode``; ``(payload, point)``.
+    decoded with ``decode`` (given those bytes; given None, it reads the file itself);
+    ``(payload, point)``.
 
     ``point`` is None when no manifest exists (a checkpoint from before manifests, or a
     copy outside its run): it is decoded unverified, as loaders always did. A point that
@@ -462,10 +463,10 @@ def read_verified(checkpoint: Path, decode: Callable[[bytes], Any]
     errors pass through as they are, for the caller to name.
     """
     if not _has_manifest(checkpoint):  # no lock file is created beside a bare copy
-        return decode(checkpoint.read_bytes()), None
+        return decode(None), None
     with _reader_lock(checkpoint):
         held = _Held(checkpoint.read_bytes(), decode)
-        if not _has_manifest(checkpoint):
+        if not _has_manifest(checkpoint):  # gone since: nothing vouches for these bytes
             return held.payload(), None
         try:
             point = _verified(checkpoint, held)
