@@ -81,6 +81,7 @@ _CORE_EXPORTS: dict[str, str] = {
     "DamagedRun": "nnx._persistence.run",
     "RunDamagedError": "nnx._persistence.run",
     "NNCheckpoint": "nnx._persistence.checkpoint",
+    "CheckpointReadError": "nnx._persistence.read_errors",
     "NNEvaluationDataPoint": "nnx._foundation.records",
     "NNIterationDataPoint": "nnx._foundation.records",
     "RunExistsError": "nnx._engine.training",
@@ -204,6 +205,7 @@ if TYPE_CHECKING:
     from nnx._foundation.seeding import dataloader_worker_init_fn as dataloader_worker_init_fn
     from nnx._foundation.seeding import set_seed as set_seed
     from nnx._persistence.checkpoint import NNCheckpoint as NNCheckpoint
+    from nnx._persistence.read_errors import CheckpointReadError as CheckpointReadError
     from nnx._persistence.resume_point import ResumePointError as ResumePointError
     from nnx._persistence.resume_status import ResumeStatus as ResumeStatus
     from nnx._persistence.run import DamagedRun as DamagedRun

@@ -18,6 +18,9 @@ unchanged, so an add-on (and the reference plugin under
   :func:`inside` with :class:`UnsafePathError` (the path rule: plain names joined to a
   directory, no symbolic link below it), so an add-on that reads a directory of files
   (a Llama checkpoint's shards) reads it as core reads a run;
+* reading back: :func:`sha256_hex` (the one content digest) and :func:`cause_line` (an
+  underlying error on one line), so an add-on's loader checks and reports a damaged
+  file as core's loaders do;
 * modes: :func:`preserved_state` (the §13.2 non-destructive contract: every
   submodule's train/eval flag restored, also on error), so an add-on's
   inference helper (``GenerativeNNModel.generate``) restores modes as core's do;
@@ -57,6 +60,7 @@ from nnx._foundation.config_base import (
     runtime,
     set_field,
 )
+from nnx._foundation.hashing import sha256_hex
 from nnx._foundation.modes import preserved_state
 from nnx._foundation.plugins import MissingDistributionError
 from nnx._foundation.safe_paths import UnsafePathError, inside
@@ -84,6 +88,7 @@ from nnx._foundation.validation import (
     enum_spelling,
     enum_spellings,
 )
+from nnx._persistence.read_errors import cause_line
 from nnx.enums.nets import NetRegistration
 from nnx.metrics.registry import (
     MetricRegistration,
@@ -117,6 +122,7 @@ __all__ = [
     "atomic_write",
     "atomic_write_bytes",
     "atomic_write_text",
+    "cause_line",
     "check_batch_sizes",
     "check_choice",
     "check_count",
@@ -152,6 +158,7 @@ __all__ = [
     "require_exact",
     "runtime",
     "set_field",
+    "sha256_hex",
     "train_mode",
     "unregister_metric",
     "unregister_model_factory",

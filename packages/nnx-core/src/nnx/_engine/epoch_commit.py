@@ -105,9 +105,9 @@ class EpochCommit:
             monitor_value=monitor_value, transforms=state.transforms)
         like = self._saved_last if as_last else None
         training_state = like[1] if like is not None else self.training_state(epoch, streams)
-        position = {"completed_epoch": epoch, "global_step": state.iter_idx,
-                    "committed_updates": state.committed_updates,
-                    "planned_n_epochs": state.end_epoch}
+        position: dict[str, Any] = {
+            "completed_epoch": epoch, "global_step": state.iter_idx,
+            "committed_updates": state.committed_updates, "planned_n_epochs": state.end_epoch}
         if state.ctx.should_stop:  # a deliberate end before the plan's (an early stop)
             position["stopped"] = True
         if owes:

@@ -26,7 +26,7 @@ from nnx._engine.optimizer_factories import optimizer_factory_state
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.seeding import capture_rng_state, restore_rng_state
 from nnx._persistence.best import BEST_NAME, current_best
-from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.checkpoint import NNCheckpoint, checkpoint_path
 from nnx._persistence.leftovers import remove_leftovers
 from nnx._persistence.owed_points import OwedPointsBusy, settle_owed
 from nnx._persistence.resume_point import ResumePointError, verify_point
@@ -77,7 +77,7 @@ def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan
         _check_horizon(params, schedule)
     source, tag = params.resume_from_run_id, params.resume_from_checkpoint or "last"
     settle_source(root, source)
-    path = root / source / "checkpoints" / f"{tag}.pt"
+    path = checkpoint_path(source, tag, root=root)  # a ModelCheckpoint .safetensors tag too
     if not path.is_file():
         raise FileNotFoundError(f"cannot resume: run {source} has no {tag!r} checkpoint "
                                 f"({path.as_posix()})")

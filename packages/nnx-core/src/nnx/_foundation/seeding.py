@@ -81,7 +81,9 @@ def capture_rng_state() -> dict[str, Any]:
         "version": _STATE_VERSION,
         # The 625-word states as int64 tensors, not lists: weights_only loading refuses
         # ndarrays, and a list pickles as 625 objects, each a Python call in torch.save.
-        "python": (version, torch.tensor(words, dtype=torch.int64), gauss_next),
+        # On the CPU explicitly: a factory built under a device context (the meta device
+        # of a checkpoint's shape check) must not turn the snapshot into meta tensors.
+        "python": (version, torch.tensor(words, dtype=torch.int64, device="cpu"), gauss_next),
         "numpy": {
             "bit_generator": numpy_state["bit_generator"],
             "key": torch.from_numpy(numpy_state["state"]["key"].astype(np.int64)),

@@ -69,7 +69,9 @@ def run_score(run_dir: Path) -> float | None:
     if not (run_dir / "run.yaml").is_file() or not best.is_file():
         return None
     try:
-        checkpoint = NNCheckpoint.from_file(best)
+        # Unverified: an election takes no other run's locks (§4.1) and reads only the
+        # record; a damaged file still fails to decode and is no candidate.
+        checkpoint = NNCheckpoint.from_file(best, verify=False)
         if checkpoint.named_monitor:
             return None
         # A committed BEST: the run and its history load, and BEST is no later than LAST.

@@ -10,6 +10,8 @@ first; a manifest written last makes the three a resume point
 
 from __future__ import annotations
 
+import functools
+import io
 import math
 import os
 import re
@@ -23,19 +25,27 @@ import torch
 from nnx._foundation.records import NNIterationDataPoint, first_finite
 from nnx._foundation.safe_paths import check_inside
 from nnx._foundation.validation import check_run_id
-from nnx._persistence.checkpoint_format import decode_checkpoint, is_safetensors
+from nnx._persistence.checkpoint_format import (
+    check_map_location,
+    decode_checkpoint,
+    is_safetensors,
+)
+from nnx._persistence.read_errors import CheckpointReadError, cause_line
 from nnx._persistence.resume_point import (
     ResumePoint,
     ResumePointError,
+    check_held,
     manifest_path,
     read_point,
+    read_verified,
     verify_point,
     write_point,
 )
 from nnx.enums.checkpoints import Checkpoints
 from nnx.models import MissingModelFactoryError
 
-__all__ = ["CHECKPOINT_FORMAT", "NNCheckpoint", "checkpoint_files", "sidecar_path"]
+__all__ = ["CHECKPOINT_FORMAT", "CheckpointReadError", "NNCheckpoint", "checkpoint_files",
+           "checkpoint_path", "sidecar_path"]
 
 CHECKPOINT_FORMAT = "nnx.checkpoint/1"
 
@@ -76,20 +86,25 @@ def _addressed(path: Path) -> bool:
     return path.is_file() or manifest_path(path).is_file()
 
 
-def _load_training_state(side: Path, map_location: Any) -> dict[str, Any]:
+def _load_training_state(checkpoint: Path, side: Path, map_location: Any,
+                         point: ResumePoint | None) -> dict[str, Any]:
     """A sidecar through ``torch.load(weights_only=True)``: a training state is tensors,
     numbers, strings and containers of those (spec §14.1), so anything else in it (a
     planted pickle, even one whose digest a rewritten manifest vouches for) is refused
-    unexecuted."""
+    unexecuted. Its bytes are read once: with ``point`` (the manifest that vouched for
+    the checkpoint) they are checked against its digest, then decoded as checked."""
+    data = side.read_bytes()
+    if point is not None:
+        check_held(checkpoint, point, "sidecar", data)
     try:
-        state = torch.load(side, map_location=map_location, weights_only=True)
+        state = torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ResumePointError("corrupted", f"training state {side.name} cannot be read as "
-                               f"plain data and is not unpickled ({first})") from None
+                               f"plain data and is not unpickled ({cause_line(exc)})",
+                               path=checkpoint) from None
     if not isinstance(state, dict):
         raise ResumePointError("corrupted", f"training state {side.name} holds a "
-                               f"{type(state).__name__}, not a mapping")
+                               f"{type(state).__name__}, not a mapping", path=checkpoint)
     return state
 
 
@@ -126,6 +141,29 @@ def _tag(type: Checkpoints | str) -> str:
     return type.value if isinstance(type, Checkpoints) else type
 
 
+def checkpoint_path(run: str, type: Checkpoints | str, *,
+                    root: str | os.PathLike[str] = "runs") -> Path:
+    """The file ``type`` names in run ``run``: ``<tag>.pt``, or the ``.safetensors``
+    snapshot a ModelCheckpoint wrote under that tag (the loaders' and resume's one rule)."""
+    return _checkpoint_path(run, _tag(type), root)
+
+
+def _decoded(path: Path, map_location: Any, verify: bool) -> tuple[Any, ResumePoint | None]:
+    """``path``'s payload and the point whose manifest vouched for its bytes (None when
+    unverified). A point that does not verify raises ResumePointError; any other failure
+    to read is :class:`CheckpointReadError` naming the file, with its cause on one line."""
+    check_map_location(path, map_location)  # a caller's TypeError, before anything is read
+    decode = functools.partial(decode_checkpoint, path, map_location)
+    try:
+        if verify:
+            return read_verified(path, decode)
+        return decode(None), None
+    except (ResumePointError, FileNotFoundError, ImportError):
+        raise  # they name the point, the missing file, the package to install
+    except Exception as exc:
+        raise CheckpointReadError(path, cause_line(exc)) from exc
+
+
 @dataclass(eq=False)
 class NNCheckpoint:
     """One saved model state. ``score`` is its control signal (lower is better)."""
@@ -149,6 +187,9 @@ class NNCheckpoint:
     path: Path | None = field(default=None, compare=False)
     #: The resume point the last :meth:`save` wrote (None for one read from a file).
     point: ResumePoint | None = field(default=None, compare=False, repr=False)
+    #: The resume point whose manifest vouched for the bytes :meth:`from_file` read; None
+    #: when it read unverified (``verify=False``, or a checkpoint without a manifest).
+    verified: ResumePoint | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # A runtime module (spec §3.2) is never reconstructible, whoever writes its checkpoint.
@@ -212,49 +253,68 @@ class NNCheckpoint:
         return dest
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str], map_location: Any = "cpu") -> NNCheckpoint:
-        """Read a checkpoint; tensors land on ``map_location`` (CPU by default). A missing
-        file raises FileNotFoundError naming the run, its root, the tag and the tags the
-        run has."""
-        if not Path(path).is_file():
-            raise missing_checkpoint(Path(path))
-        payload = decode_checkpoint(Path(path), map_location)
+    def from_file(cls, path: str | os.PathLike[str], map_location: Any = "cpu", *,
+                  verify: bool = True) -> NNCheckpoint:
+        """Read a checkpoint; tensors land on ``map_location`` (CPU by default).
+
+        Where the checkpoint has a manifest (spec §14.3), the bytes decoded are the
+        ones it vouches for: they are read once, hashed and decoded as hashed; a
+        point that does not verify raises ResumePointError naming the file.
+        ``verify=False`` reads without that check (forensics on a damaged run). A
+        checkpoint without a manifest (written before manifests, or copied out of
+        its run) loads unverified. Any other failure to read it raises
+        :class:`CheckpointReadError` (a ValueError) naming the file and the cause; a
+        missing file raises FileNotFoundError naming the run, its root, the tag and
+        the tags the run has.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise missing_checkpoint(path)
+        payload, point = _decoded(path, map_location, verify)
         if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"{path} is not an NNx checkpoint ({CHECKPOINT_FORMAT})")
-        idp = payload.get("idp")
-        return cls(
-            tag=payload["tag"], epoch=payload["epoch"], run_id=payload["run_id"],
-            state_dict=payload["state_dict"], model=payload["model"], net=payload["net"],
-            train=payload["train"],
-            idp=None if idp is None else NNIterationDataPoint.from_state(idp),
-            named_monitor=payload.get("named_monitor", False),
-            monitor_value=payload.get("monitor_value"),
-            training_state_present=payload.get("training_state_present", False),
-            reconstructible=payload.get("reconstructible", True),
-            transforms=tuple(payload.get("transforms", ())), path=Path(path),
-            generation=payload.get("generation"), checkpoint_id=payload.get("checkpoint_id"),
-            sidecar=payload.get("sidecar"),
-        )
+            raise CheckpointReadError(path, f"it is not an NNx checkpoint ({CHECKPOINT_FORMAT})")
+        try:
+            idp = payload.get("idp")
+            return cls(
+                tag=payload["tag"], epoch=payload["epoch"], run_id=payload["run_id"],
+                state_dict=payload["state_dict"], model=payload["model"], net=payload["net"],
+                train=payload["train"],
+                idp=None if idp is None else NNIterationDataPoint.from_state(idp),
+                named_monitor=payload.get("named_monitor", False),
+                monitor_value=payload.get("monitor_value"),
+                training_state_present=payload.get("training_state_present", False),
+                reconstructible=payload.get("reconstructible", True),
+                transforms=tuple(payload.get("transforms", ())), path=path,
+                generation=payload.get("generation"),
+                checkpoint_id=payload.get("checkpoint_id"), sidecar=payload.get("sidecar"),
+                verified=point,
+            )
+        except (KeyError, TypeError, ValueError) as exc:  # a payload missing or garbling a field
+            raise CheckpointReadError(path, f"its payload is incomplete ({cause_line(exc)})"
+                                      ) from exc
 
     @classmethod
     def load(cls, run: str, type: Checkpoints | str = Checkpoints.LAST, map_location: Any = "cpu",
-             *, root: str | os.PathLike[str] = "runs") -> NNCheckpoint:
-        """The checkpoint ``type`` (a Checkpoints member or a tag) of run ``run``."""
+             *, root: str | os.PathLike[str] = "runs", verify: bool = True) -> NNCheckpoint:
+        """The checkpoint ``type`` (a Checkpoints member or a tag) of run ``run``, read as
+        :meth:`from_file` reads it (``verify`` included)."""
         tag = _tag(type)
         path = _checkpoint_path(run, tag, root)
         if not path.is_file():
             raise missing_checkpoint(path)
-        return cls.from_file(path, map_location=map_location)
+        return cls.from_file(path, map_location=map_location, verify=verify)
 
     def training_state(self, map_location: Any = "cpu") -> dict[str, Any] | None:
-        """The sidecar's training state, or None when the checkpoint carries none."""
+        """The sidecar's training state, or None when the checkpoint carries none. A
+        checkpoint read verified has its sidecar's bytes checked against the same
+        manifest (ResumePointError naming the checkpoint when they differ)."""
         if self.path is None or not self.training_state_present:
             return None
         side = self.path.with_name(self.sidecar) if self.sidecar else sidecar_path(self.path)
         if not side.is_file():
             raise FileNotFoundError(f"checkpoint {self.path} names training state {side.name}, "
                                     "which is missing: the resume point is corrupt")
-        state = _load_training_state(side, map_location)
+        state = _load_training_state(self.path, side, map_location, self.verified)
         if self.generation is not None and state.get("generation") != self.generation:
             raise ValueError(f"{side.name} is of generation {state.get('generation')}, the "
                              f"checkpoint of {self.generation}: the resume point is corrupt")
@@ -264,26 +324,28 @@ class NNCheckpoint:
     @classmethod
     def load_with_training_state(
         cls, run: str, type: Checkpoints | str = Checkpoints.LAST, map_location: Any = "cpu",
-        *, root: str | os.PathLike[str] = "runs",
+        *, root: str | os.PathLike[str] = "runs", verify: bool = True,
     ) -> tuple[NNCheckpoint | None, dict[str, Any] | None]:
-        """(checkpoint, training state), or (None, None) when the run or tag does not exist."""
+        """(checkpoint, training state), or (None, None) when the run or tag does not exist.
+        Both files are checked against the manifest unless ``verify=False``."""
         path = _checkpoint_path(run, _tag(type), root)
         if not path.is_file():
             return None, None
-        checkpoint = cls.from_file(path, map_location=map_location)
+        checkpoint = cls.from_file(path, map_location=map_location, verify=verify)
         return checkpoint, checkpoint.training_state(map_location)
 
     @classmethod
     def load_training_state(cls, run: str, type: Checkpoints | str = Checkpoints.LAST,
-                            map_location: Any = "cpu", *,
-                            root: str | os.PathLike[str] = "runs") -> dict[str, Any] | None:
-        return cls.load_with_training_state(run, type, map_location, root=root)[1]
+                            map_location: Any = "cpu", *, root: str | os.PathLike[str] = "runs",
+                            verify: bool = True) -> dict[str, Any] | None:
+        return cls.load_with_training_state(run, type, map_location, root=root,
+                                            verify=verify)[1]
 
     @classmethod
     def load_optimizer_state(cls, run: str, type: Checkpoints | str = Checkpoints.LAST,
-                             map_location: Any = "cpu", *,
-                             root: str | os.PathLike[str] = "runs") -> dict[str, Any] | None:
-        state = cls.load_training_state(run, type, map_location, root=root)
+                             map_location: Any = "cpu", *, root: str | os.PathLike[str] = "runs",
+                             verify: bool = True) -> dict[str, Any] | None:
+        state = cls.load_training_state(run, type, map_location, root=root, verify=verify)
         return None if state is None else state.get("optimizer")
 
     # -- resume points ------------------------------------------------------------------

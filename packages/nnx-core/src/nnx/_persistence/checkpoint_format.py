@@ -23,7 +23,8 @@ import torch
 
 from nnx._foundation.bounded import load_json
 
-__all__ = ["decode_checkpoint", "encode_checkpoint", "is_safetensors", "read_record"]
+__all__ = ["check_map_location", "decode_checkpoint", "encode_checkpoint", "is_safetensors",
+           "read_record"]
 
 
 def is_safetensors(path: str | os.PathLike[str]) -> bool:
@@ -42,6 +43,12 @@ def encode_checkpoint(path: Path, payload: Mapping[str, Any]) -> bytes:
     return save(tensors, metadata={"nnx": json.dumps(meta, allow_nan=True)})
 
 
+def check_map_location(path: Path, map_location: Any) -> None:
+    """Refuse (TypeError) a map_location ``path``'s format cannot honour, before reading."""
+    if is_safetensors(path):
+        _device(map_location)
+
+
 def _device(map_location: Any) -> str:
     if map_location is None:
         return "cpu"
@@ -52,17 +59,29 @@ def _device(map_location: Any) -> str:
                     "forms exist only for pickle checkpoints)")
 
 
-def decode_checkpoint(path: Path, map_location: Any = "cpu") -> Any:
+def decode_checkpoint(path: Path, map_location: Any, data: bytes | None = None) -> Any:
+    """The payload of ``path`` (its suffix says the format). ``data``: its bytes, read
+    once by a caller that checked their digest, decoded as they are; without it the
+    file is read directly (a safetensors file memory-mapped, not copied)."""
     if not is_safetensors(path):
-        return torch.load(os.fspath(path), map_location=map_location, weights_only=True)
-    from safetensors import safe_open
-
+        source: Any = os.fspath(path) if data is None else io.BytesIO(data)
+        return torch.load(source, map_location=map_location, weights_only=True)
     device = _device(map_location)
-    with safe_open(os.fspath(path), framework="pt", device=device) as handle:
-        meta = handle.metadata() or {}
-        state = {key: handle.get_tensor(key) for key in handle.keys()}  # noqa: SIM118
+    if data is None:
+        from safetensors import safe_open
+
+        with safe_open(os.fspath(path), framework="pt", device=device) as handle:
+            meta: Mapping[str, str] = handle.metadata() or {}
+            state = {key: handle.get_tensor(key) for key in handle.keys()}  # noqa: SIM118
+    else:
+        from safetensors.torch import load
+
+        state = load(data)  # validates the header and every tensor's extent
+        meta = _safetensors_metadata(data)
+        if device != "cpu":
+            state = {key: tensor.to(device) for key, tensor in state.items()}
     if "nnx" not in meta:
-        raise ValueError(f"{path} is a safetensors file without NNx checkpoint metadata")
+        raise ValueError("a safetensors file without NNx checkpoint metadata")
     payload = _header(path, meta["nnx"])
     payload["state_dict"] = state
     return payload
@@ -73,6 +92,15 @@ def _header(path: Path, text: str) -> Any:
     if not isinstance(value, dict):
         raise ValueError(f"the NNx header of {path.name} is not a mapping")
     return value
+
+
+def _safetensors_metadata(data: bytes) -> Mapping[str, str]:
+    """The ``__metadata__`` of a safetensors header: an 8-byte little-endian length, then
+    that many bytes of JSON (the format's definition; ``load`` has already checked it)."""
+    size = int.from_bytes(data[:8], "little")
+    header = load_json(data=data[8:8 + size], where="a safetensors header")
+    meta = header.get("__metadata__") if isinstance(header, dict) else None
+    return meta if isinstance(meta, dict) else {}
 
 
 def read_record(path: Path) -> Mapping[str, Any]:

@@ -81,7 +81,7 @@ def owed_points(checkpoints: Path) -> list[str]:
         return []
     epoch = last.position.get("completed_epoch")
     return [tag for tag in _owes(last)
-            if not _committed(checkpoints / f"{tag}.pt", epoch)]  # type: ignore[arg-type]
+            if not _committed(checkpoints / f"{tag}.pt", epoch)]
 
 
 def _derive(checkpoints: Path, last: ResumePoint, tag: str, detail: Mapping[str, Any]
@@ -126,7 +126,7 @@ def _settle(root: Path, run_id: str, checkpoints: Path) -> list[str]:
     epoch = last.position.get("completed_epoch")
     written = []
     for tag, detail in owes.items():
-        if _committed(checkpoints / f"{tag}.pt", epoch):  # type: ignore[arg-type]
+        if _committed(checkpoints / f"{tag}.pt", epoch):
             continue
         if tag == "best":
             mark_pending(root, run_id)  # killed while settling: the next promotion sees it

@@ -32,17 +32,23 @@ Verification reads; it writes nothing but the checkpoint's lock file, and it
 never unpickles: digests are compared on raw bytes, and the checkpoint's own
 record of its identity is read with ``torch.load(weights_only=True)`` (or a
 safetensors header).
+
+Loaders verify through the same check (:func:`read_verified`, :func:`check_held`):
+a file's bytes are read once and hashed as held, so what a loader decodes is
+exactly what the manifest vouches for; a file without any manifest is decoded
+unverified, as loaders always did.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,23 +57,27 @@ import torch
 
 from nnx._foundation.atomic import atomic_write_bytes, fsync_dir, interrupts_held, serialized
 from nnx._foundation.bounded import load_json
+from nnx._foundation.hashing import sha256_hex
 from nnx._foundation.locking import file_lock
 from nnx._foundation.safe_paths import check_inside, is_link
 from nnx._foundation.validation import check_run_id
 from nnx._persistence.checkpoint_format import encode_checkpoint, read_record
 
-__all__ = ["MANIFEST_FORMAT", "ResumePoint", "ResumePointError", "read_point", "repair_point",
-           "settle_staged", "stray_files", "verify_point", "write_point"]
+__all__ = ["MANIFEST_FORMAT", "ResumePoint", "ResumePointError", "check_held", "read_point",
+           "read_verified", "repair_point", "settle_staged", "stray_files", "verify_point",
+           "write_point"]
 
 MANIFEST_FORMAT = "nnx.resume_point/1"
 
 
 class ResumePointError(RuntimeError):
-    """A resume point that cannot be trusted: ``kind`` is torn, mixed or corrupted."""
+    """A resume point that cannot be trusted: ``kind`` is torn, mixed or corrupted.
+    ``path``: the checkpoint a loader was reading, named in the message when known."""
 
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(f"{kind} resume point: {message}")
-        self.kind = kind
+    def __init__(self, kind: str, message: str, *, path: Path | None = None) -> None:
+        where = "" if path is None else f"{path.as_posix()}: "
+        super().__init__(f"{kind} resume point: {where}{message}")
+        self.kind, self.detail, self.path = kind, message, path
 
 
 @dataclass(frozen=True)
@@ -199,7 +209,7 @@ def _manifest_or_none(path: Path, staged: bool) -> ResumePoint | None:
 
 
 def _digest(data: bytes) -> dict[str, Any]:
-    return {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+    return {"sha256": sha256_hex(data), "size": len(data)}
 
 
 def _set_compat(checkpoint: Path, sidecar: str | None) -> None:
@@ -369,19 +379,44 @@ def _file_digest(path: Path) -> str:
     return sha.hexdigest()
 
 
-def _matches(path: Path, entry: Mapping[str, Any]) -> bool:
+def _matches(path: Path, entry: Mapping[str, Any], held: bytes | None = None) -> bool:
     """The file's bytes are the ones the manifest recorded (size first: it costs nothing).
-    ``entry`` passed :func:`_check_entry`."""
-    if path.stat().st_size != entry["size"]:
+    ``entry`` passed :func:`_check_entry`. ``held``: the bytes a loader already read from
+    ``path``, hashed instead of the file, so what it decodes is exactly what was checked."""
+    found = path.stat().st_size if held is None else len(held)
+    if found != entry["size"]:
         return False
-    return _file_digest(path) == str(entry["sha256"])
+    digest = _file_digest(path) if held is None else sha256_hex(held)
+    return digest == str(entry["sha256"])
 
 
-def _check(checkpoint: Path, point: ResumePoint) -> None:
+class _Held:
+    """What a loader read of a point: the checkpoint's bytes, and the payload they decode
+    to (decoded at most once, and only after their digest matched)."""
+
+    def __init__(self, data: bytes, decode: Callable[[bytes], Any]) -> None:
+        self.data, self._decode, self._payload = data, decode, None
+
+    def payload(self) -> Any:
+        if self._payload is None:
+            self._payload = self._decode(self.data)
+        return self._payload
+
+    def record(self, checkpoint: Path) -> Mapping[str, Any]:
+        payload = self.payload()
+        if not isinstance(payload, Mapping):
+            raise ResumePointError("corrupted", f"{checkpoint.name} holds no NNx checkpoint "
+                                   "payload")
+        return payload
+
+
+def _check(checkpoint: Path, point: ResumePoint, held: _Held | None = None) -> None:
     """Everything here reads bytes or a weights_only record: a digest mismatch is
     "corrupted" without opening the file, since whatever it now holds cannot be trusted
-    to say which point it belongs to."""
-    for role, entry in point.files.items():
+    to say which point it belongs to. With ``held`` (a loader's read) only the
+    checkpoint's bytes are checked, as held: the sidecar is checked when it is read."""
+    files = point.files if held is None else {"checkpoint": point.files["checkpoint"]}
+    for role, entry in files.items():
         if not _own(checkpoint, entry["name"]).is_file():
             raise ResumePointError("torn", f"{role} {entry['name']} is missing")
     if point.files["checkpoint"]["name"] != checkpoint.name:
@@ -389,12 +424,13 @@ def _check(checkpoint: Path, point: ResumePoint) -> None:
     side = point.sidecar
     if side is not None and side != f"{checkpoint.name}.opt.{point.generation}.pt":
         raise ResumePointError("mixed", f"sidecar {side} is not of generation {point.generation}")
-    for role, entry in point.files.items():
-        if not _matches(checkpoint.parent / entry["name"], entry):
+    for role, entry in files.items():
+        if not _matches(_own(checkpoint, entry["name"]), entry,
+                        None if held is None else held.data):
             raise ResumePointError("corrupted", f"{role} {entry['name']} does not match its "
                                    "SHA-256")
     # The checkpoint's bytes are the manifest's; does the manifest describe them?
-    record = _record(checkpoint)
+    record = _record(checkpoint) if held is None else held.record(checkpoint)
     found = (record.get("generation"), record.get("checkpoint_id"))
     if found != (point.generation, point.checkpoint_id):
         raise ResumePointError("torn", f"the manifest names checkpoint {point.checkpoint_id} "
@@ -424,7 +460,7 @@ def _check_compat(checkpoint: Path, point: ResumePoint) -> None:
                            f"sidecar {point.sidecar} of generation {point.generation}")
 
 
-def _verified(checkpoint: Path) -> ResumePoint | None:
+def _verified(checkpoint: Path, held: _Held | None = None) -> ResumePoint | None:
     live, staged = manifest_path(checkpoint), _staged_path(checkpoint)
     if not any(path.is_file() or is_link(path) for path in (live, staged)):
         if not _own(checkpoint, checkpoint.name).is_file():
@@ -437,11 +473,12 @@ def _verified(checkpoint: Path) -> ResumePoint | None:
             continue
         try:
             point = _parse(path, is_staged)
-            _check(checkpoint, point)
+            _check(checkpoint, point, held)
         except ResumePointError as exc:
             error = error or exc
             continue
-        _check_compat(checkpoint, point)
+        if held is None:  # a loader reads no compatibility copy
+            _check_compat(checkpoint, point)
         return point
     assert error is not None
     raise error
@@ -486,3 +523,57 @@ def settle_staged(checkpoint: Path) -> str | None:
         outcome = "made live" if point is not None and point.staged else "removed"
         _settle_staged(checkpoint)
         return outcome
+
+
+@contextlib.contextmanager
+def _reader_lock(checkpoint: Path) -> Iterator[None]:
+    """The checkpoint's lock, as verification takes it, so a loader never reads a point
+    half-published. A directory this process may not write (a read-only mount of a
+    deployed model) is read without it: it cannot create the lock file there."""
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(file_lock(lock_path(checkpoint)))
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise
+        yield
+
+
+def read_verified(checkpoint: Path, decode: Callable[[bytes | None], Any]
+                  ) -> tuple[Any, ResumePoint | None]:
+    """A loader's read: the checkpoint's bytes, read once under its lock, checked against
+    its manifest (the live one, or a staged one that matches) when it has one, then
+    decoded with ``decode`` (given those bytes; given None, it reads the file itself);
+    ``(payload, point)``.
+
+    ``point`` is None when no manifest exists (a checkpoint from before manifests, or a
+    copy outside its run): it is decoded unverified, as loaders always did. A point that
+    does not verify raises ResumePointError naming the checkpoint; ``decode``'s own
+    errors pass through as they are, for the caller to name.
+    """
+    if not _has_manifest(checkpoint):  # no lock file is created beside a bare copy
+        return decode(None), None
+    with _reader_lock(checkpoint):
+        held = _Held(checkpoint.read_bytes(), decode)
+        if not _has_manifest(checkpoint):  # gone since: nothing vouches for these bytes
+            return held.payload(), None
+        try:
+            point = _verified(checkpoint, held)
+        except ResumePointError as exc:
+            raise ResumePointError(exc.kind, exc.detail, path=checkpoint) from None
+    return held.payload(), point
+
+
+def _has_manifest(checkpoint: Path) -> bool:
+    return manifest_path(checkpoint).is_file() or _staged_path(checkpoint).is_file()
+
+
+def check_held(checkpoint: Path, point: ResumePoint, role: str, data: bytes) -> None:
+    """Refuse (ResumePointError, corrupted, naming the checkpoint) ``data``, the bytes a
+    loader read of ``role``'s file, unless they are the ones ``point`` vouches for."""
+    entry = point.files.get(role)
+    if entry is None:
+        raise ResumePointError("torn", f"the manifest lists no {role}", path=checkpoint)
+    if not _matches(checkpoint.with_name(str(entry["name"])), entry, data):
+        raise ResumePointError("corrupted", f"{role} {entry['name']} does not match its "
+                               "SHA-256", path=checkpoint)

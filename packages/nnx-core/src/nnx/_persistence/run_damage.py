@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from nnx._persistence.read_errors import CheckpointReadError, cause_line
+
 __all__ = ["DamagedRun", "RunDamagedError", "display_path", "reading"]
 
 
@@ -43,13 +45,6 @@ class DamagedRun:
     reason: str
 
 
-def _cause(exc: BaseException) -> str:
-    """An underlying error on one line (torch's and YAML's run to several)."""
-    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-    text = text if len(text) <= 200 else text[:197] + "..."
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 @contextlib.contextmanager
 def reading(run_id: str, path: Path) -> Iterator[None]:
     """Any failure reading ``path`` is damage of that file. A missing add-on is not:
@@ -58,9 +53,11 @@ def reading(run_id: str, path: Path) -> Iterator[None]:
         yield
     except (RunDamagedError, ImportError):
         raise
+    except CheckpointReadError as exc:  # it names the file already: keep its reason alone
+        raise RunDamagedError(run_id, path, exc.reason) from exc
     except Exception as exc:
         # An empty file is the plainest diagnosis; torch's own message for one (about
         # mmap and zip serialization) would send the user the wrong way.
         empty = path.is_file() and path.stat().st_size == 0
-        raise RunDamagedError(run_id, path, "empty file (0 bytes)" if empty else _cause(exc)
+        raise RunDamagedError(run_id, path, "empty file (0 bytes)" if empty else cause_line(exc)
                               ) from exc

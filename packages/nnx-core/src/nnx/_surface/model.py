@@ -30,7 +30,7 @@ from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.run import DEFAULT_ROOT, NNRun
 from nnx.enums.nets import Nets
 from nnx.enums.precision import Precision
-from nnx.models.construct import build_net, check_checkpoint_module
+from nnx.models.construct import build_net, check_checkpoint_module, check_rebuild_fits
 from nnx.models.topology import check_weights_fit
 from nnx.params._loaders import check_loader, refuse_dataset
 from nnx.params.model import NNModelParams
@@ -343,7 +343,13 @@ class NNModel:
         A registered model is rebuilt through its factory and a runtime module
         needs ``module=`` (a fresh instance of the same topology); both are
         checked against the saved parameter names and shapes before any weight
-        is loaded (ValueError on a mismatch). The checkpoint's transform recipes
+        is loaded (ValueError on a mismatch). A built-in net is first built on the
+        meta device and compared there, so a checkpoint recording another net's
+        configuration (its ``hidden_dims``, say) is refused (ValueError naming the
+        checkpoint and the first differing tensors) before that net's memory is
+        allocated. A
+        checkpoint read from a path is verified against its manifest
+        (:meth:`NNCheckpoint.from_file`). The checkpoint's transform recipes
         are replayed on the rebuilt base first; one this process cannot replay
         raises :class:`~nnx.transforms.TransformCompatibilityError` before any
         weight is loaded.
@@ -355,6 +361,12 @@ class NNModel:
         if recipes:
             refuse_runtime(params.net, "NNModel.from_checkpoint")
         check_checkpoint_module(params.net, module, checkpoint.state_dict)
+        what = (f"checkpoint {checkpoint.path.as_posix()}" if checkpoint.path is not None
+                else f"checkpoint {checkpoint.tag!r} of run {checkpoint.run_id}")
+
+        def replay(net: nn.Module) -> object:
+            return replay_transforms(net, recipes, base=params.net)
+
         if not isinstance(params.net, Nets):
             model = cls(params=params, module=module, batch_adapter=batch_adapter)
             model.transforms = replay_transforms(model.net, recipes, base=model.params.net)
@@ -364,6 +376,7 @@ class NNModel:
             if checkpoint.net is None:
                 raise ValueError("this checkpoint holds no net params; it cannot be rebuilt")
             net_params = NNParams.resolve_from_state(checkpoint.net, params.net)
+            check_rebuild_fits(net_params, params, checkpoint.state_dict, what, replay)
             model = cls(net_params=net_params, params=params, batch_adapter=batch_adapter)
             model.transforms = replay_transforms(model.net, recipes, base=model.params.net)
         model.net.load_state_dict(checkpoint.state_dict)

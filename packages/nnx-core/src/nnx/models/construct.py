@@ -8,18 +8,24 @@
   and the model runs on its device (CPU for a module without tensors); an
   explicit device moves it there in place (``Module.to``), so ``net is module``
   still holds. ``params.net`` becomes its :class:`RuntimeModule`.
+
+A rebuild of a built-in net from saved weights (``NNModel.from_checkpoint``)
+first builds it on the meta device (:func:`check_rebuild_fits`): shapes without storage,
+so a checkpoint whose recorded configuration describes another net (a forged
+``hidden_dims`` of a million units) is refused before a byte is allocated.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
+from nnx._foundation.seeding import capture_rng_state, restore_rng_state
 from nnx.enums.devices import Devices
 from nnx.enums.nets import Nets
 from nnx.models.descriptors import ModelSpec, RuntimeModule
@@ -30,7 +36,7 @@ if TYPE_CHECKING:
     from nnx.params.model import NNModelParams
     from nnx.params.net import NNParams
 
-__all__ = ["build_net", "check_checkpoint_module"]
+__all__ = ["build_net", "check_checkpoint_module", "check_rebuild_fits"]
 
 Built = tuple[nn.Module, "NNModelParams", torch.device]
 
@@ -40,6 +46,14 @@ def build_net(net_params: NNParams | None, params: NNModelParams,
     """``(net, params, device)``: params with ``net`` filled in for a wrapped module."""
     if module is not None:
         return _wrap(net_params, params, module)
+    build = _builder(net_params, params)
+    device = params.device()
+    return build().to(device), params, device
+
+
+def _builder(net_params: NNParams | None, params: NNModelParams) -> Callable[[], nn.Module]:
+    """What builds the net ``params`` describe, once everything that can be refused
+    without building (an unknown factory, a missing ``net_params``) has been."""
     net = params.net
     if isinstance(net, RuntimeModule):
         raise MissingModelFactoryError(
@@ -50,16 +64,38 @@ def build_net(net_params: NNParams | None, params: NNModelParams,
             raise ValueError(f"a registered model ({net.label}) takes no net_params; its "
                              f"factory's config lives in the ModelSpec")
         resolve_model_factory(net)  # an unknown (id, version) raises before anything runs
-        device = params.device()
-        return build_from_spec(net).to(device), params, device
+        return lambda: build_from_spec(net)
     if net_params is None:
         raise ValueError(f"Nets.{net.name} needs net_params ({net.params_class.__name__})")
     if params.task is not None and params.task.num_outputs != net_params.output_dim:
         raise ValueError(
             f"the {params.task.kind} task declares {params.task.num_outputs} outputs but "
             f"net_params.output_dim is {net_params.output_dim}")
-    device = params.device()
-    return net(net_params).to(device), params, device
+    return lambda: net(net_params)
+
+
+def check_rebuild_fits(net_params: NNParams, params: NNModelParams,
+                       state_dict: Mapping[str, torch.Tensor], what: str,
+                       prepare: Callable[[nn.Module], object]) -> None:
+    """Refuse (ValueError naming ``what`` and the first differing tensors) saved weights
+    that do not fit the built-in net ``net_params`` describe, before it is allocated.
+
+    The net is built on the meta device, ``prepare`` (the transform replay) run on it,
+    and its parameter and buffer names and shapes compared with ``state_dict``. Every
+    RNG stream is put back afterwards, so the real build that follows initializes,
+    and leaves the caller's streams, exactly as a build without this check.
+    (A registered factory is still built for real and then compared, §3.2: its
+    refusal hands back the module the factory built.)
+    """
+    build = _builder(net_params, params)
+    rng = capture_rng_state()
+    try:
+        with torch.device("meta"):
+            skeleton = build()
+            prepare(skeleton)
+    finally:
+        restore_rng_state(rng)
+    check_weights_fit(skeleton, state_dict, what)
 
 
 def _wrap(net_params: NNParams | None, params: NNModelParams, module: nn.Module) -> Built:

@@ -2,7 +2,8 @@
 parameters on a frozen base.
 
 LoRA: :class:`LoRALinear`, :func:`apply_lora_to`, the adapter files
-(:func:`save_lora_weights` / :func:`load_lora_weights`), merging
+(:func:`save_lora_weights` / :func:`load_lora_weights`; each file carries the
+SHA-256 of its tensors, and a damaged one raises :class:`AdapterFileError`), merging
 (:func:`merge_lora` / :func:`unmerge_lora`) and the ``nnx.lora`` v1 transform
 recipe (:func:`lora_recipe`). :mod:`nnx.peft.targeting` is the slot walk every
 Linear adapter shares. DoRA: :class:`DoRALinear` / :func:`apply_dora_to`; IA3:
@@ -13,6 +14,7 @@ Linear adapter shares. DoRA: :class:`DoRALinear` / :func:`apply_dora_to`; IA3:
 """
 
 from nnx.peft.adapter import AdapterLayer
+from nnx.peft.adapter_files import AdapterFileError
 from nnx.peft.dora import DoRALinear, apply_dora_to
 from nnx.peft.files import load_lora_weights, lora_state_dict, save_lora_weights
 from nnx.peft.ia3 import IA3Linear, apply_ia3_to, load_ia3_weights, save_ia3_weights
@@ -30,6 +32,7 @@ from nnx.peft.recipe import (
 )
 
 __all__: list[str] = [
+    "AdapterFileError",
     "AdapterLayer",
     "DoRALinear",
     "IA3Linear",

@@ -6,12 +6,22 @@ from the destination (:func:`owned_tensors`), so a plain layer called
 ``lora_A_projection`` never reaches a file and a full checkpoint handed to a
 loader cannot overwrite a frozen base tensor. Files are ``torch.save``'d state
 dicts written through nnx-core's one atomic writer.
+
+Each file carries the SHA-256 of its tensors (:func:`tensors_digest`) as an
+attribute of the saved ``OrderedDict`` (``nnx_adapter``), beside the state
+dict's own ``_metadata``: the keys stay the tensor names alone, so
+``torch.load(path)`` shows exactly what it did before. A load checks the
+digest and refuses a file whose tensors changed with :class:`AdapterFileError`
+naming the file; a file without it (written by an earlier release) loads
+unchecked, as before.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import struct
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TypeVar
@@ -19,9 +29,23 @@ from typing import TypeVar
 import torch
 from torch import nn
 
-from nnx.extend import atomic_write_bytes
+from nnx.extend import atomic_write_bytes, cause_line, sha256_hex
 
-__all__ = ["Source", "load_owned", "owned_tensors", "save_owned"]
+__all__ = ["AdapterFileError", "Source", "load_owned", "owned_tensors", "save_owned",
+           "tensors_digest"]
+
+#: The attribute of a saved adapter state dict that carries its digest.
+_DIGEST_ATTR = "nnx_adapter"
+_DIGEST_FORMAT = "nnx.adapter/1"
+
+
+class AdapterFileError(ValueError):
+    """An adapter file that cannot be loaded: unreadable, or its tensors no longer match
+    the SHA-256 it was saved with. ``path`` and ``reason`` are both in the message."""
+
+    def __init__(self, what: str, path: str | os.PathLike[str], reason: str) -> None:
+        self.path, self.reason = Path(path), reason
+        super().__init__(f"{what}: adapter file {self.path.as_posix()}: {reason}")
 
 #: A path to an adapter file, or an already-loaded state dict.
 Source = str | os.PathLike[str] | Mapping[str, object]
@@ -43,11 +67,35 @@ def owned_tensors(module: nn.Module, kind: type[Owner],
             if id(t) in owned}
 
 
+def tensors_digest(state: Mapping[str, torch.Tensor]) -> str:
+    """The SHA-256 of an adapter's tensors, independent of how the file was pickled.
+
+    Over the tensors in sorted name order, each as: its UTF-8 name, its dtype's name
+    (``float32``), its shape, each prefixed by its length (8-byte little-endian), then
+    its raw element bytes as stored in memory in row-major order (little-endian on
+    every platform torch ships for).
+    """
+    parts: list[bytes] = []
+    for name in sorted(state):
+        tensor = state[name].detach().to("cpu").contiguous()
+        fields = (name, str(tensor.dtype).removeprefix("torch."),
+                  ",".join(map(str, tensor.shape)))
+        for text in fields:
+            raw = text.encode("utf-8")
+            parts += [struct.pack("<Q", len(raw)), raw]
+        data = tensor.reshape(-1).view(torch.uint8).numpy().tobytes()
+        parts += [struct.pack("<Q", len(data)), data]
+    return sha256_hex(b"".join(parts))
+
+
 def save_owned(state: Mapping[str, torch.Tensor], path: str | os.PathLike[str]) -> Path:
     """Write ``state`` (detached) with ``torch.save``, atomically, so a crash never leaves
-    a torn adapter file; the path written is returned."""
+    a torn adapter file, with its :func:`tensors_digest`; the path written is returned."""
+    saved: OrderedDict[str, torch.Tensor] = OrderedDict(
+        (name, t.detach()) for name, t in state.items())
+    setattr(saved, _DIGEST_ATTR, {"format": _DIGEST_FORMAT, "sha256": tensors_digest(saved)})
     buffer = io.BytesIO()
-    torch.save({name: t.detach() for name, t in state.items()}, buffer)
+    torch.save(saved, buffer)
     return atomic_write_bytes(path, buffer.getvalue())
 
 
@@ -89,10 +137,32 @@ def _read(what: str, source: Source) -> Mapping[str, object]:
     if isinstance(source, Mapping):
         return source
     if isinstance(source, (str, os.PathLike)):
-        loaded = torch.load(source, map_location="cpu", weights_only=True)
+        try:
+            loaded = torch.load(source, map_location="cpu", weights_only=True)
+        except FileNotFoundError:
+            raise
+        except Exception as exc:  # torch's and pickle's messages name no file
+            raise AdapterFileError(what, source, cause_line(exc)) from exc
         if not isinstance(loaded, Mapping):
-            raise ValueError(f"{what}: {os.fspath(source)!r} holds a "
-                             f"{type(loaded).__name__}, not a state dict")
+            raise AdapterFileError(what, source, f"it holds a {type(loaded).__name__}, not a "
+                                   "state dict")
+        _check_digest(what, source, loaded)
         return loaded
     raise TypeError(f"{what}: source must be a path or a state dict; "
                     f"got {type(source).__name__}")
+
+
+def _check_digest(what: str, path: str | os.PathLike[str], state: Mapping[str, object]) -> None:
+    """Refuse a file whose tensors are not the ones it was saved with; one saved before
+    adapter files carried a digest has none to check."""
+    recorded = getattr(state, _DIGEST_ATTR, None)
+    if recorded is None:
+        return
+    if not isinstance(recorded, Mapping) or recorded.get("format") != _DIGEST_FORMAT:
+        raise AdapterFileError(what, path, f"its digest record is not {_DIGEST_FORMAT}")
+    if not all(isinstance(t, torch.Tensor) for t in state.values()):
+        raise AdapterFileError(what, path, "it holds values that are not tensors")
+    tensors: Mapping[str, torch.Tensor] = state  # type: ignore[assignment]
+    if tensors_digest(tensors) != recorded.get("sha256"):
+        raise AdapterFileError(what, path, "its tensors do not match the SHA-256 they were "
+                               "saved with (the file was altered or damaged)")
