@@ -44,7 +44,8 @@ def _scripted(errors):
 
 
 def _train(root: Path, salt: str, errors, **kw):
-    return make_model().train(_params(len(errors), **kw.pop("train", {})),
+    train = dict(kw.pop("train", {}))
+    return make_model().train(_params(train.pop("n_epochs", len(errors)), **train),
                               eval_step_fn=_scripted(errors), salt=salt, root=root,
                               verbose=False, **kw)
 
@@ -165,7 +166,7 @@ def test_a_live_runs_points_are_not_repaired_by_another_process(tmp_path, monkey
     before = (tmp_path / run_id / "checkpoints" / "best.pt").read_bytes()
     with file_lock(tmp_path / ".leases" / f"{run_id}.lock"):
         rc, out = _cli("runs", "verify", run_id, "--root", str(tmp_path), "--repair")
-    assert "being trained by another process" in out and rc == 1  # still owed
+    assert "being trained by another process" in out and rc == 0  # its own fit writes them
     assert (tmp_path / run_id / "checkpoints" / "best.pt").read_bytes() == before
 
 
@@ -275,3 +276,24 @@ def test_a_symlinked_pending_directory_is_refused_before_last(tmp_path):
     with pytest.raises(UnsafePathError):
         _train(root, "a", [0.5])
     assert list(elsewhere.iterdir()) == []
+
+
+def test_runs_best_is_read_by_its_targets_name(tmp_path):
+    a = _train(tmp_path, "a", [0.5, 0.4])
+    assert NNCheckpoint.load("best", "best", root=tmp_path).run_id == a.id
+    child = _train(tmp_path, "a", [0.5, 0.4, 0.6],
+                   train={"resume_from_run_id": "best", "resume_mode": "stateful",
+                          "n_epochs": 1})  # one more epoch after BEST's (epoch 1)
+    assert [r.epoch for r in child.epoch_records()] == [2]
+    assert child.resume_status.source_run == "best"  # as asked; its lineage starts here
+
+
+def test_a_runs_best_link_to_elsewhere_names_no_run(tmp_path):
+    a = _train(tmp_path, "a", [0.5, 0.4])
+    foreign = tmp_path.parent / f"{tmp_path.name}-foreign"
+    (foreign / a.id).mkdir(parents=True)
+    (tmp_path / "best").unlink()
+    (tmp_path / "best").symlink_to(foreign / a.id)  # an absolute target, not a sibling
+    with pytest.raises(FileNotFoundError, match="names no run"):
+        NNCheckpoint.load("best", "best", root=tmp_path)
+    assert current_best(tmp_path) is None

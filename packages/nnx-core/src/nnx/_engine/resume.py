@@ -25,7 +25,7 @@ from nnx._engine.loop_state import LoopState, param_names
 from nnx._engine.optimizer_factories import optimizer_factory_state
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.seeding import capture_rng_state, restore_rng_state
-from nnx._persistence.best import BEST_NAME, current_best
+from nnx._persistence.best_pointer import resolve_best
 from nnx._persistence.checkpoint import NNCheckpoint, checkpoint_path
 from nnx._persistence.leftovers import remove_leftovers
 from nnx._persistence.owed_points import OwedPointsBusy, settle_owed
@@ -76,15 +76,18 @@ def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan
     for schedule in schedules:
         _check_horizon(params, schedule)
     source, tag = params.resume_from_run_id, params.resume_from_checkpoint or "last"
-    settle_source(root, source)
-    path = checkpoint_path(source, tag, root=root)  # a ModelCheckpoint .safetensors tag too
+    run = resolve_best(source, root)  # "best": the run runs/best names now, by name
+    settle_source(root, run)
+    path = checkpoint_path(run, tag, root=root)  # a ModelCheckpoint .safetensors tag too
     if not path.is_file():
         raise FileNotFoundError(f"cannot resume: run {source} has no {tag!r} checkpoint "
                                 f"({path.as_posix()})")
-    verify_point(path)  # torn, mixed or corrupted points are refused before anything is read
+    # Torn, mixed or corrupted points are refused before anything is read; root=: no
+    # symbolic link below the runs root is followed.
+    verify_point(path, root=root)
 
     # The source's history must hold what its LAST commits (nnx._persistence.resume_source).
-    check_resume_source(root, source)
+    check_resume_source(root, run)
 
     checkpoint = NNCheckpoint.from_file(path)
     state = checkpoint.training_state()
@@ -128,16 +131,13 @@ def settle_source(root: Path, source: str) -> None:
     uninterrupted run would have left: no data of the resume's. A source trained by a
     live process, or whose LAST does not verify (refused right after, by name), is left
     as it is."""
-    run = current_best(root) if source == BEST_NAME else source
-    if run is None:
-        return
     try:
-        written = settle_owed(root, run)
-        remove_leftovers(root, run)  # what its killed writers stranded (None: it is live)
+        written = settle_owed(root, source)
+        remove_leftovers(root, source)  # what its killed writers stranded (None: it is live)
     except (OwedPointsBusy, ResumePointError, ValueError, OSError):
         return  # the checks below report a source that cannot be read
     if written:
-        warnings.warn(f"run {run}: its last epoch's commit was cut short; wrote the "
+        warnings.warn(f"run {source}: its last epoch's commit was cut short; wrote the "
                       f"{', '.join(written)} point(s) it owed from its LAST", RuntimeWarning,
                       stacklevel=4)
 

@@ -72,13 +72,17 @@ def check_inside(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> 
     return target
 
 
-def inside(root: str | os.PathLike[str], *names: str, what: str = "name") -> Path:
+def inside(root: str | os.PathLike[str], *names: str, what: str = "name",
+           links: bool = False) -> Path:
     """``root / names...``: each name one plain entry (the run-id rule), no component
-    below ``root`` a symlink (:func:`check_inside`)."""
+    below ``root`` a symlink (:func:`check_inside`). ``links=True`` checks the names only:
+    for a directory that is not a runs root and links its files by design (a Hugging
+    Face cache snapshot links each file into its blob store)."""
     base = Path(root)
     for name in names:
         try:
             check_run_id(what, name, what=what)
         except ValueError as exc:
             raise UnsafePathError(str(exc), path=base.joinpath(*map(str, names))) from None
-    return check_inside(base, base.joinpath(*names))
+    joined = base.joinpath(*names)
+    return joined if links else check_inside(base, joined)

@@ -45,8 +45,13 @@ from nnx._foundation.atomic import atomic_write_text, fsync_dir
 from nnx._foundation.locking import file_lock
 from nnx._foundation.records import NNIterationDataPoint, first_finite
 from nnx._foundation.safe_paths import UnsafePathError
-from nnx._foundation.validation import check_run_id
 from nnx._persistence.best_pending import clear_pending, pending_runs
+from nnx._persistence.best_pointer import (
+    BEST_NAME,
+    POINTER_FILE,
+    current_best,
+    is_own_fallback,
+)
 from nnx._persistence.best_score import SCORE_NAME, forget_score, read_score, write_score
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.checkpoint_format import read_record
@@ -56,9 +61,6 @@ from nnx._persistence.run import NNRun
 __all__ = ["BEST_NAME", "SCORE_NAME", "candidate_score", "check_pointer_slot", "current_best",
            "discard_retired", "elect_best", "foreign_pointer", "promote_best", "recorded_score",
            "retire_run", "run_score"]
-
-BEST_NAME = "best"
-_POINTER = "POINTER.txt"
 
 
 def run_score(run_dir: Path) -> float | None:
@@ -136,35 +138,11 @@ def recorded_score(root: str | os.PathLike[str], run_id: str) -> float | None:
     return read_score(root, run_id)
 
 
-def current_best(root: Path) -> str | None:
-    """The run id runs/best points at, or None. The pointer is read by its target's name,
-    never followed: a link whose target is not one plain name names no run."""
-    pointer = root / BEST_NAME
-    if pointer.is_symlink():
-        target = os.readlink(pointer)
-    elif _is_own_fallback(pointer) and (pointer / _POINTER).is_file():
-        target = Path((pointer / _POINTER).read_text(encoding="utf-8").strip()).name
-    else:
-        return None
-    try:
-        return check_run_id("runs/best", target)
-    except ValueError:
-        return None
-
-
-def _is_own_fallback(pointer: Path) -> bool:
-    """runs/best as NNx writes it where symlinks are unavailable: a real directory holding
-    nothing but POINTER.txt (an empty one is a hand-over a kill interrupted)."""
-    if pointer.is_symlink() or not pointer.is_dir():
-        return False
-    return set(os.listdir(pointer)) <= {_POINTER}
-
-
 def foreign_pointer(root: Path) -> Path | None:
     """``runs/best`` when something NNx did not write occupies it (a regular file, or a
     directory holding anything but POINTER.txt); None when the slot is NNx's or free."""
     pointer = root / BEST_NAME
-    if pointer.is_symlink() or not os.path.lexists(pointer) or _is_own_fallback(pointer):
+    if pointer.is_symlink() or not os.path.lexists(pointer) or is_own_fallback(pointer):
         return None
     return pointer
 
@@ -198,7 +176,7 @@ def _point(root: Path, run_id: str | None) -> None:
     if run_id is None:
         if pointer.is_symlink():
             pointer.unlink()
-        elif _is_own_fallback(pointer):
+        elif is_own_fallback(pointer):
             shutil.rmtree(pointer)
         return
     tmp = root / _temp_name()
@@ -209,10 +187,10 @@ def _point(root: Path, run_id: str | None) -> None:
         if pointer.is_symlink():
             pointer.unlink()
         pointer.mkdir(exist_ok=True)
-        atomic_write_text(pointer / _POINTER, f"{root.name}/{run_id}\n", follow=False)
+        atomic_write_text(pointer / POINTER_FILE, f"{root.name}/{run_id}\n", follow=False)
         return
     try:
-        if _is_own_fallback(pointer):
+        if is_own_fallback(pointer):
             shutil.rmtree(pointer)
         os.replace(tmp, pointer)
     finally:

@@ -25,6 +25,7 @@ import torch
 from nnx._foundation.records import NNIterationDataPoint, first_finite
 from nnx._foundation.safe_paths import check_inside
 from nnx._foundation.validation import check_run_id
+from nnx._persistence.best_pointer import resolve_best
 from nnx._persistence.checkpoint_format import (
     check_map_location,
     decode_checkpoint,
@@ -70,6 +71,7 @@ def _checkpoint_path(run: str, tag: str, root: str | os.PathLike[str]) -> Path:
     otherwise), and no component below ``root`` down to the file is a symbolic link
     (UnsafePathError naming it), checked before anything is read or a lock is created."""
     check_run_id("run", run)
+    run = resolve_best(run, root)  # "best": the run runs/best names, read as a sibling
     check_run_id("type", tag, what="checkpoint tag")
     directory = Path(root) / run / "checkpoints"
     if is_safetensors(tag):

@@ -9,6 +9,8 @@ from typing import Any
 
 from nnx._foundation.bounded import load_yaml
 from nnx._foundation.records import NNIterationDataPoint
+from nnx._foundation.safe_paths import check_inside
+from nnx._persistence.best_pointer import resolve_best
 from nnx._persistence.history_csv import read_idps_csv
 from nnx.history._format import HISTORY_DIR
 from nnx.history._store import iter_journal, load_manifest
@@ -19,9 +21,11 @@ RunRef = str | os.PathLike[str]
 
 
 def resolve_run(run: RunRef, root: str | os.PathLike[str]) -> Path:
-    """``root/<id>`` for a run id, else ``run`` itself as a directory."""
+    """``root/<id>`` for a run id (``"best"``: the run runs/best names, by name, and no
+    symbolic link below the root followed), else ``run`` itself as a directory."""
     if isinstance(run, str) and (Path(root) / run).is_dir():
-        return Path(os.path.realpath(Path(root) / run))
+        named = resolve_best(run, root)
+        return Path(os.path.realpath(Path(root))) / check_inside(root, Path(root) / named).name
     path = Path(run)
     if path.is_dir():
         return Path(os.path.realpath(path))

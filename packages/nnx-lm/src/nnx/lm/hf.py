@@ -121,7 +121,10 @@ def _shards(directory: Path, index: Path) -> list[Path]:
     paths: dict[str, Path] = {}
     for shard in weight_map.values():
         try:
-            paths[shard] = inside(directory, shard, what="shard file name")
+            # Names only: a Hugging Face cache snapshot links every file into its blob
+            # store, so a link is how shards arrive; the index can still name nothing
+            # but a file of this directory.
+            paths[shard] = inside(directory, shard, what="shard file name", links=True)
         except UnsafePathError as exc:
             raise ValueError(f"{index}: shard {shard!r} is refused: {exc}") from None
     return [paths[name] for name in sorted(paths)]
