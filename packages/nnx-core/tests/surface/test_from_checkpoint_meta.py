@@ -68,3 +68,29 @@ def test_an_rng_snapshot_taken_under_the_meta_device_context_stays_on_the_cpu():
         snapshot = capture_rng_state()
         restore_rng_state(snapshot)  # used to fail: "Cannot copy out of meta tensor"
     assert snapshot["python"][1].device.type == "cpu"
+
+
+def test_a_forged_registered_config_is_refused_before_the_factory_allocates(tmp_path):
+    from torch import nn
+
+    from nnx import ModelSpec, register_model_factory
+    from nnx.enums.losses import Losses
+
+    register_model_factory("test.meta.wide", 1,
+                           lambda config: nn.Sequential(nn.Linear(4, config["width"]),
+                                                        nn.ReLU(), nn.Linear(config["width"], 3)))
+    model = NNModel(params=NNModelParams(net=ModelSpec("test.meta.wide", 1, {"width": 8}, seed=0),
+                                         loss=Losses.CROSS_ENTROPY))
+    run = model.train(tiny_train_params(), verbose=False, root=tmp_path)
+    last = NNCheckpoint.load(run.id, "last", root=tmp_path)
+    spec = dict(last.model["net"])
+    forged = dataclasses.replace(last, model={**last.model,
+                                              "net": {**spec, "config": {"width": 2_000_000_000}}})
+    rng = torch.get_rng_state()
+    before = _peak_mib()
+    with pytest.raises(ValueError, match=r"do not fit .*0\.weight \(8, 4\) vs \(2000000000, 4\)"):
+        NNModel.from_checkpoint(forged)  # a real build would need 32 GB for one layer
+    assert _peak_mib() - before < 256
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert torch.equal(NNModel.from_checkpoint(last).net.state_dict()["0.weight"],
+                       last.state_dict["0.weight"])

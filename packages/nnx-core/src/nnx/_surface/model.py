@@ -31,6 +31,7 @@ from nnx._persistence.run import DEFAULT_ROOT, NNRun
 from nnx.enums.nets import Nets
 from nnx.enums.precision import Precision
 from nnx.models.construct import build_net, check_checkpoint_module, check_rebuild_fits
+from nnx.models.descriptors import ModelSpec
 from nnx.models.topology import check_weights_fit
 from nnx.params._loaders import check_loader, refuse_dataset
 from nnx.params.model import NNModelParams
@@ -343,11 +344,11 @@ class NNModel:
         A registered model is rebuilt through its factory and a runtime module
         needs ``module=`` (a fresh instance of the same topology); both are
         checked against the saved parameter names and shapes before any weight
-        is loaded (ValueError on a mismatch). A built-in net is first built on the
-        meta device and compared there, so a checkpoint recording another net's
-        configuration (its ``hidden_dims``, say) is refused (ValueError naming the
-        checkpoint and the first differing tensors) before that net's memory is
-        allocated. A
+        is loaded (ValueError on a mismatch). A built-in or registered net is first
+        built on the meta device and compared there, so a checkpoint recording another
+        net's configuration (its ``hidden_dims``, a factory's ``width``) is refused
+        (ValueError naming the checkpoint and the first differing tensors) before that
+        net's memory is allocated. A
         checkpoint read from a path is verified against its manifest
         (:meth:`NNCheckpoint.from_file`). The checkpoint's transform recipes
         are replayed on the rebuilt base first; one this process cannot replay
@@ -367,6 +368,9 @@ class NNModel:
         def replay(net: nn.Module) -> object:
             return replay_transforms(net, recipes, base=params.net)
 
+        if isinstance(params.net, ModelSpec):  # its recorded config, checked on meta first
+            check_rebuild_fits(None, params, checkpoint.state_dict,
+                               f"checkpoint of {params.net.label}", replay)
         if not isinstance(params.net, Nets):
             model = cls(params=params, module=module, batch_adapter=batch_adapter)
             model.transforms = replay_transforms(model.net, recipes, base=model.params.net)
