@@ -77,6 +77,9 @@ def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan
         _check_horizon(params, schedule)
     source, tag = params.resume_from_run_id, params.resume_from_checkpoint or "last"
     run = resolve_best(source, root)  # "best": the run runs/best names now, by name
+    # The source's history must hold what its LAST commits (nnx._persistence.resume_source):
+    # a damaged source is refused before anything, the clean-up included, touches it.
+    check_resume_source(root, run)
     settle_source(root, run)
     path = checkpoint_path(run, tag, root=root)  # a ModelCheckpoint .safetensors tag too
     if not path.is_file():
@@ -85,9 +88,6 @@ def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan
     # Torn, mixed or corrupted points are refused before anything is read; root=: no
     # symbolic link below the runs root is followed.
     verify_point(path, root=root)
-
-    # The source's history must hold what its LAST commits (nnx._persistence.resume_source).
-    check_resume_source(root, run)
 
     checkpoint = NNCheckpoint.from_file(path)
     state = checkpoint.training_state()

@@ -36,6 +36,7 @@ from nnx._foundation.locking import LockBusyError, file_lock
 from nnx._foundation.safe_paths import check_inside, inside
 from nnx._persistence.resume_point import settle_staged
 from nnx.history._format import HISTORY_DIR, chunk_name
+from nnx.history._runs import committed_epoch
 from nnx.history._store import load_manifest
 from nnx.history.errors import HistoryCorruptionError
 
@@ -58,12 +59,16 @@ def _plain_files(directory: Path) -> list[str]:
 
 def _unpublished_chunks(hdir: Path, names: list[str]) -> list[str]:
     """Chunk files past the published manifest's count; none without a manifest that
-    loads (an unpublished first epoch or a migration's leftover: not ours to judge)."""
+    loads (an unpublished first epoch or a migration's leftover: not ours to judge), and
+    none when the manifest is behind LAST (an older journal.json put back: the chunks
+    past it hold committed records, the evidence of that damage, never leftovers)."""
     try:
         manifest = load_manifest(hdir)
-    except HistoryCorruptionError:
+        committed = committed_epoch(hdir.parent)
+    except (HistoryCorruptionError, ValueError):
         return []
-    if manifest is None:
+    if manifest is None or (committed is not None and (
+            manifest.last_epoch is None or manifest.last_epoch < committed)):
         return []
     return [name for name in names if (m := _CHUNK.match(name)) is not None
             and int(m.group(1)) >= manifest.chunks and name == chunk_name(int(m.group(1)))]

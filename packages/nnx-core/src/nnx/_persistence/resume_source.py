@@ -5,9 +5,10 @@ A source whose history ends before the record its LAST commits (cut, or an older
 copy: :mod:`nnx._persistence.history_completeness`), or is otherwise unloadable, is
 refused with :class:`RunDamagedError` naming the file, before the new run is
 reserved: the child's lineage would start from that history and the loss would go
-unseen. Only the history's ends are read, and nothing is written: a resume writes
-no data to its source (§14.3), so its leftovers stay for ``nnx runs verify
---repair``. A source reached through the runs/best pointer is the run it names now.
+unseen. Only the history's ends are read, and nothing is written; the check runs
+before the resume settles the source's owed points and leftovers, so a damaged
+source is left exactly as found. A source reached through the runs/best pointer is
+the run it names now.
 """
 
 from __future__ import annotations

@@ -278,8 +278,8 @@ def _owed(root: Path, run_id: str, *, repair: bool) -> bool:
     except OwedPointsBusy as exc:
         print(f"warn last  {exc}")
         return False
-    except ResumePointError:
-        return False  # LAST itself fails: reported above
+    except (ResumePointError, ValueError, OSError):
+        return False  # LAST itself fails (torn, a link, unreadable): reported above
     for tag in owed:
         print(f"FAIL {tag}  owed: LAST's epoch commits it but it is not written (--repair, "
               "or a resume from this run, writes it from LAST)")
