@@ -18,7 +18,7 @@ from pathlib import Path
 from nnx._persistence.best import BEST_NAME, current_best
 from nnx._persistence.history_completeness import read_mark
 from nnx._persistence.history_ends import check_history_ends
-from nnx._persistence.run_damage import reading
+from nnx._persistence.run_damage import RunDamagedError, reading
 
 __all__ = ["check_resume_source"]
 
@@ -32,6 +32,9 @@ def check_resume_source(root: Path, run_id: str) -> None:
     last = run_dir / "checkpoints" / "last.pt"
     mark = None
     if last.is_file():
-        with reading(source, last):
-            mark = read_mark(last)
+        try:
+            with reading(source, last):
+                mark = read_mark(last)
+        except RunDamagedError:
+            return  # LAST itself is unreadable: the point's verification refuses it by name
     check_history_ends(source, run_dir, mark)
