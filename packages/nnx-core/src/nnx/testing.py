@@ -1,8 +1,14 @@
-"""Tiny data, models and loaders for test suites: nnx-core's and every add-on's.
+"""Tiny data, models and loaders for test suites, and the add-on conformance check.
 
-The public face of :mod:`nnx._surface.testing`; the code lives there (docs/architecture.md).
+The public face of :mod:`nnx._surface.testing` (the tiny fixtures) and
+:mod:`nnx._surface.conformance` (:func:`check_distribution`, which every
+distribution's tests call); the code lives there (docs/architecture.md). The pytest
+plugin :mod:`nnx._surface.pytest_plugin` ships beside them (docs/extending.md).
 """
 
+from nnx._surface.conformance import (
+    check_distribution as check_distribution,
+)
 from nnx._surface.testing import (
     sgd as sgd,
 )
@@ -23,6 +29,7 @@ from nnx._surface.testing import (
 )
 
 __all__ = [
+    "check_distribution",
     "sgd",
     "tiny_batches",
     "tiny_loader",
