@@ -1,9 +1,10 @@
 """The pytest plugin nnx-core ships for every nnx distribution's tests (docs/extending.md).
 
-Registered under the ``pytest11`` entry point ``nnx``, so it is active wherever nnx-core
-is installed, and it acts only on the test directory of an nnx distribution: a
-``tests/`` directory beside a ``pyproject.toml`` whose project is named ``nnx-*``. For
-each one it collects from:
+Loaded with ``-p nnx.testing`` (the workspace's pytest ``addopts``; the face re-exports
+these hooks). Not a ``pytest11`` entry point: pytest would then assertion-rewrite the
+whole ``nnx`` package in every environment holding nnx-core. It acts only on the test
+directory of an nnx distribution, a ``tests/`` directory beside a ``pyproject.toml``
+whose project is named ``nnx-*``; for each one it collects from:
 
 * the directory is an import root, so the distribution's shared helpers
   (``_nnx_core_tiny.py``, ``_peft_tiny.py``, ...) import by name: no conftest edits
@@ -14,7 +15,7 @@ each one it collects from:
 
 The tiny data, models and loaders themselves are :mod:`nnx.testing`'s; the
 conformance call every suite makes is :func:`nnx.testing.check_distribution`.
-A project that is not an nnx distribution sees nothing; ``-p no:nnx`` turns it off.
+A project that is not an nnx distribution sees nothing.
 """
 
 from __future__ import annotations
