@@ -1,4 +1,4 @@
-"""Tiny data and models shared by the loop tests (imported via conftest's sys.path entry).
+"""Tiny data and models shared by the loop tests (tests/ is an import root: see README.md).
 
 The data, model and loader helpers live in :mod:`nnx.testing`; this module re-exports
 them and adds the test-only Lion optimizer."""

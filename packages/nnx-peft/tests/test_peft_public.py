@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import tomllib
 
 import nnx
 import nnx.peft
+from nnx.testing import check_distribution
 
 ROOT = Path(__file__).resolve().parents[1]
 LORA = ["LoRALinear", "apply_lora_to", "save_lora_weights", "load_lora_weights", "merge_lora",
@@ -33,24 +33,5 @@ def test_every_lora_name_is_announced_exported_and_resolves() -> None:
         assert getattr(nnx, name) is getattr(nnx.peft, name)
 
 
-def _private(path: Path) -> list[str]:
-    found: list[str] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.Import):
-            dotted = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            dotted = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-        else:
-            continue
-        for d in dotted:
-            top, *rest = d.split(".")
-            if top in ("peft", "transformers") or (
-                    top == "nnx" and any(p.startswith("_") for p in rest)):
-                found.append(d)
-    return found
-
-
-def test_nnx_peft_imports_no_private_nnx_module_and_never_hf_peft() -> None:
-    files = sorted((ROOT / "src").rglob("*.py"))
-    assert files
-    assert {str(f.relative_to(ROOT)): bad for f in files if (bad := _private(f))} == {}
+def test_nnx_peft_keeps_the_add_on_rules_and_never_imports_hf_peft() -> None:
+    check_distribution("nnx-peft", forbid=("peft", "transformers"))

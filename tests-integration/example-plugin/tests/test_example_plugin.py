@@ -27,7 +27,20 @@ from nnx.example_plugin import (
     ExampleScaler,
     example_sgd,
 )
-from nnx.testing import tiny_batches, tiny_loader, tiny_model, tiny_train_params, weights
+from nnx.testing import (
+    check_distribution,
+    tiny_batches,
+    tiny_loader,
+    tiny_model,
+    tiny_train_params,
+    weights,
+)
+
+
+def test_the_plugin_keeps_the_add_on_rules() -> None:
+    # Imports core only through nnx / nnx.extend, no private core name, no import circle,
+    # every entry point loads and is nnx.<name>, and the wheel ships no nnx/__init__.py.
+    check_distribution("nnx-example-plugin")
 
 
 def test_top_level_export_resolves_through_entry_point() -> None:

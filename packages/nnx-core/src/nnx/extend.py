@@ -29,7 +29,17 @@ unchanged, so an add-on (and the reference plugin under
   factories, optimizer factories, metrics (with :class:`MetricRegistration`)
   and transforms, and :class:`MissingDistributionError`;
 * protocols: :class:`Component` (with :class:`ComponentSpec`), :class:`Task` and
-  :class:`TrainableModel` (what the engine reads of a model: type steps against it).
+  :class:`TrainableModel` (what the engine reads of a model: type steps against it);
+* objectives: :class:`Objective`, :class:`LossTerm`, :class:`ObjectiveResult`,
+  :class:`ObjectiveContext` (the objective context), :class:`UpdateEvent`,
+  :class:`ObjectiveStream`, :class:`FrozenTeacher` and :func:`distillation_loss` (the
+  one KD soft term); for a hand-written step: :func:`imperative_step`,
+  :func:`finalize_step` / :class:`FinalizedStep`, :func:`train_mode`,
+  :func:`full_precision_only`;
+* net params: :class:`NNParams` with its public hooks ``validate``, ``omit_from_state``
+  and ``field_name``;
+* transform recipes: :class:`TransformRecipe` and :func:`config_targets`;
+* crossing to another add-on: :func:`require_distribution` (the one install hint).
 """
 
 from __future__ import annotations
@@ -62,7 +72,7 @@ from nnx._foundation.config_base import (
 )
 from nnx._foundation.hashing import sha256_hex
 from nnx._foundation.modes import preserved_state
-from nnx._foundation.plugins import MissingDistributionError
+from nnx._foundation.plugins import MissingDistributionError, require_distribution
 from nnx._foundation.safe_paths import UnsafePathError, inside
 from nnx._foundation.validation import (
     MAX_SEED,
@@ -97,8 +107,21 @@ from nnx.metrics.registry import (
     unregister_metric,
 )
 from nnx.models import register_model_factory, registered_model_factories, unregister_model_factory
+from nnx.objectives._core import (
+    LossTerm,
+    Objective,
+    ObjectiveContext,
+    ObjectiveResult,
+    UpdateEvent,
+)
+from nnx.objectives.kd import distillation_loss
+from nnx.objectives.ownership import imperative_step
+from nnx.objectives.stream import ObjectiveStream
+from nnx.objectives.teacher import FrozenTeacher
+from nnx.params.net import NNParams
 from nnx.tasks.protocol import Task
 from nnx.transforms import register_transform, registered_transforms, unregister_transform
+from nnx.transforms.recipe import TransformRecipe, config_targets
 
 __all__ = [
     "MAX_SEED",
@@ -111,13 +134,22 @@ __all__ = [
     "ComponentSpec",
     "Domain",
     "FinalizedStep",
+    "FrozenTeacher",
+    "LossTerm",
     "MetricRegistration",
     "MissingDistributionError",
+    "NNParams",
     "NetRegistration",
+    "Objective",
+    "ObjectiveContext",
+    "ObjectiveResult",
+    "ObjectiveStream",
     "Params",
     "Task",
     "TrainableModel",
+    "TransformRecipe",
     "UnsafePathError",
+    "UpdateEvent",
     "always",
     "atomic_write",
     "atomic_write_bytes",
@@ -136,6 +168,8 @@ __all__ = [
     "check_seed",
     "check_spec_config",
     "check_spec_id",
+    "config_targets",
+    "distillation_loss",
     "empty_mapping",
     "encode",
     "enum_decoder",
@@ -144,6 +178,7 @@ __all__ = [
     "finalize_step",
     "frozen_mapping",
     "full_precision_only",
+    "imperative_step",
     "inside",
     "load_json",
     "preserved_state",
@@ -155,6 +190,7 @@ __all__ = [
     "registered_model_factories",
     "registered_optimizer_factories",
     "registered_transforms",
+    "require_distribution",
     "require_exact",
     "runtime",
     "set_field",

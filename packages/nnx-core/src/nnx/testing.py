@@ -1,8 +1,22 @@
-"""Tiny data, models and loaders for test suites: nnx-core's and every add-on's.
+"""Tiny data, models and loaders for test suites, the add-on conformance check, and the
+pytest plugin every nnx distribution's tests run with (``-p nnx.testing``).
 
-The public face of :mod:`nnx._surface.testing`; the code lives there (docs/architecture.md).
+The public face of :mod:`nnx._surface.testing` (the tiny fixtures),
+:mod:`nnx._surface.conformance` (:func:`check_distribution`, which every
+distribution's tests call) and :mod:`nnx._surface.pytest_plugin` (its two hooks, so
+``-p nnx.testing`` loads the plugin); the code lives there (docs/architecture.md,
+docs/extending.md).
 """
 
+from nnx._surface.conformance import (
+    check_distribution as check_distribution,
+)
+from nnx._surface.pytest_plugin import (
+    pytest_ignore_collect as pytest_ignore_collect,
+)
+from nnx._surface.pytest_plugin import (
+    pytest_load_initial_conftests as pytest_load_initial_conftests,
+)
 from nnx._surface.testing import (
     sgd as sgd,
 )
@@ -23,6 +37,7 @@ from nnx._surface.testing import (
 )
 
 __all__ = [
+    "check_distribution",
     "sgd",
     "tiny_batches",
     "tiny_loader",

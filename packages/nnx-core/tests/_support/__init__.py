@@ -1,1 +1,1 @@
-"""Helpers shared by several test modules (tests/ is on sys.path)."""
+"""Helpers shared by several test modules (tests/ is on sys.path: see ../README.md)."""

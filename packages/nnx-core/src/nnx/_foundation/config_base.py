@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import warnings
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
@@ -99,10 +100,32 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
+#: Hooks renamed to public names (issue 25): old name → new. A subclass that still
+#: overrides the old name keeps working for one release (it becomes the new hook, with a
+#: DeprecationWarning), and the base classes keep the old names as aliases, so an old
+#: override's explicit ``NNParams._validate(self)`` still reaches the base hook.
+RENAMED_HOOKS: Mapping[str, str] = MappingProxyType(
+    {"_validate": "validate", "_omit_from_state": "omit_from_state"})
+
+
 class Params:
-    """Mixin giving a params dataclass its ``state()`` / ``from_state()`` pair."""
+    """Mixin giving a params dataclass its ``state()`` / ``from_state()`` pair.
+
+    Hooks a subclass may override (docs/extending.md): :meth:`omit_from_state`, and on
+    :class:`~nnx.params.net.NNParams` ``validate``; :meth:`field_name` spells a field for
+    error messages.
+    """
 
     __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for old, new in RENAMED_HOOKS.items():
+            if old in cls.__dict__ and new not in cls.__dict__:
+                warnings.warn(f"{cls.__qualname__}.{old} is deprecated and will be removed in "
+                              f"the next release: override {new} instead",
+                              DeprecationWarning, stacklevel=2)
+                setattr(cls, new, cls.__dict__[old])
 
     #: Per-field decoders turning state data back into field values.
     _DECODERS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {}
@@ -116,14 +139,25 @@ class Params:
             value = getattr(self, f.name)
             if not f.metadata.get(_ALWAYS) and _same(value, _default_of(f)):
                 continue
-            if self._omit_from_state(f.name, value):
+            if self.omit_from_state(f.name, value):
                 continue
             out[f.name] = encode(value)
         return out
 
-    def _omit_from_state(self, name: str, value: Any) -> bool:
-        """Hook for values that repeat another field (omitted, rebuilt as default)."""
+    def omit_from_state(self, name: str, value: Any) -> bool:
+        """Hook: True leaves field ``name`` (at ``value``) out of ``state()``.
+
+        For values that repeat or derive from another field: omitted, they are rebuilt
+        as the default, so they never enter the run id.
+        """
         return False
+
+    #: Deprecated alias (one release): override :meth:`omit_from_state`.
+    _omit_from_state = omit_from_state
+
+    def field_name(self, field: str) -> str:
+        """``Class.field``: how a refusal names one of this object's fields."""
+        return f"{type(self).__name__}.{field}"
 
     @classmethod
     def state_fields(cls) -> frozenset[str]:

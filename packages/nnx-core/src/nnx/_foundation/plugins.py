@@ -17,9 +17,11 @@ imports another. Explicit ``register`` calls win over entry points, and
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Iterator
 from importlib import metadata
+from types import ModuleType
 from typing import Any
 
 from nnx._foundation.catalog import GROUP_KINDS, distribution_for
@@ -30,6 +32,7 @@ __all__ = [
     "VersionedRegistry",
     "missing",
     "registry",
+    "require_distribution",
     "versioned_registry",
 ]
 
@@ -49,6 +52,24 @@ def missing(kind: str, name: str, what: str) -> MissingDistributionError | None:
     """The install-hint error for a catalogued name, or None if nnx does not know it."""
     dist = distribution_for(kind, name)
     return None if dist is None else MissingDistributionError(what, dist)
+
+
+def require_distribution(distribution: str, module: str, *,
+                         needed_by: str | None = None) -> ModuleType:
+    """``module`` imported, or :class:`MissingDistributionError` naming ``pip install
+    distribution``: the one way an add-on reaches another it does not require.
+
+    Only the module's own absence (or a parent package's) is the install hint; an
+    ImportError from inside an installed module (its own missing dependency) propagates
+    unchanged, so a broken install is never reported as an absent one.
+    """
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (module == exc.name or module.startswith(exc.name + ".")):
+            raise
+        what = module if needed_by is None else f"{module} (needed by {needed_by})"
+        raise MissingDistributionError(what, distribution) from exc
 
 
 class EntryPointRegistry:

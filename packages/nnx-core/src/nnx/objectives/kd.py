@@ -17,6 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import torch
 import torch.nn.functional as F
 from torch import nn
 
@@ -25,7 +26,25 @@ from nnx.objectives._core import LossTerm, Objective, ObjectiveContext, Objectiv
 from nnx.objectives.supervised import supervised_term
 from nnx.objectives.teacher import FrozenTeacher
 
-__all__ = ["KDObjective", "kd_objective"]
+__all__ = ["KDObjective", "distillation_loss", "kd_objective"]
+
+
+def distillation_loss(student: torch.Tensor, teacher: torch.Tensor, temperature: float, *,
+                      reduction: str = "sum", who: str = "knowledge distillation"
+                      ) -> torch.Tensor:
+    """The soft KD term, T² · KL(softmax(teacher/T) ‖ softmax(student/T)) over the last dim.
+
+    The one home of the formula: ``kd_objective`` takes it summed over rows (its
+    LossTerm normalizes by the row count); nnx-paradigms' KD steps take it
+    ``reduction="batchmean"``. The teacher's logits are detached; a shape mismatch is a
+    ValueError naming ``who``.
+    """
+    if teacher.shape != student.shape:
+        raise ValueError(f"{who}: the teacher's output {tuple(teacher.shape)} does not match "
+                         f"the student's {tuple(student.shape)}")
+    t = temperature
+    return F.kl_div(F.log_softmax(student / t, dim=-1), F.softmax(teacher.detach() / t, dim=-1),
+                    reduction=reduction) * (t * t)
 
 
 class KDObjective(Objective):
@@ -61,13 +80,8 @@ class KDObjective(Objective):
         hard, detached = supervised_term(ctx, output, target, weight=1.0 - self.alpha)
         if self.alpha == 0:
             return ObjectiveResult((hard,), output=detached, target=target)
-        teacher = self.frozen.logits(inputs[0])
-        if teacher.shape != output.shape:
-            raise ValueError(f"kd_objective: teacher output {tuple(teacher.shape)} does not "
-                             f"match the student's {tuple(output.shape)}")
-        t = self.temperature
-        soft = F.kl_div(F.log_softmax(output / t, dim=-1), F.softmax(teacher / t, dim=-1),
-                        reduction="sum") * (t * t)
+        soft = distillation_loss(output, self.frozen.logits(inputs[0]), self.temperature,
+                                 who="kd_objective")
         rows = math.prod(output.shape[:-1])
         kd = LossTerm("distillation", soft, float(rows), self.alpha)
         metrics = {"distillation": float(soft.detach()) / rows if rows else math.nan}

@@ -34,9 +34,9 @@ class NNConvParams(NNParams):
 
     _DECODERS: ClassVar[Mapping[str, Any]] = {**NNParams._DECODERS, "conv_channels": tuple}
 
-    def _validate(self) -> None:
-        NNParams._validate(self)
-        n = self._name
+    def validate(self) -> None:
+        NNParams.validate(self)
+        n = self.field_name
         set_field(self, "conv_channels", check_counts(n("conv_channels"), self.conv_channels))
         if not self.conv_channels:
             raise ValueError(f"{n('conv_channels')} must list at least one convolution block")
@@ -66,7 +66,7 @@ class NNConvParams(NNParams):
             side //= self.pool_size
             if side < 1:
                 raise ValueError(
-                    f"{self._name('conv_channels')}: block {i} reduces a {self.image_side}×"
+                    f"{self.field_name('conv_channels')}: block {i} reduces a {self.image_side}×"
                     f"{self.image_side} image to nothing (kernel_size={self.kernel_size}, "
                     f"stride={self.stride}, padding={self.padding}, pool_size={self.pool_size})"
                 )

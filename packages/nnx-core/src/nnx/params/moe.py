@@ -23,9 +23,9 @@ class NNMoEParams(NNParams):
     top_k: int = always(2)
     aux_loss_weight: float = 0.01
 
-    def _validate(self) -> None:
-        NNParams._validate(self)
-        n = self._name
+    def validate(self) -> None:
+        NNParams.validate(self)
+        n = self.field_name
         set_field(self, "num_experts", check_count(n("num_experts"), self.num_experts, minimum=2))
         set_field(
             self,

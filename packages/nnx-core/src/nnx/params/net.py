@@ -57,13 +57,15 @@ class NNParams(Params):
     }
 
     def __post_init__(self) -> None:
-        self._validate()
+        self.validate()
 
-    def _name(self, field: str) -> str:
-        return f"{type(self).__name__}.{field}"
+    def validate(self) -> None:
+        """Hook: check and normalize every field (``set_field``), raising on a bad one.
 
-    def _validate(self) -> None:
-        n = self._name
+        A subclass overrides it and calls ``NNParams.validate(self)`` explicitly (a
+        slotted dataclass breaks zero-argument ``super()``).
+        """
+        n = self.field_name
         set_field(self, "input_dim", check_count(n("input_dim"), self.input_dim))
         set_field(self, "output_dim", check_count(n("output_dim"), self.output_dim))
         set_field(self, "hidden_dims", check_counts(n("hidden_dims"), self.hidden_dims))
@@ -86,14 +88,18 @@ class NNParams(Params):
             set_field(self, "dropout_probs", probs)
         set_field(self, "n_heads", check_optional_count(n("n_heads"), self.n_heads))
 
+    #: Deprecated aliases (one release): override :meth:`validate`, call :meth:`field_name`.
+    _validate = validate
+    _name = Params.field_name
+
     def _check_per_layer(self, field: str, values: tuple[Any, ...]) -> None:
         if len(values) != len(self.hidden_dims):
             raise ValueError(
-                f"{self._name(field)} must give one value per hidden layer "
+                f"{self.field_name(field)} must give one value per hidden layer "
                 f"({len(self.hidden_dims)}); got {len(values)}"
             )
 
-    def _omit_from_state(self, name: str, value: Any) -> bool:
+    def omit_from_state(self, name: str, value: Any) -> bool:
         # A per-layer list that only repeats the net-wide value carries nothing.
         if name == "activations" and value is not None:
             return all(a is self.activation for a in value)

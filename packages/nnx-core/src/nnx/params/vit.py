@@ -28,15 +28,15 @@ class NNViTParams(NNParams):
     ffn_mult: int = always(4)
     n_heads: int | None = always(4)
 
-    def _validate(self) -> None:
-        n = self._name
+    def validate(self) -> None:
+        n = self.field_name
         for field in ("image_size", "patch_size", "in_channels", "d_model", "n_layers", "ffn_mult"):
             set_field(self, field, check_count(n(field), getattr(self, field)))
         set_field(self, "n_heads", check_count(n("n_heads"), self.n_heads))
         derived = self.in_channels * self.image_size**2
         if self.input_dim is None:
             set_field(self, "input_dim", derived)
-        NNParams._validate(self)
+        NNParams.validate(self)
         if self.input_dim != derived:
             raise ValueError(
                 f"{n('input_dim')} must equal in_channels × image_size² ({derived}) or be "
@@ -53,10 +53,10 @@ class NNViTParams(NNParams):
                 f"{n('n_heads')} must divide d_model ({self.d_model}); got {self.n_heads}"
             )
 
-    def _omit_from_state(self, name: str, value: object) -> bool:
+    def omit_from_state(self, name: str, value: object) -> bool:
         if name == "input_dim":  # derived from the image shape, never configured
             return True
-        return NNParams._omit_from_state(self, name, value)
+        return NNParams.omit_from_state(self, name, value)
 
     @property
     def n_patches(self) -> int:

@@ -18,10 +18,10 @@ from typing import Any
 
 import torch
 
-from nnx.components import ComponentSpec
 from nnx.diffusion.noising import add_noise, clean_input
 from nnx.diffusion.schedules import NoiseSchedule
-from nnx.objectives import (
+from nnx.extend import (
+    ComponentSpec,
     LossTerm,
     Objective,
     ObjectiveContext,

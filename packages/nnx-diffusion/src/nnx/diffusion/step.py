@@ -19,10 +19,9 @@ import torch
 import torch.nn.functional as F
 
 from nnx import NNEvaluationDataPoint, TrainStepContext
-from nnx._step_helpers import finalize_step, full_precision_only, train_mode
 from nnx.diffusion.noising import add_noise, clean_input
 from nnx.diffusion.schedules import NoiseSchedule
-from nnx.objectives import imperative_step
+from nnx.extend import finalize_step, full_precision_only, imperative_step, train_mode
 
 __all__ = ["diffusion_train_step_factory"]
 

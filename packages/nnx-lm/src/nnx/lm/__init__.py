@@ -8,11 +8,13 @@ from nnx.lm.generative import GenerativeNNModel
 from nnx.lm.layers import RMSNorm, RoPE
 from nnx.lm.net import TRANSFORMER, KVCache, TransformerNN
 from nnx.lm.params import NNTransformerParams, NNTransformerParamsBuilder
+from nnx.lm.tokenizer import NNTokenizerParams
 
 __all__ = [
     "TRANSFORMER",
     "GenerativeNNModel",
     "KVCache",
+    "NNTokenizerParams",
     "NNTransformerParams",
     "NNTransformerParamsBuilder",
     "RMSNorm",

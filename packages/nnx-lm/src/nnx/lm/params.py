@@ -6,17 +6,17 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from nnx.enums.activations import Activations
+from nnx import Activations
 from nnx.extend import (
     NON_NEGATIVE,
     POSITIVE,
     PROBABILITY,
+    NNParams,
     check_count,
     check_real,
     require_exact,
     set_field,
 )
-from nnx.params.net import NNParams
 
 __all__ = ["NNTransformerParams", "NNTransformerParamsBuilder", "check_heads"]
 
@@ -74,8 +74,8 @@ class NNTransformerParams(NNParams):
     attn_dropout: float = 0.0
     resid_dropout: float = 0.0
 
-    def _validate(self) -> None:
-        n = self._name
+    def validate(self) -> None:
+        n = self.field_name
         for field in _COUNTS:
             set_field(self, field, check_count(n(field), getattr(self, field)))
         if self.ffn_dim is not None:
@@ -95,16 +95,16 @@ class NNTransformerParams(NNParams):
         if isinstance(self.output_dim, int) and not isinstance(self.output_dim, bool) \
                 and self.output_dim == 0:
             set_field(self, "output_dim", self.vocab_size)
-        NNParams._validate(self)
+        NNParams.validate(self)
         for field in ("input_dim", "output_dim"):
             if getattr(self, field) != self.vocab_size:
                 raise ValueError(f"{n(field)} must equal vocab_size ({self.vocab_size}) or be "
                                  f"omitted; got {getattr(self, field)}")
 
-    def _omit_from_state(self, name: str, value: object) -> bool:
+    def omit_from_state(self, name: str, value: object) -> bool:
         if name in ("input_dim", "output_dim"):  # derived from vocab_size, never configured
             return True
-        return NNParams._omit_from_state(self, name, value)
+        return NNParams.omit_from_state(self, name, value)
 
     @property
     def head_dim(self) -> int:

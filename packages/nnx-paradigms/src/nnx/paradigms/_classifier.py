@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from nnx.extend import TrainableModel
-from nnx.paradigms.offline_distillation.dataset import TeacherBatch
+from nnx.paradigms.offline_distillation.batch import TeacherBatch
 
 __all__ = ["classifier_batch", "labelled_input", "mixed_accuracy", "one_input",
            "refuse_teacher_records", "supervised_loss", "top1_error"]

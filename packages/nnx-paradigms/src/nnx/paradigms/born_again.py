@@ -15,6 +15,8 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from torch import nn
+
 from nnx import NNModel, NNRun, NNTrainParams
 from nnx.extend import check_count
 from nnx.paradigms._classifier import refuse_teacher_records
@@ -84,6 +86,4 @@ class _Probe:
     """A parameterless stand-in teacher: checking the knobs freezes nothing real."""
 
     def __init__(self) -> None:
-        import torch.nn as nn
-
         self.net = nn.Identity()

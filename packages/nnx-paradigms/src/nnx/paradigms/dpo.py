@@ -26,9 +26,15 @@ import torch
 import torch.nn.functional as F
 
 from nnx import NNEvaluationDataPoint, TrainStepContext
-from nnx._step_helpers import finalize_step, full_precision_only, train_mode
-from nnx.extend import POSITIVE, check_count, check_real
-from nnx.objectives import imperative_step
+from nnx.extend import (
+    POSITIVE,
+    check_count,
+    check_real,
+    finalize_step,
+    full_precision_only,
+    imperative_step,
+    train_mode,
+)
 from nnx.paradigms.lm_protocol import transformer_of
 
 __all__ = ["DPOTrainStep", "completion_log_probs", "dpo_loss", "dpo_train_step_factory",

@@ -21,9 +21,13 @@ from typing import Any
 import torch
 
 from nnx import NNEvaluationDataPoint, TrainStepContext
-from nnx._step_helpers import finalize_step, full_precision_only, train_mode
-from nnx.components import ComponentSpec
-from nnx.objectives import imperative_step
+from nnx.extend import (
+    ComponentSpec,
+    finalize_step,
+    full_precision_only,
+    imperative_step,
+    train_mode,
+)
 from nnx.paradigms.jepa_core import JEPACore, MaskFn
 
 __all__ = ["JEPATrainStep", "jepa_train_step_factory"]

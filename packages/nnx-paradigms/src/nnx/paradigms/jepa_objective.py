@@ -20,8 +20,8 @@ from typing import Any
 
 import torch
 
-from nnx.components import ComponentSpec
-from nnx.objectives import (
+from nnx.extend import (
+    ComponentSpec,
     LossTerm,
     Objective,
     ObjectiveContext,

@@ -25,9 +25,18 @@ import torch.nn.functional as F
 from torch import nn
 
 from nnx import NNEvaluationDataPoint, TrainStepContext
-from nnx._step_helpers import finalize_step, full_precision_only, train_mode
-from nnx.extend import NON_NEGATIVE, POSITIVE, PROBABILITY, check_real
-from nnx.objectives import FrozenTeacher, imperative_step
+from nnx.extend import (
+    NON_NEGATIVE,
+    POSITIVE,
+    PROBABILITY,
+    FrozenTeacher,
+    check_real,
+    distillation_loss,
+    finalize_step,
+    full_precision_only,
+    imperative_step,
+    train_mode,
+)
 from nnx.paradigms._classifier import labelled_input, supervised_loss, top1_error
 
 __all__ = ["feature_kd_train_step_factory", "kd_loss", "kd_train_step_factory"]
@@ -37,13 +46,9 @@ TrainStepFn = Callable[[TrainStepContext], NNEvaluationDataPoint]
 
 def kd_loss(student: torch.Tensor, teacher: torch.Tensor, hard: torch.Tensor, *,
             alpha: float, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(combined, soft)``: the Hinton loss of one batch and its softened KL · T²."""
-    if teacher.shape != student.shape:
-        raise ValueError(f"knowledge distillation: the teacher's output {tuple(teacher.shape)} "
-                         f"does not match the student's {tuple(student.shape)}")
-    t = temperature
-    soft = F.kl_div(F.log_softmax(student / t, dim=-1), F.softmax(teacher.detach() / t, dim=-1),
-                    reduction="batchmean") * (t * t)
+    """``(combined, soft)``: the Hinton loss of one batch and its softened KL · T² (the soft
+    term is core's one :func:`~nnx.extend.distillation_loss`, batch-mean reduced)."""
+    soft = distillation_loss(student, teacher, temperature, reduction="batchmean")
     if alpha == 0:
         return hard, soft.detach()
     if alpha == 1:

@@ -1,24 +1,22 @@
 """What DPO needs of nnx-lm, reached without importing it at module import.
 
 nnx-paradigms installs and imports without nnx-lm (its ``lm`` extra). The DPO step
-and :class:`~nnx.paradigms.preference.NNPreferenceDataset` call :func:`require_lm` at
-construction: absent, it raises core's one install hint naming ``pip install nnx-lm``
-(the approach of nnx-peft's ``lm_protocol``); present, :func:`transformer_of` checks a
-reference really is (or wraps) nnx-lm's TransformerNN.
+and :class:`~nnx.paradigms.preference.NNPreferenceDataset` reach nnx-lm at construction
+through core's ``require_distribution``: absent, it raises the one install hint naming
+``pip install nnx-lm``; present, :func:`transformer_of` checks a reference really is (or
+wraps) nnx-lm's TransformerNN.
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
 from typing import Any, Protocol, cast
 
 import torch
 from torch import nn
 
-from nnx.extend import MissingDistributionError
+from nnx.extend import require_distribution
 
-__all__ = ["LMNet", "require_lm", "transformer_of"]
+__all__ = ["LMNet", "transformer_of"]
 
 
 class LMShape(Protocol):
@@ -39,17 +37,9 @@ class LMNet(Protocol):
     def __call__(self, ids: torch.Tensor) -> torch.Tensor: ...
 
 
-def require_lm(owner: str) -> ModuleType:
-    """``nnx.lm``, or :class:`~nnx.extend.MissingDistributionError` naming nnx-lm."""
-    try:
-        return importlib.import_module("nnx.lm")
-    except ImportError as exc:
-        raise MissingDistributionError(f"TransformerNN (which {owner} trains)", "nnx-lm") from exc
-
-
 def transformer_of(owner: str, model: object) -> LMNet:
     """The TransformerNN of ``model``: a GenerativeNNModel / NNModel over one, or the net."""
-    lm = require_lm(owner)
+    lm = require_distribution("nnx-lm", "nnx.lm", needed_by=owner)
     net = getattr(model, "net", model)
     if not isinstance(net, lm.TransformerNN):
         raise TypeError(f"{owner}: the reference policy must be an nnx-lm TransformerNN or a "

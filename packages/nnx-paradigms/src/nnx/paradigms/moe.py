@@ -15,9 +15,14 @@ from collections.abc import Callable
 import torch
 
 from nnx import MoELinear, NNEvaluationDataPoint, TrainStepContext
-from nnx._step_helpers import finalize_step, full_precision_only, train_mode
-from nnx.extend import NON_NEGATIVE, check_real
-from nnx.objectives import imperative_step
+from nnx.extend import (
+    NON_NEGATIVE,
+    check_real,
+    finalize_step,
+    full_precision_only,
+    imperative_step,
+    train_mode,
+)
 from nnx.paradigms._classifier import classifier_batch, mixed_accuracy, supervised_loss
 
 __all__ = ["moe_train_step_factory"]

@@ -16,8 +16,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from nnx.extend import check_count
-from nnx.paradigms.lm_protocol import require_lm
+from nnx.extend import check_count, require_distribution
 
 __all__ = ["NNPreferenceDataset", "PreferenceBatch", "right_pad"]
 
@@ -65,7 +64,7 @@ class NNPreferenceDataset(Dataset[PreferenceBatch]):
 
     def __init__(self, triples: Sequence[Sequence[Any]], *, pad_id: int,
                  vocab_size: int) -> None:
-        require_lm("NNPreferenceDataset")
+        require_distribution("nnx-lm", "nnx.lm", needed_by="NNPreferenceDataset")
         self.vocab_size = check_count("NNPreferenceDataset vocab_size", vocab_size, minimum=1)
         self.pad_id = check_count("NNPreferenceDataset pad_id", pad_id, minimum=0,
                                   maximum=self.vocab_size - 1)

@@ -20,9 +20,14 @@ import torch
 import torch.nn.functional as F
 
 from nnx import NNEvaluationDataPoint, TrainStepContext
-from nnx._step_helpers import finalize_step, full_precision_only, train_mode
-from nnx.extend import POSITIVE, check_real
-from nnx.objectives import imperative_step
+from nnx.extend import (
+    POSITIVE,
+    check_real,
+    finalize_step,
+    full_precision_only,
+    imperative_step,
+    train_mode,
+)
 from nnx.paradigms._classifier import one_input
 
 __all__ = ["nt_xent_loss", "simclr_train_step_factory"]

@@ -1,22 +1,21 @@
 """What the prefix and prompt tuners need of nnx-lm's TransformerNN, without importing it.
 
 nnx-peft installs and imports without nnx-lm (the ``lm`` extra). The tuners
-type against these protocols, and :func:`require_transformer` imports nnx-lm
-lazily at construction: absent, it raises core's one install hint naming
-``pip install nnx-lm``; present, it checks the net really is a TransformerNN
-(the attention math the prefix relies on lives there, in ``attend``).
+type against these protocols, and :func:`require_transformer` reaches nnx-lm
+lazily at construction through core's ``require_distribution``: absent, it raises
+core's one install hint naming ``pip install nnx-lm``; present, it checks the net
+really is a TransformerNN (the attention math the prefix relies on lives there, in ``attend``).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from typing import Protocol, cast
 
 import torch
 from torch import nn
 
-from nnx.extend import MissingDistributionError
+from nnx.extend import require_distribution
 
 __all__ = [
     "KVCache", "LMAttention", "LMBlock", "LMNet", "LMShape", "inner_linear",
@@ -74,10 +73,7 @@ def require_transformer(owner: str, net: object) -> LMNet:
     Raises :class:`~nnx.extend.MissingDistributionError` (an ImportError) naming
     ``pip install nnx-lm`` when nnx-lm cannot be imported, TypeError for another net.
     """
-    try:
-        lm = importlib.import_module("nnx.lm")
-    except ImportError as exc:
-        raise MissingDistributionError(f"TransformerNN (which {owner} wraps)", "nnx-lm") from exc
+    lm = require_distribution("nnx-lm", "nnx.lm", needed_by=owner)
     if not isinstance(net, lm.TransformerNN):
         raise TypeError(f"{owner} wraps an nnx-lm TransformerNN (model.net of a "
                         f"GenerativeNNModel); got {type(net).__name__}")

@@ -28,11 +28,11 @@ from typing import Any
 
 from torch import nn
 
+from nnx.extend import TransformRecipe, config_targets
 from nnx.peft.dora import DoRALinear
 from nnx.peft.ia3 import IA3Linear, feedforward_patterns
 from nnx.peft.lora import LoRALinear, check_lora_args
 from nnx.peft.targeting import Slot, replace_slots, select_linear_slots
-from nnx.transforms import TransformRecipe, config_targets
 
 __all__ = ["DORA_OP", "IA3_OP", "LORA_OP", "LORA_VERSION", "dora_recipe", "ia3_recipe",
            "lora_recipe", "materialize_dora", "materialize_ia3", "materialize_lora"]

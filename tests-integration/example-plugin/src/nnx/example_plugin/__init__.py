@@ -22,9 +22,9 @@ from typing import Any
 import torch
 from torch import nn
 
-# Public names only: nnx.extend is nnx-core's extension API (docs/extending.md).
-from nnx.extend import NON_NEGATIVE, NetRegistration, check_real, set_field
-from nnx.params.net import NNParams
+# nnx.extend is nnx-core's extension API (docs/extending.md): with ``nnx`` itself, the only
+# core module an add-on imports (its tests assert it: nnx.testing.check_distribution).
+from nnx.extend import NON_NEGATIVE, NetRegistration, NNParams, check_real, set_field
 
 __all__ = ["EXAMPLE_MLP", "ExampleMLP", "ExampleMLPParams", "ExampleScaler", "example_sgd"]
 
@@ -52,10 +52,10 @@ class ExampleMLPParams(NNParams):
 
     scale: float = 1.0
 
-    def _validate(self) -> None:
+    def validate(self) -> None:
         # Explicit base call: zero-argument super() breaks in slotted dataclasses.
-        NNParams._validate(self)
-        set_field(self, "scale", check_real(self._name("scale"), self.scale))
+        NNParams.validate(self)
+        set_field(self, "scale", check_real(self.field_name("scale"), self.scale))
 
 
 class ExampleMLP(nn.Module):

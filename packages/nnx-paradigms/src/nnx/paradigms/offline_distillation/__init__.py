@@ -3,12 +3,13 @@
 Read ``nnx.teacher-record/1`` JSONL with :func:`read_teacher_records`, join the
 records to inputs in a :class:`TeacherDataset` (by sample id; by candidate id,
 never position), train with ``objective=dataset.objective(alpha)`` and evaluate
-with :func:`evaluate_offline`. Modules: ``records``, ``dataset``, ``objective``,
+with :func:`evaluate_offline`. Modules, lowest first: ``records`` and ``batch``
+(the TeacherBatch every other module reads), ``objective`` and ``scoring``, ``dataset``,
 ``report``.
 """
 
+from nnx.paradigms.offline_distillation.batch import TeacherBatch
 from nnx.paradigms.offline_distillation.dataset import (
-    TeacherBatch,
     TeacherDataset,
     TeacherDatasetError,
     TeacherLoader,

@@ -20,51 +20,22 @@ candidate order, which the objective and the evaluation check against their own.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, Dataset
 
 from nnx.extend import check_count, check_seed
+from nnx.paradigms.offline_distillation.batch import UNLABELLED, TeacherBatch
+from nnx.paradigms.offline_distillation.objective import OfflineDistillationObjective
 from nnx.paradigms.offline_distillation.records import TeacherRecord
+from nnx.paradigms.offline_distillation.scoring import offline_eval_step
 
-if TYPE_CHECKING:
-    from nnx.paradigms.offline_distillation.objective import OfflineDistillationObjective
-
-__all__ = ["TeacherBatch", "TeacherDataset", "TeacherDatasetError", "TeacherLoader"]
-
-UNLABELLED = -1  # the label index of an unlabelled row
-
+__all__ = ["TeacherDataset", "TeacherDatasetError", "TeacherLoader"]
 
 class TeacherDatasetError(ValueError):
     """Records, inputs, candidates and labels that cannot form a TeacherDataset."""
-
-
-@dataclass(frozen=True, eq=False)
-class TeacherBatch:
-    """A batch of a TeacherDataset: inputs, the aligned teacher probabilities, the label
-    indices (``-1`` unlabelled) and the candidate order the columns follow."""
-
-    inputs: torch.Tensor
-    probabilities: torch.Tensor
-    labels: torch.Tensor
-    candidates: tuple[str, ...]
-    sample_ids: tuple[str, ...]
-
-    def __len__(self) -> int:
-        return int(self.inputs.shape[0])
-
-    def __iter__(self) -> Iterator[Any]:
-        # Not an (X, Y) batch: a live-logit path unpacking it fails here, clearly.
-        raise TypeError("a TeacherBatch holds stored teacher probabilities, not an (X, Y) "
-                        "batch: train it with objective=dataset.objective(alpha)")
-
-    @property
-    def labelled(self) -> torch.Tensor:
-        """The row mask of labelled rows."""
-        return self.labels != UNLABELLED
 
 
 class _Rows(Dataset[int]):
@@ -145,14 +116,12 @@ class TeacherDataset:
     def objective(self, alpha: float) -> OfflineDistillationObjective:
         """``alpha · KL(teacher ‖ student) + (1 − alpha) · CE(student, label)``, refused
         for a partly labelled dataset, and for alpha < 1 without every record labelled."""
-        from nnx.paradigms.offline_distillation.objective import OfflineDistillationObjective
         return OfflineDistillationObjective(self.candidates, self.schema_digest, alpha,
                                             labelling=self.labelling)
 
     def eval_step(self) -> Any:
         """An ``eval_step_fn`` whose record loss is the imitation loss (whatever alpha),
         with ``label_accuracy`` / ``label_nll`` metrics over the labelled rows."""
-        from nnx.paradigms.offline_distillation.report import offline_eval_step
         return offline_eval_step(self.candidates)
 
     def __repr__(self) -> str:

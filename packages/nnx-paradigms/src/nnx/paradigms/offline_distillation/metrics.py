@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from nnx.metrics import MetricRegistration
+from nnx.extend import MetricRegistration
 
 __all__ = ["LABEL_ACCURACY", "LABEL_NLL", "LabelAccuracy", "LabelNLL"]
 

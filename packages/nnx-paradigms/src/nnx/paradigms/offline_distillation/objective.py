@@ -21,44 +21,24 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import torch
 import torch.nn.functional as F
 
-from nnx.components import ComponentSpec
-from nnx.extend import PROBABILITY, check_real
-from nnx.objectives import LossTerm, Objective, ObjectiveContext, ObjectiveResult
-from nnx.paradigms.offline_distillation.dataset import TeacherBatch
+from nnx.extend import (
+    PROBABILITY,
+    ComponentSpec,
+    LossTerm,
+    Objective,
+    ObjectiveContext,
+    ObjectiveResult,
+    check_real,
+)
+from nnx.paradigms.offline_distillation.batch import imitation_sums, student_logits
 
-__all__ = ["COMPONENT", "IDENTITY_FORMAT", "OfflineDistillationObjective", "imitation_sums",
-           "student_logits"]
+__all__ = ["COMPONENT", "IDENTITY_FORMAT", "OfflineDistillationObjective"]
 
 COMPONENT = "paradigms.offline_distillation"
 IDENTITY_FORMAT = "nnx.offline-distillation/1"
 _VERSION = 1
-
-
-def student_logits(model: Any, batch: Any, candidates: tuple[str, ...], who: str,
-                   forward: Any = None) -> torch.Tensor:
-    """The student's float32 logits of a checked TeacherBatch, shaped (rows, candidates)."""
-    if not isinstance(batch, TeacherBatch):
-        raise TypeError(f"{who} needs TeacherDataset batches (dataset.loader(...)); got "
-                        f"{type(batch).__name__}")
-    if batch.candidates != candidates:
-        raise ValueError(f"{who}: the batch's candidate order {batch.candidates} is not this "
-                         f"objective's {candidates}")
-    x = batch.inputs.to(model.device)
-    raw = forward((x,)) if forward is not None else model.forward_raw((x,))
-    out: torch.Tensor = raw.float()
-    if out.dim() != 2 or out.shape[1] != len(candidates):
-        raise ValueError(f"{who}: the student's output {tuple(out.shape)} must be (rows, "
-                         f"{len(candidates)}), one logit per candidate")
-    return out
-
-
-def imitation_sums(logits: torch.Tensor, probabilities: torch.Tensor) -> torch.Tensor:
-    """KL(q ‖ softmax(logits)) per row (0 · log 0 = 0), q detached."""
-    q = probabilities.detach().to(logits.device, torch.float32)
-    return (torch.xlogy(q, q) - q * F.log_softmax(logits, dim=1)).sum(dim=1)
 
 
 class OfflineDistillationObjective(Objective):

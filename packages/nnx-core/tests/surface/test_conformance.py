@@ -1,0 +1,112 @@
+"""nnx.testing.check_distribution (issue 25): nnx-core passes its rules, and a planted add-on
+breaking each rule is caught, every problem listed in one AssertionError."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nnx._foundation.plugins import MissingDistributionError, require_distribution
+from nnx.testing import check_distribution
+
+
+def test_nnx_core_has_no_import_circle_and_its_entry_points_resolve():
+    check_distribution("nnx-core")
+
+
+_FILES = {
+    "nnx/__init__.py": "",
+    "nnx/fake/__init__.py": "from nnx.fake.a import Thing\n\n__all__ = ['Thing']\n",
+    "nnx/fake/a.py": """
+        import importlib
+
+        from nnx._engine import steps
+        from nnx.extend import NNParams, _hidden
+        from nnx.fake import b
+        from nnx.lm import TransformerNN
+        from nnx.objectives import Objective
+        import peft
+
+
+        class Thing(NNParams):
+            def validate(self):
+                NNParams._validate(self)
+
+
+        def reach():
+            return importlib.import_module("nnx.lm")
+        """,
+    "nnx/fake/b.py": """
+        def late():
+            from nnx.fake import a
+            return a
+
+
+        def explained():
+            # Lazy: a is heavy, and only this path needs it.
+            from nnx.fake import a
+            return a
+        """,
+}
+
+
+def _plant(root: Path) -> None:
+    """An installed (wheel-style) distribution nnx-fake-addon whose every file breaks a rule."""
+    info = root / "nnx_fake_addon-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: nnx-fake-addon\nVersion: 0.1\n"
+                                   "Requires-Dist: nnx-core\n"
+                                   "Requires-Dist: nnx-lm; extra == 'lm'\n")
+    (info / "entry_points.txt").write_text(
+        "[nnx.transforms]\nfake.thing@v1 = nnx_fake_addon_absent_module:thing\n")
+    for name, text in _FILES.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    (info / "RECORD").write_text("".join(f"{name},,\n" for name in _FILES))
+
+
+def test_a_planted_add_on_breaking_every_rule_is_refused_with_each_problem(tmp_path,
+                                                                            monkeypatch):
+    _plant(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(AssertionError) as info:
+        check_distribution("nnx-fake-addon", forbid=("peft",))
+    text = str(info.value)
+    expected = [
+        "import circle: nnx.fake.a <-> nnx.fake.b",
+        "nnx.fake.b:3 -> nnx.fake.a: an import inside a function needs a comment",
+        "nnx.fake.a:4 imports private nnx._engine",
+        "nnx.fake.a:5 imports private nnx.extend._hidden of nnx-core",
+        "nnx.fake.a:7 imports nnx.lm of nnx-lm, which nnx-fake-addon does not require",
+        "nnx.fake.a:8 imports nnx.objectives: an add-on imports core only through nnx and "
+        "nnx.extend",
+        "nnx.fake.a:9 imports peft, which this distribution must not use",
+        "nnx.fake.a:14 reads NNParams._validate, a private member of core",
+        "nnx.fake.a:18 calls import_module",
+        "nnx-fake-addon ships nnx/__init__.py",
+        "entry point nnx.transforms:fake.thing@v1 = nnx_fake_addon_absent_module:thing does "
+        "not load",
+    ]
+    assert [e for e in expected if e not in text] == []
+    assert "nnx.fake.b:9" not in text  # the explained lazy import passes
+    assert text.count("\n  ") == len(expected)  # nothing else, each problem once
+
+
+def test_require_distribution_imports_or_names_the_install():
+    assert require_distribution("nnx-core", "nnx.extend").__name__ == "nnx.extend"
+    with pytest.raises(MissingDistributionError,
+                       match=r"nnx\.nosuch \(needed by FakeTuner\) is provided by the "
+                             r"nnx-nosuch distribution.*pip install nnx-nosuch") as info:
+        require_distribution("nnx-nosuch", "nnx.nosuch", needed_by="FakeTuner")
+    assert info.value.distribution == "nnx-nosuch" and isinstance(info.value, ImportError)
+
+
+def test_require_distribution_never_hides_a_broken_install(tmp_path, monkeypatch):
+    (tmp_path / "nnx_broken_addon_module.py").write_text("import nnx_dependency_not_there\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ModuleNotFoundError, match="nnx_dependency_not_there") as info:
+        require_distribution("nnx-broken", "nnx_broken_addon_module")
+    assert not isinstance(info.value, MissingDistributionError)

@@ -1,5 +1,0 @@
-"""Test-session settings for nnx-lm's tests: tiny tensors, one intra-op thread."""
-
-import torch
-
-torch.set_num_threads(1)
