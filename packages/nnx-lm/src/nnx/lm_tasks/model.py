@@ -15,7 +15,8 @@ from nnx.lm_tasks.causal import CausalLMTask
 __all__ = ["CausalLMModel"]
 
 
-def CausalLMModel(net_params: Any = None, params: Any = None, *,  # noqa: N802 - the documented name
+# A function under the documented class-like name: the call reads as it always did.
+def CausalLMModel(net_params: Any = None, params: Any = None, *,
                   task: CausalLMTask, **kwargs: Any) -> NNModel:
     """``NNModel(net_params, params, task=task, ...)`` trained and evaluated by ``task``.
 
