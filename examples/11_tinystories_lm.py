@@ -18,6 +18,7 @@ from nnx import (
     GenerativeNNModel,
     Nets,
     NNCheckpoint,
+    NNModel,
     NNModelParams,
     NNOptimParams,
     NNTokenizerParams,
@@ -50,7 +51,7 @@ def plan(n_epochs: int, **resume: object) -> NNTrainParams:
                          scheduler=None, seed=0, **resume)  # type: ignore[arg-type]
 
 
-def lm(seed: int) -> CausalLMModel:
+def lm(seed: int) -> NNModel:
     torch.manual_seed(seed)
     return CausalLMModel(net, NNModelParams(net=Nets.TRANSFORMER), task=task)
 

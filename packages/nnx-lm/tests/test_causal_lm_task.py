@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nnx import Devices, MonitorSpec, Nets, NNModelParams
+from nnx import Devices, MonitorSpec, Nets, NNModel, NNModelParams
 from nnx.extend import Component, Task
 from nnx.lm import NNTransformerParams
 from nnx.lm_tasks import CausalLMModel, CausalLMTask
@@ -21,7 +21,7 @@ TRAIN_LOSS = MonitorSpec(metric="loss", split="train")  # records the epoch's tr
 SHAPE = NNTransformerParams(vocab_size=VOCAB, d_model=16, n_heads=2, n_layers=1, max_seq_len=16)
 
 
-def lm_model(seed: int = 0, **task: Any) -> CausalLMModel:
+def lm_model(seed: int = 0, **task: Any) -> NNModel:
     torch.manual_seed(seed)
     return CausalLMModel(SHAPE, NNModelParams(net=Nets.TRANSFORMER, device=Devices.CPU),
                          task=CausalLMTask(vocab_size=VOCAB, **task))
@@ -46,7 +46,7 @@ def right_padded(rows: torch.Tensor, size: int, extra: int = 3) -> list[dict[str
     return out
 
 
-def weights(model: CausalLMModel) -> dict[str, torch.Tensor]:
+def weights(model: NNModel) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.net.state_dict().items()}
 
 
@@ -138,7 +138,7 @@ def test_token_ce_with_label_smoothing_matches_torch() -> None:
 
 def test_perplexity_is_exp_nll_and_accuracy_counts_tokens() -> None:
     model = lm_model()
-    record = model.evaluate_lm(batched(token_rows(), 3))
+    record = model.task.evaluate(model, batched(token_rows(), 3))
     assert record.status == "ok" and record.count == 8 * 8 and record.kind == "causal_lm"
     assert record.loss == record.metrics["nll"]
     assert record.metrics["perplexity"] == pytest.approx(math.exp(record.metrics["nll"]),
@@ -149,7 +149,7 @@ def test_perplexity_is_exp_nll_and_accuracy_counts_tokens() -> None:
 def test_eval_nll_is_the_same_under_batch_sizes_and_right_padding() -> None:
     model = lm_model()
     rows = token_rows()
-    records = [model.evaluate_lm(loader) for loader in (
+    records = [model.task.evaluate(model, loader) for loader in (
         batched(rows, 8), batched(rows, 3), batched(rows, 1), right_padded(rows, 3))]
     for record in records[1:]:
         assert record.count == records[0].count
@@ -159,7 +159,8 @@ def test_eval_nll_is_the_same_under_batch_sizes_and_right_padding() -> None:
 
 def test_an_all_masked_validation_is_empty_not_zero() -> None:
     rows = token_rows(2)
-    record = lm_model().evaluate_lm([(rows, None, torch.zeros_like(rows))])
+    model = lm_model()
+    record = model.task.evaluate(model, [(rows, None, torch.zeros_like(rows))])
     assert record.status == "empty" and record.count == 0 and record.loss is None
 
 
@@ -199,7 +200,7 @@ def test_label_smoothing_changes_the_training_loss_not_the_evaluated_nll(tmp_pat
     losses, evals = [], []
     for eps in (0.0, 0.2):
         model = lm_model(label_smoothing=eps)
-        before = model.evaluate_lm([rows[:4]])  # the first batch, as the first record
+        before = model.task.evaluate(model, [rows[:4]])  # the first batch: the first record
         run = model.train(tiny_train_params(batched(rows, 4), optim=sgd(1e-12)),
                           root=tmp_path / str(eps), verbose=False)
         losses.append(run.idps[0].train_edp.loss)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import torch
 
-from nnx import Devices, Nets, NNModelParams, NNOptimParams, NNRun, NNTrainParams
+from nnx import Devices, Nets, NNModel, NNModelParams, NNOptimParams, NNRun, NNTrainParams
 from nnx.lm import NNTransformerParams
 from nnx.lm_tasks import CausalLMModel, CausalLMTask
 
@@ -16,7 +16,7 @@ SHAPE = NNTransformerParams(vocab_size=VOCAB, d_model=16, n_heads=2, n_layers=1,
                             attn_dropout=0.1, resid_dropout=0.1)  # dropout: RNG resumes too
 
 
-def lm_model(seed: int = 0, **task: Any) -> CausalLMModel:
+def lm_model(seed: int = 0, **task: Any) -> NNModel:
     torch.manual_seed(seed)
     return CausalLMModel(SHAPE, NNModelParams(net=Nets.TRANSFORMER, device=Devices.CPU),
                          task=CausalLMTask(vocab_size=VOCAB, **task))
@@ -36,7 +36,7 @@ def params(n_epochs: int, **fields: Any) -> NNTrainParams:
                          scheduler=None, seed=0, **fields)
 
 
-def weights(model: CausalLMModel) -> dict[str, torch.Tensor]:
+def weights(model: NNModel) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.net.state_dict().items()}
 
 

@@ -28,8 +28,10 @@ unchanged, so an add-on (and the reference plugin under
 * registries: ``register_*`` / ``registered_*`` / ``unregister_*`` for model
   factories, optimizer factories, metrics (with :class:`MetricRegistration`)
   and transforms, and :class:`MissingDistributionError`;
-* protocols: :class:`Component` (with :class:`ComponentSpec`), :class:`Task` and
-  :class:`TrainableModel` (what the engine reads of a model: type steps against it);
+* protocols: :class:`Component` (with :class:`ComponentSpec`), :class:`Task` (with its
+  defaults: :func:`resolve_task` and :class:`TaskRuntime`, the per-batch machinery core
+  builds around a task object) and :class:`TrainableModel` (what the engine reads of a
+  model: type steps against it);
 * objectives: :class:`Objective`, :class:`LossTerm`, :class:`ObjectiveResult`,
   :class:`ObjectiveContext` (the objective context), :class:`UpdateEvent`,
   :class:`ObjectiveStream`, :class:`FrozenTeacher` and :func:`distillation_loss` (the
@@ -120,6 +122,7 @@ from nnx.objectives.stream import ObjectiveStream
 from nnx.objectives.teacher import FrozenTeacher
 from nnx.params.net import NNParams
 from nnx.tasks.protocol import Task
+from nnx.tasks.runtime import TaskRuntime, resolve_task
 from nnx.transforms import register_transform, registered_transforms, unregister_transform
 from nnx.transforms.recipe import TransformRecipe, config_targets
 
@@ -146,6 +149,7 @@ __all__ = [
     "ObjectiveStream",
     "Params",
     "Task",
+    "TaskRuntime",
     "TrainableModel",
     "TransformRecipe",
     "UnsafePathError",
@@ -192,6 +196,7 @@ __all__ = [
     "registered_transforms",
     "require_distribution",
     "require_exact",
+    "resolve_task",
     "runtime",
     "set_field",
     "sha256_hex",

@@ -49,7 +49,8 @@ class TrainableModel(Protocol):
 
     @property
     def task_adapter(self) -> TaskAdapter:
-        """The task's loss parts, validation, records and accumulators (§6.3)."""
+        """The model's task as the engine uses it (§6.3): the Task protocol's answers and
+        the loss parts, validation, records and accumulators (nnx.tasks.resolve_task)."""
 
     @property
     def params(self) -> NNModelParams:

@@ -22,7 +22,8 @@ from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.run import NNRun
 from nnx.objectives.ownership import check_precision_owner, check_update_owner
 from nnx.params.train import NNTrainParams
-from nnx.tasks.protocol import refuse_default_path, task_identity
+from nnx.tasks.protocol import check_train, refuse_default_path, task_identity
+from nnx.tasks.runtime import task_source
 
 __all__ = ["RunExistsError", "RunLeaseError", "phase_epochs", "train_model"]
 
@@ -133,6 +134,7 @@ def _task_hooks(model: TrainableModel, params: NNTrainParams, step_fn: StepFn | 
     directory, reservation or changed weight behind.
     """
     task = model.task_adapter
+    check_train(task, params)  # the task's own look at the run, before anything else
     if step_fn is None and objective is None:
         hook = getattr(task, "objective", None)
         objective = hook() if callable(hook) else None
@@ -143,6 +145,7 @@ def _task_hooks(model: TrainableModel, params: NNTrainParams, step_fn: StepFn | 
         eval_fn = hook() if callable(hook) else None
         if eval_fn is None and getattr(params, "val_loader", None) is not None:
             refuse_default_path(task, "evaluate")
-    if is_component(task) and all(c is not task for c in components):
-        components = [*components, task]
+    source = task_source(task)  # the task object itself, not core's view of it
+    if is_component(source) and all(c is not source for c in components):
+        components = [*components, source]
     return step_fn, objective, eval_fn, components

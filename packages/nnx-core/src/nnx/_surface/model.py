@@ -38,8 +38,9 @@ from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
 from nnx.params.scheduler import NNSchedulerParams
 from nnx.params.train import NNTrainParams
-from nnx.tasks.adapters import TaskAdapter, task_adapter
-from nnx.tasks.protocol import refuse_default_path
+from nnx.tasks.adapters import TaskAdapter
+from nnx.tasks.protocol import Task, refuse_default_path
+from nnx.tasks.runtime import check_task_object, resolve_task
 from nnx.transforms import (
     TransformRecipe,
     apply_transform,
@@ -103,17 +104,24 @@ class NNModel:
     ``torch.nn.Module`` (built-in nets return raw logits); ``train`` runs the
     supervised loop and returns the :class:`NNRun`. ``transforms`` holds the
     topology-transform recipes materialized on ``net``, in order (§4.2).
+
+    ``task`` (runtime-only, like ``batch_adapter``) is any object implementing
+    :class:`nnx.tasks.Task`: ``train``, ``evaluate`` and ``predict`` then use it
+    through the protocol's members, and its ``identity()`` enters the run id. A
+    model declares its task once: a TaskSpec on ``params.task`` and a task object
+    together raise ``ValueError`` (docs/extending.md, "The Task protocol").
     """
 
     def __init__(self, net_params: NNParams | None = None,
                  params: NNModelParams | None = None, *, module: nn.Module | None = None,
-                 batch_adapter: BatchAdapter | None = None) -> None:
+                 batch_adapter: BatchAdapter | None = None, task: Task | None = None) -> None:
         params = NNModelParams() if params is None else params
         if not isinstance(params, NNModelParams):
             raise TypeError(f"params must be an NNModelParams; got {type(params).__name__}")
         if batch_adapter is not None and not isinstance(batch_adapter, BatchAdapter):
             raise TypeError(f"batch_adapter must be a BatchAdapter; got "
                             f"{type(batch_adapter).__name__}")
+        check_task_object(task, params.task)  # before the net is built
         net, params, device = build_net(net_params, params, module)
         self.params = params
         self.net_params = net_params  # None for a registered or wrapped module
@@ -121,20 +129,36 @@ class NNModel:
         self.net: nn.Module = net
         self.batch_adapter = batch_adapter or default_batch_adapter(net)
         self.loss_fn: nn.Module = params.loss().to(self.device)
-        self._adapter = task_adapter(params.task, self.loss_fn)
+        self._task = task
+        self._adapter = resolve_task(task, params.task, self.loss_fn)
         self._adapter_loss = self.loss_fn
         self.transforms: tuple[TransformRecipe, ...] = ()
 
     @property
-    def task_adapter(self) -> TaskAdapter:
-        """The task's adapter for the live ``loss_fn``.
+    def task(self) -> Task | None:
+        """The task object the model was given (None: the TaskSpec's, or the default)."""
+        return self._task
 
-        The loss object's class weights, ``ignore_index`` and ``reduction`` stay
+    @task.setter
+    def task(self, task: Task | None) -> None:
+        check_task_object(task, self.params.task)
+        self._adapter = resolve_task(task, self.params.task, self.loss_fn)
+        self._adapter_loss = self.loss_fn
+        self._task = task
+
+    @property
+    def task_adapter(self) -> TaskAdapter:
+        """The model's task as the engine uses it, for the live ``loss_fn``.
+
+        Without a task object, the declared TaskSpec's adapter (or the implicit
+        default); with one, the object's protocol answers around the default
+        per-batch machinery of the loss (:func:`nnx.tasks.resolve_task`). The loss
+        object's class weights, ``ignore_index`` and ``reduction`` stay
         authoritative (spec §3.1, §6.3): assigning another loss to ``loss_fn``
         rebuilds the adapter for it, checking that it suits the task.
         """
         if self._adapter_loss is not self.loss_fn:
-            self._adapter = task_adapter(self.params.task, self.loss_fn)
+            self._adapter = resolve_task(self._task, self.params.task, self.loss_fn)
             self._adapter_loss = self.loss_fn
         return self._adapter
 
@@ -266,13 +290,13 @@ class NNModel:
 
     def predict_proba(self, data: Any, spec: ProbabilitySpec | None = None) -> PredictionResult:
         """Probabilities under ``spec`` (or the declared task's) with the same logits."""
+        task = self.task_adapter
+        refuse_default_path(task, "predict")  # a task's refusal comes first
         if spec is None:
             if self.params.task is None:
                 raise ValueError("predict_proba needs a ProbabilitySpec when the model "
                                  "declares no task")
             spec = ProbabilitySpec.for_task(self.params.task)
-        task = self.task_adapter
-        refuse_default_path(task, "predict")
         logits = self._logits(data)
         ids = task.sample_ids(data, len(logits))  # the Task protocol's sample-id hook
         if ids is None:
@@ -338,7 +362,8 @@ class NNModel:
     @classmethod
     def from_checkpoint(cls, checkpoint: NNCheckpoint | str | os.PathLike[str],
                         map_location: Any = "cpu", *, module: nn.Module | None = None,
-                        batch_adapter: BatchAdapter | None = None) -> NNModel:
+                        batch_adapter: BatchAdapter | None = None, task: Task | None = None
+                        ) -> NNModel:
         """Rebuild the model a checkpoint was written from and load its weights.
 
         A registered model is rebuilt through its factory and a runtime module
@@ -353,7 +378,8 @@ class NNModel:
         (:meth:`NNCheckpoint.from_file`). The checkpoint's transform recipes
         are replayed on the rebuilt base first; one this process cannot replay
         raises :class:`~nnx.transforms.TransformCompatibilityError` before any
-        weight is loaded.
+        weight is loaded. ``task`` is runtime-only, as ``batch_adapter``: a checkpoint
+        holds no task object, so pass the one the model was trained with.
         """
         if not isinstance(checkpoint, NNCheckpoint):
             checkpoint = NNCheckpoint.from_file(checkpoint, map_location=map_location)
@@ -372,7 +398,7 @@ class NNModel:
             check_rebuild_fits(None, params, checkpoint.state_dict,
                                f"checkpoint of {params.net.label}", replay)
         if not isinstance(params.net, Nets):
-            model = cls(params=params, module=module, batch_adapter=batch_adapter)
+            model = cls(params=params, module=module, batch_adapter=batch_adapter, task=task)
             model.transforms = replay_transforms(model.net, recipes, base=model.params.net)
             check_weights_fit(model.net, checkpoint.state_dict,
                               f"checkpoint of {params.net.label}")
@@ -381,7 +407,8 @@ class NNModel:
                 raise ValueError("this checkpoint holds no net params; it cannot be rebuilt")
             net_params = NNParams.resolve_from_state(checkpoint.net, params.net)
             check_rebuild_fits(net_params, params, checkpoint.state_dict, what, replay)
-            model = cls(net_params=net_params, params=params, batch_adapter=batch_adapter)
+            model = cls(net_params=net_params, params=params, batch_adapter=batch_adapter,
+                        task=task)
             model.transforms = replay_transforms(model.net, recipes, base=model.params.net)
         model.net.load_state_dict(checkpoint.state_dict)
         return model

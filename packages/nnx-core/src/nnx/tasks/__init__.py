@@ -1,4 +1,5 @@
-"""Task declarations (spec §6.3): categorical, multilabel and regression."""
+"""Task declarations (spec §6.3): categorical, multilabel and regression, the ``Task``
+protocol a task object implements and the runtime core builds around one."""
 
 from nnx.params.task import TaskSpec
 from nnx.tasks.adapters import (
@@ -12,6 +13,7 @@ from nnx.tasks.adapters import (
     task_adapter,
 )
 from nnx.tasks.protocol import Task
+from nnx.tasks.runtime import TaskRuntime, resolve_task
 
 __all__ = [
     "CategoricalAdapter",
@@ -21,7 +23,9 @@ __all__ = [
     "Task",
     "TaskAccumulator",
     "TaskAdapter",
+    "TaskRuntime",
     "TaskSpec",
     "TaskValidationError",
+    "resolve_task",
     "task_adapter",
 ]

@@ -1,12 +1,16 @@
-"""The ``Task`` protocol: what an add-on task object provides (spec §6.3, issue 14).
+"""The ``Task`` protocol: what a task object provides (spec §6.3, issues 14 and 25).
 
-A task is the one object a model's ``task_adapter`` returns. The built-in
-adapters (categorical, multilabel, regression, loss-only) satisfy it with
-"nothing special" answers; an add-on task (language modelling, ranking,
-graph or link tasks) answers with its own objective, evaluation step and
-metrics, and may refuse the default paths its batches do not fit.
+``NNModel(net_params=..., task=task)`` takes any object implementing it; the
+engine then uses the task only through these members (docs/extending.md, "The
+Task protocol", documents each). The built-in adapters (categorical, multilabel,
+regression, loss-only) satisfy it with "nothing special" answers; an add-on task
+(language modelling, ranking, graph or link tasks) answers with its own
+objective, evaluation step and metrics, and may refuse the default paths its
+batches do not fit. The per-batch machinery (validation, loss parts, records,
+accumulators, decoding) is not part of the protocol: core builds it around the
+task from the model's loss (:mod:`nnx.tasks.runtime`).
 
-What ``NNModel`` wires (see docs/extending.md):
+Required members, all wired by ``NNModel``:
 
 * ``objective()`` — ``NNModel.train`` runs it through the shared update engine
   when neither ``objective=`` nor ``train_step_fn=`` is given (None: the
@@ -18,15 +22,20 @@ What ``NNModel`` wires (see docs/extending.md):
   ``predict_proba()`` touch anything; it raises to refuse;
 * ``sample_ids(data, rows)`` — the ids ``predict_proba`` gives its rows
   (None: iteration positions ``0..rows-1``);
-* a task that is also a :class:`nnx.components.Component` is registered as a
-  component of the run, so its state is checkpointed and resumed;
-* ``identity()`` (optional) — the task's configuration as plain data. It
-  changes what trains, so ``NNModel.train`` hashes it into the run id as the
-  run's ``task`` block (run.yaml keeps it); a task without the hook, or one
-  answering None, adds nothing, so the built-in tasks' run ids never move.
+* ``metric_specs()`` — described only: the metrics a task records natively,
+  for add-ons and tools to read; the loop does not declare them.
 
-``metric_specs()`` is described only: it names the metrics a task records
-natively, for add-ons and tools to read; the loop does not declare them.
+Optional members (looked up by name; absent means the default):
+
+* ``identity()`` — the task's configuration as plain data. It changes what
+  trains, so ``NNModel.train`` hashes it into the run id as the run's ``task``
+  block (run.yaml keeps it); a task without the hook, or one answering None,
+  adds nothing, so the built-in tasks' run ids never move;
+* ``check_train(params)`` — called first by ``NNModel.train`` with its
+  ``NNTrainParams``, before anything is built or reserved; it raises to refuse
+  (nnx-lm scans every batch there);
+* the :class:`nnx.components.Component` members — a task that is a component is
+  registered as one of the run, so its state is checkpointed and resumed.
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from nnx.params.metric import MetricSpec
 
-__all__ = ["DEFAULT_PATHS", "Task", "refuse_default_path", "task_identity"]
+__all__ = ["DEFAULT_PATHS", "Task", "check_train", "refuse_default_path", "task_identity"]
 
 #: The default paths a task may refuse.
 DEFAULT_PATHS = ("train", "evaluate", "predict")
@@ -89,3 +98,11 @@ def refuse_default_path(task: Any, path: str) -> None:
     hook = getattr(task, "refuse_default", None)
     if callable(hook):
         hook(path)
+
+
+def check_train(task: Any, params: Any) -> None:
+    """Let ``task`` refuse a training run's ``params`` first; a task without the hook
+    accepts."""
+    hook = getattr(task, "check_train", None)
+    if callable(hook):
+        hook(params)

@@ -17,13 +17,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from nnx import NNCheckpoint, NNModelParams, NNParams
-from nnx.extend import check_count, check_seed, preserved_state
+from nnx import NNCheckpoint, NNModel, NNModelParams, NNParams
+from nnx.extend import Task, check_count, check_seed, preserved_state
 from nnx.generation import LogitsChain, LogitsProcessor
 from nnx.lm.net import KVCache, TransformerNN
 from nnx.lm.stops import StopMatcher
 from nnx.lm.tokenizer import NNTokenizerParams
-from nnx.lm_tasks import CausalLMTask, TaskedModel
+from nnx.lm_tasks import CausalLMTask
 
 __all__ = ["GenerativeNNModel", "Prompt"]
 
@@ -31,19 +31,21 @@ __all__ = ["GenerativeNNModel", "Prompt"]
 Prompt = str | Sequence[int] | torch.Tensor
 
 
-class GenerativeNNModel(TaskedModel):
+class GenerativeNNModel(NNModel):
     """``GenerativeNNModel(net_params=NNTransformerParams(...), params=NNModelParams(
     net=Nets.TRANSFORMER, ...), tokenizer=NNTokenizerParams(...))``.
 
     Without a tokenizer, prompts and results are token ids. The net must be a
     :class:`~nnx.lm.TransformerNN` (it owns the KV cache). ``task=CausalLMTask(...)``
-    makes ``train`` run the causal-LM task (docs/lm.md §6).
+    makes ``train`` run the causal-LM task (docs/lm.md §6), through core's
+    ``NNModel(..., task=...)``.
     """
 
     def __init__(self, net_params: NNParams | None = None,
                  params: NNModelParams | None = None, *,
                  tokenizer: NNTokenizerParams | None = None, task: CausalLMTask | None = None,
                  module: nn.Module | None = None, batch_adapter: Any = None) -> None:
+        _check_task(task)
         super().__init__(net_params, params, task=task, module=module,
                          batch_adapter=batch_adapter)
         if not isinstance(self.net, TransformerNN):
@@ -56,18 +58,14 @@ class GenerativeNNModel(TaskedModel):
                         map_location: Any = "cpu", *, module: nn.Module | None = None,
                         batch_adapter: Any = None,
                         tokenizer: NNTokenizerParams | None = None,
-                        task: CausalLMTask | None = None) -> GenerativeNNModel:
+                        task: Task | None = None) -> GenerativeNNModel:
         """Core's reload, then ``tokenizer``: a checkpoint holds the weights and the config,
         not the tokenizer, so pass the one the model was trained with."""
+        _check_task(task)
         model = super().from_checkpoint(checkpoint, map_location, module=module,
-                                        batch_adapter=batch_adapter)
+                                        batch_adapter=batch_adapter, task=task)
         assert isinstance(model, GenerativeNNModel)  # core rebuilds through cls
         model.tokenizer = model._checked_tokenizer(tokenizer)
-        if task is not None:
-            if not isinstance(task, CausalLMTask):
-                raise TypeError(f"task must be a CausalLMTask or None; got "
-                                f"{type(task).__name__}")
-            model.task = task
         return model
 
     def _checked_tokenizer(self, tokenizer: NNTokenizerParams | None) -> NNTokenizerParams | None:
@@ -226,3 +224,9 @@ def _pick(logits: torch.Tensor, generator: torch.Generator | None) -> int:
         return int(alive.nonzero()[0, 0])
     probs = torch.softmax(row.double(), dim=-1)
     return int(torch.multinomial(probs, 1, generator=generator)[0])
+
+
+def _check_task(task: object) -> None:
+    """A generative model trains as a causal LM: its task is a CausalLMTask or None."""
+    if task is not None and not isinstance(task, CausalLMTask):
+        raise TypeError(f"task must be a CausalLMTask or None; got {type(task).__name__}")

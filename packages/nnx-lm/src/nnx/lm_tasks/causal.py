@@ -1,5 +1,6 @@
 """CausalLMTask: next-token targets, the ``token_ce`` objective and the NLL evaluation
-(spec §15; the core ``Task`` protocol of docs/extending.md).
+(spec §15). A plain class implementing core's ``Task`` protocol (docs/extending.md):
+``NNModel(..., task=CausalLMTask(...))`` trains and evaluates with it.
 
 Every path reads a batch through :func:`nnx.lm_tasks.batches.split_batch`, so
 the objective's denominator, the NLL and the token accuracy count the same
@@ -16,13 +17,20 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from nnx import ComponentSpec, EvalStepContext, NNEvaluationDataPoint
-from nnx.extend import UNIT_HALF_OPEN, check_choice, check_count, check_real
+from nnx.extend import (
+    UNIT_HALF_OPEN,
+    LossTerm,
+    Objective,
+    ObjectiveContext,
+    ObjectiveResult,
+    check_choice,
+    check_count,
+    check_real,
+)
 from nnx.lm_tasks.batches import LMBatch, split_batch
-from nnx.objectives import LossTerm, Objective, ObjectiveContext, ObjectiveResult
-from nnx.tasks import LossOnlyAdapter
 
 __all__ = ["ALIGNMENTS", "CausalLMObjective", "CausalLMTask"]
 
@@ -32,14 +40,15 @@ ALIGNMENTS = ("shift_inputs", "pre_shifted")
 KIND = "causal_lm"
 
 
-class CausalLMTask(LossOnlyAdapter):
+class CausalLMTask:
     """How a batch becomes next-token targets, trained and evaluated (spec §15).
 
-    It is the model's task adapter (:class:`nnx.lm_tasks.CausalLMModel` hands it
-    to NNx): ``objective()`` gives the ``token_ce`` objective the shared update
+    A model's task object (``NNModel(..., task=CausalLMTask(...))``; core's ``Task``
+    protocol): ``objective()`` gives the ``token_ce`` objective the shared update
     engine runs, ``eval_step()`` the whole-loader NLL / perplexity / accuracy,
-    and it is the ``lm.causal_task`` component, so a resume under another
-    configuration is refused before the first resumed update.
+    ``check_train`` scans every batch before anything is written, ``identity()``
+    enters the run id, and it is the ``lm.causal_task`` component, so a resume under
+    another configuration is refused before the first resumed update.
     """
 
     VERSION = 1
@@ -56,10 +65,6 @@ class CausalLMTask(LossOnlyAdapter):
         self.alignment = check_choice("CausalLMTask.alignment", alignment, ALIGNMENTS)
         self.label_smoothing = float(check_real(
             "CausalLMTask.label_smoothing", label_smoothing, UNIT_HALF_OPEN))
-        # The core adapter's loss is only the one the default paths would use, and
-        # refuse_default turns those away: the task's own objective owns the loss.
-        super().__init__(None, nn.CrossEntropyLoss(ignore_index=self.ignore_id))
-        self.kind = KIND
 
     # -- configuration ------------------------------------------------------------
     def config(self) -> dict[str, Any]:
@@ -119,6 +124,17 @@ class CausalLMTask(LossOnlyAdapter):
 
     def metric_specs(self) -> tuple[Any, ...]:
         return ()
+
+    def sample_ids(self, data: Any, rows: int) -> None:
+        return None  # predict is refused below: nothing to number
+
+    def check_train(self, params: Any) -> None:
+        """Every batch of the train and validation loaders checked before anything is
+        built, so a bad batch (left padding, an out-of-vocabulary target) is refused
+        before any run directory exists or any weight moves."""
+        for loader in (params.train_loader, params.val_loader):
+            if loader is not None:
+                self.check_loader(loader)
 
     def refuse_default(self, path: str) -> None:
         # The default step, evaluate() and predict() read (batch, classes) outputs;
