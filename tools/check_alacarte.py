@@ -5,16 +5,28 @@ For every distribution directory (default: every ``packages/*``, plus each
 dependencies (and the wheels of the nnx distributions it depends on, which are
 not on PyPI) into a fresh venv, imports its ``nnx.<sub>`` packages, and runs
 its own ``tests/`` with that venv's pytest from a temporary working directory,
-so the source tree is never importable. One line per distribution; the exit
-status is non-zero if any fails.
+so the source tree is never importable. Before the tests it lists the venv and
+fails if anything is installed beyond the distribution, its declared
+dependencies (transitively) and the test tools, so a test that relies on an
+undeclared package fails here. One line per distribution; the exit status is
+non-zero if any fails.
 
     uv run python tools/check_alacarte.py --extra tests-integration/example-plugin
     uv run python tools/check_alacarte.py --only nnx-core
+    uv run python tools/check_alacarte.py --only nnx-peft --extras lm
+    uv run python tools/check_alacarte.py --only nnx-peft --lowest-core
+
+``--extras`` installs declared extras too (``nnx-peft[lm]``); ``--lowest-core``
+installs the lowest nnx-core the add-on's declared range allows: the workspace's
+nnx-core when its version is that lower bound, else the wheel given with
+``--core-wheel`` (built from that release), else it fails saying so. It needs
+only the standard library and uv, so CI runs it without syncing the workspace.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -31,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 UV = os.environ.get("UV") or shutil.which("uv") or "uv"
 TEST_TOOLS = ("pytest", "hypothesis", "scikit-learn")  # the dev group's test tools
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
 
 
 @dataclass
@@ -42,6 +55,11 @@ class Dist:
     name: str
     requires: list[str]
     files: list[str] = field(default_factory=list)
+    version: str = ""
+    #: Each declared extra -> the names of the requirements it adds.
+    extra_requires: dict[str, list[str]] = field(default_factory=dict)
+    #: The declared ``nnx-core`` requirement's specifier (``>=0.1,<0.2``), if any.
+    core_range: str = ""
 
     @property
     def subpackages(self) -> list[str]:
@@ -86,13 +104,23 @@ def build(path: Path, out_dir: Path) -> Dist:
         meta_name = next(f for f in files if f.endswith(".dist-info/METADATA"))
         meta = Parser().parsestr(zf.read(meta_name).decode())
     # Declared dependencies, without the optional extras (those install on request only).
-    plain = [r for r in meta.get_all("Requires-Dist") or [] if "extra ==" not in r]
+    declared = meta.get_all("Requires-Dist") or []
+    plain = [r for r in declared if "extra ==" not in r]
     requires = [m.group(1) for r in plain if (m := _NAME.match(r))]
-    return Dist(path, wheel, normalize(meta["Name"]), [normalize(r) for r in requires], files)
+    extra_requires: dict[str, list[str]] = {}
+    for req in declared:
+        extra, name = _EXTRA.search(req), _NAME.match(req)
+        if extra and name:
+            extra_requires.setdefault(extra.group(1), []).append(normalize(name.group(1)))
+    core_range = next((r.split(";")[0][len(m.group(0)):].strip(" ()") for r in plain
+                       if (m := _NAME.match(r)) and normalize(m.group(1)) == "nnx-core"), "")
+    return Dist(path, wheel, normalize(meta["Name"]), [normalize(r) for r in requires], files,
+                meta["Version"], extra_requires, core_range)
 
 
-def wheels_for(dist: Dist, built: dict[str, Dist]) -> list[Path]:
-    """The wheel of ``dist`` and of every nnx distribution it needs, transitively."""
+def wheels_for(dist: Dist, built: dict[str, Dist], extras: tuple[str, ...] = ()) -> list[Path]:
+    """The wheel of ``dist`` and of every nnx distribution it needs, transitively
+    (with ``extras``, also those its extras add)."""
     seen: dict[str, Dist] = {}
     todo = [dist]
     while todo:
@@ -100,11 +128,57 @@ def wheels_for(dist: Dist, built: dict[str, Dist]) -> list[Path]:
         if d.name in seen:
             continue
         seen[d.name] = d
-        todo.extend(built[r] for r in d.requires if r in built)
-        missing = [r for r in d.requires if r.startswith("nnx-") and r not in built]
+        needs = [*d.requires, *(r for e in extras if d is dist for r in d.extra_requires[e])]
+        todo.extend(built[r] for r in needs if r in built)
+        missing = [r for r in needs if r.startswith("nnx-") and r not in built]
         if missing:
             raise CheckFailed(f"{d.name} needs {', '.join(missing)}, which was not built")
     return [d.wheel for d in seen.values()]
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """``0.1`` and ``0.1.0`` -> ``(0, 1)``: the numeric release, trailing zeros dropped."""
+    m = re.match(r"\d+(\.\d+)*", version.strip())
+    if not m:
+        raise CheckFailed(f"cannot read the version {version!r}")
+    parts = [int(p) for p in m.group(0).split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def lowest_core(dist: Dist, built: dict[str, Dist], core_wheel: Path | None) -> tuple[Dist, str]:
+    """The nnx-core to install for ``dist``'s lowest-core check, and a line saying which.
+
+    The lowest version ``dist``'s declared range allows is its ``>=`` / ``==`` / ``~=``
+    bound. Only the workspace's nnx-core and a wheel passed with ``--core-wheel``
+    exist here, so this installs whichever of them is exactly that version and
+    fails otherwise rather than test a newer one under the lowest one's name.
+    """
+    bound = re.search(r"(>=|==|~=)\s*([0-9][0-9a-zA-Z.]*)", dist.core_range)
+    if not bound:
+        raise CheckFailed(f"{dist.name} declares no lower bound on nnx-core "
+                          f"({dist.core_range or 'no nnx-core requirement'})")
+    lowest = bound.group(2)
+    candidates = [built["nnx-core"]]
+    if core_wheel is not None:
+        candidates.insert(0, _wheel_dist(core_wheel))
+    for core in candidates:
+        if _release(core.version) == _release(lowest):
+            where = "the workspace's" if core is built["nnx-core"] else "--core-wheel's"
+            return core, (f"lowest nnx-core allowed by {dist.name}'s nnx-core{dist.core_range} "
+                          f"is {lowest}: installing {where} nnx-core {core.version}")
+    have = ", ".join(c.version for c in candidates)
+    raise CheckFailed(f"the lowest nnx-core {dist.name} allows (nnx-core{dist.core_range}) is "
+                      f"{lowest}, but only nnx-core {have} is here; build {lowest} from its "
+                      f"release and pass it with --core-wheel")
+
+
+def _wheel_dist(wheel: Path) -> Dist:
+    with zipfile.ZipFile(wheel) as zf:
+        meta_name = next(f for f in zf.namelist() if f.endswith(".dist-info/METADATA"))
+        meta = Parser().parsestr(zf.read(meta_name).decode())
+    return Dist(wheel.parent, wheel, normalize(meta["Name"]), [], version=meta["Version"])
 
 
 def lock_constraints(out: Path) -> Path:
@@ -119,18 +193,73 @@ def lock_constraints(out: Path) -> Path:
     return out
 
 
-def check(dist: Dist, built: dict[str, Dist], work: Path, constraints: Path) -> str:
-    """Install ``dist`` alone in a fresh venv and run its tests there; a summary line."""
+def label(dist: Dist, extras: tuple[str, ...]) -> str:
+    """``nnx-peft`` or, with extras, ``nnx-peft[lm]``."""
+    return f"{dist.name}[{','.join(extras)}]" if extras else dist.name
+
+
+# Run in the fresh venv: every installed distribution must be reachable from the
+# roots (the checked distribution with its extras, and the test tools) through
+# declared requirements whose markers hold; prints the environment, one name a line.
+_ENV_CHECK = """
+import json, re, sys
+from importlib import metadata
+from packaging.requirements import Requirement
+norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
+installed = {norm(d.metadata["Name"]): d for d in metadata.distributions()}
+todo = [(norm(n), frozenset(e)) for n, e in json.loads(sys.argv[1])]
+reached = set()
+while todo:
+    name, extras = todo.pop()
+    if (name, extras) in reached or name not in installed:
+        continue
+    reached.add((name, extras))
+    for text in installed[name].requires or []:
+        req = Requirement(text)
+        envs = [{"extra": e} for e in extras] or [{"extra": ""}]
+        if req.marker is None or any(req.marker.evaluate(env) for env in envs):
+            todo.append((norm(req.name), frozenset(req.extras)))
+wanted = {name for name, _ in reached}
+for name in sorted(installed):
+    print(("  " if name in wanted else "  UNDECLARED ") + name + " " + installed[name].version)
+extra = sorted(set(installed) - wanted)
+if extra:
+    sys.exit("installed but neither declared by the distribution nor a test tool: "
+             + ", ".join(extra))
+"""
+
+
+def check(dist: Dist, built: dict[str, Dist], work: Path, constraints: Path,
+          extras: tuple[str, ...] = (), core: Dist | None = None) -> str:
+    """Install ``dist`` alone in a fresh venv and run its tests there; a summary line.
+
+    ``extras``: its declared extras to install too; ``core``: the nnx-core to install
+    instead of the workspace's (the lowest-core check).
+    """
     if dist.name != "nnx-core" and "nnx/__init__.py" in dist.files:
         raise CheckFailed("the wheel ships nnx/__init__.py, which belongs to nnx-core")
+    unknown = [e for e in extras if e not in dist.extra_requires]
+    if unknown:
+        raise CheckFailed(f"{dist.name} declares no extra {', '.join(unknown)} "
+                          f"(declared: {', '.join(dist.extra_requires) or 'none'})")
     venv = work / "venv"
     python = venv / "bin" / "python"
     run([UV, "venv", "--quiet", "--python", sys.executable, str(venv)], work, "uv venv")
+    wheels = wheels_for(dist, built, extras)
+    if core is not None:
+        wheels = [core.wheel if w == built["nnx-core"].wheel else w for w in wheels]
+    # A wheel with extras is named by a direct reference: name[extra] @ file URL.
+    targets = [f"{dist.name}[{','.join(extras)}] @ {w.resolve().as_uri()}"
+               if extras and w == dist.wheel else str(w) for w in wheels]
     run(
         [UV, "pip", "install", "--python", str(python), "--constraints", str(constraints),
-         *map(str, wheels_for(dist, built)), *TEST_TOOLS],
+         *targets, *TEST_TOOLS],
         work, "uv pip install",
     )
+    roots = [[dist.name, list(extras)], *([t, []] for t in TEST_TOOLS)]
+    env = run([str(python), "-c", _ENV_CHECK, json.dumps(roots)], work,
+              "the environment check (only declared dependencies and the test tools)")
+    print(f"{label(dist, extras)} environment:\n{env.rstrip()}", flush=True)
     imports = ["nnx", *dist.subpackages]
     snippet = (
         "import importlib, sys\n"
@@ -167,7 +296,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extra", action="append", default=[], metavar="PATH",
                         help="another distribution directory to check (repeatable)")
     parser.add_argument("--only", metavar="NAME", help="check only this distribution")
+    parser.add_argument("--extras", metavar="EXTRA[,EXTRA]", default="",
+                        help="install these declared extras of the checked distribution(s) too")
+    parser.add_argument("--lowest-core", action="store_true",
+                        help="install the lowest nnx-core each add-on's declared range allows")
+    parser.add_argument("--core-wheel", type=Path, metavar="PATH",
+                        help="an older nnx-core wheel for --lowest-core")
     args = parser.parse_args(argv)
+    extras = tuple(e for e in args.extras.split(",") if e)
 
     failures = 0
     with tempfile.TemporaryDirectory(prefix="nnx-alacarte-") as tmp:
@@ -181,21 +317,30 @@ def main(argv: list[str] | None = None) -> int:
                 failures += 1
                 continue
             built[dist.name] = dist
-        targets = [d for d in built.values() if args.only in (None, d.name)]
+        targets = [d for d in built.values() if args.only in (None, d.name)
+                   and not (args.lowest_core and d.name == "nnx-core")
+                   and all(e in d.extra_requires for e in extras)]
         if args.only and not targets:
-            print(f"FAIL {args.only}: no such distribution ({', '.join(built)})")
+            print(f"FAIL {args.only}: no such distribution ({', '.join(built)}), or it "
+                  f"declares no extra {args.extras or '-'}, or it is nnx-core under "
+                  f"--lowest-core")
             return 1
         for i, dist in enumerate(targets):
             work = Path(tmp) / f"check-{i}"
             work.mkdir()
             start = time.monotonic()
+            name = label(dist, extras) + (" on the lowest nnx-core" if args.lowest_core else "")
             try:
-                summary = check(dist, built, work, constraints)
+                core = None
+                if args.lowest_core:
+                    core, note = lowest_core(dist, built, args.core_wheel)
+                    print(note, flush=True)
+                summary = check(dist, built, work, constraints, extras, core)
             except (CheckFailed, subprocess.TimeoutExpired) as exc:
-                print(f"FAIL {dist.name} ({time.monotonic() - start:.0f}s): {exc}", flush=True)
+                print(f"FAIL {name} ({time.monotonic() - start:.0f}s): {exc}", flush=True)
                 failures += 1
             else:
-                print(f"PASS {dist.name} ({time.monotonic() - start:.0f}s): {summary}", flush=True)
+                print(f"PASS {name} ({time.monotonic() - start:.0f}s): {summary}", flush=True)
     return 1 if failures else 0
 
 

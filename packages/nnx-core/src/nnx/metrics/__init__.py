@@ -1,8 +1,9 @@
 """Named metrics (spec §6.4): declared by MetricSpec, computed over the whole loader.
 
-Importing this package registers the built-ins at version 1: ``accuracy`` and
-``f1`` (labels, max), ``nll`` and ``brier`` (probabilities, min), ``mae`` and
-``mse`` (continuous, min).
+The built-ins at version 1, ``accuracy`` and ``f1`` (labels, max), ``nll`` and
+``brier`` (probabilities, min), ``mae`` and ``mse`` (continuous, min), are
+announced by nnx-core's own ``nnx.metrics`` entry points, the path add-on metrics
+take (nnx.metrics.builtin).
 """
 
 from nnx.metrics.builtin import F1_AVERAGES, register_builtin_metrics
@@ -41,5 +42,3 @@ __all__ = [
     "resolve_metric",
     "unregister_metric",
 ]
-
-register_builtin_metrics()

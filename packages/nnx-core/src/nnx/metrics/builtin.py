@@ -1,4 +1,8 @@
-"""The built-in metrics, registered at version 1 when nnx.metrics is imported.
+"""The built-in metrics at version 1, announced by nnx-core's own ``nnx.metrics`` entry points.
+
+Core's pyproject names each registration below (``"accuracy@v1" =
+"nnx.metrics.builtin:ACCURACY_V1"``), so a built-in resolves through the same
+entry-point path an add-on's metric does, and that path runs in every test.
 
 Every accumulator keeps running sums (or counts) over all samples it is fed,
 so a short last batch weighs exactly its samples. Inputs, as the task
@@ -20,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nnx._foundation.validation import check_choice
-from nnx.metrics.registry import MetricSource, register_metric
+from nnx.metrics.registry import MetricRegistration, MetricSource, register_metric
 
 __all__ = ["F1_AVERAGES", "register_builtin_metrics"]
 
@@ -241,17 +245,32 @@ def _check_f1_task(config: Mapping[str, Any], source: MetricSource) -> None:
         )
 
 
+# The entry-point targets (nnx-core's pyproject, group nnx.metrics): id@v1 -> registration.
+ACCURACY_V1 = MetricRegistration(Accuracy, input="labels", mode="max",
+                                 check_config=_no_config("accuracy"))
+F1_V1 = MetricRegistration(F1, input="labels", mode="max",
+                           check_config=_check_f1_config, check_task=_check_f1_task)
+NLL_V1 = MetricRegistration(NLL, input="probabilities", mode="min",
+                            check_config=_no_config("nll"))
+BRIER_V1 = MetricRegistration(Brier, input="probabilities", mode="min",
+                              check_config=_no_config("brier"))
+MSE_V1 = MetricRegistration(MSE, input="continuous", mode="min",
+                            check_config=_no_config("mse"))
+MAE_V1 = MetricRegistration(MAE, input="continuous", mode="min",
+                            check_config=_no_config("mae"))
+
+_BUILTINS: dict[str, MetricRegistration] = {
+    "accuracy": ACCURACY_V1, "f1": F1_V1, "nll": NLL_V1, "brier": BRIER_V1,
+    "mse": MSE_V1, "mae": MAE_V1,
+}
+
+
 def register_builtin_metrics() -> None:
-    """(Re-)register the built-in metrics at version 1."""
-    register_metric("accuracy", 1, Accuracy, input="labels", mode="max",
-                    check_config=_no_config("accuracy"))
-    register_metric("f1", 1, F1, input="labels", mode="max",
-                    check_config=_check_f1_config, check_task=_check_f1_task)
-    register_metric("nll", 1, NLL, input="probabilities", mode="min",
-                    check_config=_no_config("nll"))
-    register_metric("brier", 1, Brier, input="probabilities", mode="min",
-                    check_config=_no_config("brier"))
-    register_metric("mse", 1, MSE, input="continuous", mode="min",
-                    check_config=_no_config("mse"))
-    register_metric("mae", 1, MAE, input="continuous", mode="min",
-                    check_config=_no_config("mae"))
+    """(Re-)register the built-in metrics at version 1 explicitly.
+
+    Not needed for them to resolve (nnx-core's entry points announce them); it puts
+    back a built-in that ``unregister_metric`` removed or a registration replaced.
+    """
+    for id, entry in _BUILTINS.items():
+        register_metric(id, 1, entry.factory, input=entry.input, mode=entry.mode,
+                        check_config=entry.check_config, check_task=entry.check_task)

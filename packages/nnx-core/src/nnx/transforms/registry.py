@@ -22,7 +22,6 @@ from typing import Any, Protocol
 from torch import nn
 
 from nnx._foundation.plugins import VersionedRegistry, versioned_registry
-from nnx.transforms.low_rank import materialize_low_rank
 from nnx.transforms.recipe import TransformRecipe
 
 __all__ = [
@@ -48,10 +47,9 @@ def _registry() -> VersionedRegistry:
     return versioned_registry("nnx.transforms")
 
 
-# Core's own op registers when this module loads (not on first use): a lazy
-# registration could land in whatever registry state happened to be current
-# then, and loading it first lets a later register_transform still replace it.
-_registry().register("nnx.low_rank", 1, materialize_low_rank)
+# Core's own op, nnx.low_rank@v1, is announced by nnx-core's pyproject in the
+# nnx.transforms entry-point group, the path an add-on's op takes: an explicit
+# register_transform still wins over it, and unregister_transform hides it.
 
 
 def register_transform(op: str, version: int, materialize: TransformOp) -> None:
