@@ -14,7 +14,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: pytest's own dependency reads TOML
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "packages/nnx-core/src/nnx/_foundation/_catalog_generated.py"

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: pytest's own dependency reads TOML
+    import tomli as tomllib
 
 import nnx
 import nnx.peft

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import tomllib
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: pytest's own dependency reads TOML
+    import tomli as tomllib
 import torch
 from _nnx_core_tiny import tiny_batches, tiny_loader, tiny_train_params, weights
 
