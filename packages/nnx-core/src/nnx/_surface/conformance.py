@@ -236,16 +236,21 @@ def _reach_rules(distribution: str, modules: Mapping[str, Path],
             problems.append(f"{where} imports {imp.target}, which this distribution must not use")
         if top != "nnx" or (imp.target in modules and imp.target != "nnx"):
             continue
-        owner = _owner(imp.target, owners) or CORE
+        resolved = _resolve(imp.target, owners)
+        # A module only the top package ``nnx`` resolves for belongs to no installed
+        # distribution (an add-on that is not installed here): not core's.
+        owner = (owners.get(resolved) if resolved is not None and (
+            resolved != "nnx" or imp.target == "nnx") else None)
         private = [f"{imp.target}.{m}" for m in imp.members if _private(f"x.{m}")]
         if _private(imp.target) or private:
             problems.append(f"{where} imports private {', '.join(private) or imp.target} "
-                            f"of {owner}")
+                            f"of {owner or 'another distribution'}")
         elif owner == CORE and imp.target not in EXTENSION_API:
             problems.append(f"{where} imports {imp.target}: an add-on imports core only "
                             "through nnx and nnx.extend")
         elif owner != CORE and owner not in required:
-            problems.append(f"{where} imports {imp.target} of {owner}, which {distribution} "
+            of = f" of {owner}" if owner else " (of a distribution not installed here)"
+            problems.append(f"{where} imports {imp.target}{of}, which {distribution} "
                             "does not require: reach it with nnx.extend.require_distribution")
     for module, path in sorted(modules.items()):
         mine = [i for i in imports if i.source == module and i.target in EXTENSION_API]
