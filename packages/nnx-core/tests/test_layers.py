@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nnx
+from nnx._surface.conformance import import_cycles
 
 SRC = Path(nnx.__file__).parent
 
@@ -109,38 +110,9 @@ def _layer(module: str) -> int | None:
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    result: list[list[str]] = []
-
-    def connect(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(edges[v]):
-            if w not in index:
-                connect(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                result.append(sorted(component))
-
-    for v in sorted(edges):
-        if v not in index:
-            connect(v)
-    return result
+    """Strongly connected components with more than one module: the conformance kit's one
+    implementation (nnx.testing.check_distribution uses it for every distribution)."""
+    return import_cycles(edges)
 
 
 MODULES = _modules()
