@@ -33,8 +33,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("nnx._foundation",)),
     ("configuration", ("nnx.params", "nnx.enums", "nnx.models", "nnx.datasets", "nnx.nets")),
     ("persistence", ("nnx._persistence", "nnx.history", "nnx.provenance")),
-    ("engine", ("nnx._engine", "nnx.callbacks", "nnx.tasks", "nnx.metrics", "nnx.objectives",
-                "nnx.transforms")),
+    ("engine", ("nnx._contracts", "nnx._engine", "nnx.callbacks", "nnx.tasks", "nnx.metrics",
+                "nnx.objectives", "nnx.transforms")),
     ("surface", ("nnx._surface",)),
 )
 

@@ -63,9 +63,9 @@ _CORE_EXPORTS: dict[str, str] = {
     "register_transform": "nnx.transforms",
     "registered_transforms": "nnx.transforms",
     "unregister_transform": "nnx.transforms",
-    "BatchAdapter": "nnx._engine.batch_adapters",
-    "PositionalInputs": "nnx._engine.batch_adapters",
-    "KeywordInputs": "nnx._engine.batch_adapters",
+    "BatchAdapter": "nnx._contracts.batch_adapters",
+    "PositionalInputs": "nnx._contracts.batch_adapters",
+    "KeywordInputs": "nnx._contracts.batch_adapters",
     "LinearWarmupDecayLR": "nnx.enums._lr_schedules",
     "run_id": "nnx._foundation.identity",
     "MissingDistributionError": "nnx._foundation.plugins",
@@ -165,17 +165,17 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     # Explicit re-exports for type checkers (runtime resolution is lazy, above).
-    from nnx._engine.batch_adapters import BatchAdapter as BatchAdapter
-    from nnx._engine.batch_adapters import KeywordInputs as KeywordInputs
-    from nnx._engine.batch_adapters import PositionalInputs as PositionalInputs
-    from nnx._engine.components import ComponentRestoreError as ComponentRestoreError
-    from nnx._engine.components import ComponentSpec as ComponentSpec
+    from nnx._contracts.batch_adapters import BatchAdapter as BatchAdapter
+    from nnx._contracts.batch_adapters import KeywordInputs as KeywordInputs
+    from nnx._contracts.batch_adapters import PositionalInputs as PositionalInputs
+    from nnx._contracts.components import ComponentRestoreError as ComponentRestoreError
+    from nnx._contracts.components import ComponentSpec as ComponentSpec
+    from nnx._contracts.monitors import MonitorRecord as MonitorRecord
+    from nnx._contracts.monitors import MonitorUnavailableError as MonitorUnavailableError
     from nnx._engine.finetune import freeze as freeze
     from nnx._engine.finetune import frozen as frozen
     from nnx._engine.finetune import load_pretrained as load_pretrained
     from nnx._engine.finetune import unfreeze as unfreeze
-    from nnx._engine.monitors import MonitorRecord as MonitorRecord
-    from nnx._engine.monitors import MonitorUnavailableError as MonitorUnavailableError
     from nnx._engine.nonfinite import NonFiniteRunError as NonFiniteRunError
     from nnx._engine.optimizer_factories import (
         register_optimizer_factory as register_optimizer_factory,

@@ -46,7 +46,8 @@ unchanged, so an add-on (and the reference plugin under
 
 from __future__ import annotations
 
-from nnx._engine.components import Component, ComponentSpec
+from nnx._contracts.components import Component, ComponentSpec
+from nnx._contracts.trainable import TrainableModel
 from nnx._engine.optimizer_factories import (
     register_optimizer_factory,
     registered_optimizer_factories,
@@ -58,7 +59,6 @@ from nnx._engine.step_helpers import (
     full_precision_only,
     train_mode,
 )
-from nnx._engine.trainable import TrainableModel
 from nnx._foundation.atomic import atomic_write, atomic_write_bytes, atomic_write_text
 from nnx._foundation.bounded import load_json
 from nnx._foundation.config_base import (

@@ -8,7 +8,7 @@ import torch
 from _nnx_core_tiny import sgd
 
 from nnx import LossTerm, Objective, ObjectiveContext, ObjectiveResult, Precision
-from nnx._engine.precision import ResolvedPrecision
+from nnx._contracts.precision import ResolvedPrecision
 from nnx._engine.update_engine import OptimizerSlot, UpdateEngine
 
 FP32 = ResolvedPrecision(Precision.FP32, "cpu")

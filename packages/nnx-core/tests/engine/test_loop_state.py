@@ -14,10 +14,10 @@ import pytest
 import torch
 
 import nnx
+from nnx._contracts.precision import ResolvedPrecision
 from nnx._engine.epoch_commit import EpochCommit
 from nnx._engine.loop_state import LoopState, UpdateCounters, loader_generators, primary_slot
 from nnx._engine.optimizers import build_optimizer
-from nnx._engine.precision import ResolvedPrecision
 from nnx._engine.resume import ResumePlan, apply_resume, check_resume
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._persistence.resume_status import ResumeStatus

@@ -22,7 +22,7 @@ from nnx import (
     Precision,
     supervised_objective,
 )
-from nnx._engine.precision import ResolvedPrecision
+from nnx._contracts.precision import ResolvedPrecision
 from nnx._engine.update_engine import OptimizerSlot, UpdateEngine
 
 

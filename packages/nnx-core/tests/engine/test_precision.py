@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from nnx import NNModelParams, Precision
-from nnx._engine.precision import resolve_precision
+from nnx._contracts.precision import resolve_precision
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 

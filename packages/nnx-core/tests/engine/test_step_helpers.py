@@ -17,7 +17,7 @@ from nnx import (
     NNTrainParams,
     Precision,
 )
-from nnx._engine.precision import ResolvedPrecision
+from nnx._contracts.precision import ResolvedPrecision
 from nnx._engine.steps import TrainStepContext, UpdateWindow
 from nnx._step_helpers import finalize_step, full_precision_only
 

@@ -22,9 +22,9 @@ from nnx import (
     default_train_step,
     supervised_objective,
 )
-from nnx._engine.precision import ResolvedPrecision
+from nnx._contracts.precision import ResolvedPrecision
+from nnx._contracts.trainable import TrainableModel, step_model
 from nnx._engine.steps import UpdateWindow
-from nnx._engine.trainable import TrainableModel, step_model
 from nnx.enums.precision import Precision
 from nnx.testing import sgd, tiny_batches, tiny_model, tiny_train_params, weights
 from nnx.transforms import apply_transform, replay_transforms

@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from nnx._engine.monitors import MonitorSpec, MonitorTracker
+from nnx._contracts.monitors import MonitorSpec, MonitorTracker
 from nnx._foundation.records import MonitorRecord, NNIterationDataPoint, signal_walk
 from nnx.metrics import metric_modes
 

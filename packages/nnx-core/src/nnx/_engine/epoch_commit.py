@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from nnx._engine.components import collect_states
+from nnx._contracts.components import collect_states
 from nnx._engine.loop_state import LastCommit, LoopState, param_names
 from nnx._engine.optimizer_factories import optimizer_factory_state
 from nnx._engine.update_engine import OptimizerSlot

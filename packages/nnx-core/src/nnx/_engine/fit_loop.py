@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from nnx._engine.components import discover_components
+from nnx._contracts.components import discover_components
+from nnx._contracts.precision import ResolvedPrecision
 from nnx._engine.control_signal import epoch_signal, monitor_tracker
 from nnx._engine.distributed import DistributedSession, MemoryHistory
 from nnx._engine.epoch_commit import EpochCommit, keep_best_score
@@ -50,7 +51,6 @@ from nnx._engine.loop_support import (
     with_lookahead,
 )
 from nnx._engine.nonfinite import NonFiniteRunError, NonFiniteSkips
-from nnx._engine.precision import ResolvedPrecision
 from nnx._engine.progress import Progress
 from nnx._engine.resume import apply_resume, check_resume, plan_resume
 from nnx._engine.schedule import SchedulerClock
@@ -69,7 +69,7 @@ from nnx.provenance import begin_attempt
 from nnx.transforms.recipe import transform_states
 
 if TYPE_CHECKING:
-    from nnx._engine.trainable import TrainableModel
+    from nnx._contracts.trainable import TrainableModel
     from nnx.objectives import UpdateEvent
 
 __all__ = ["FitLoop", "RunExistsError", "RunLeaseError"]

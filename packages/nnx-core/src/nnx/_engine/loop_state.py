@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from nnx._engine.components import ComponentSpec
-from nnx._engine.monitors import MonitorTracker
-from nnx._engine.precision import ResolvedPrecision
+from nnx._contracts.components import ComponentSpec
+from nnx._contracts.monitors import MonitorTracker
+from nnx._contracts.precision import ResolvedPrecision
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.records import NNIterationDataPoint
 from nnx._foundation.seeding import capture_rng_state, restore_rng_state

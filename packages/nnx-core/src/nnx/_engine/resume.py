@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from nnx._engine.components import ComponentRestoreError, check_components, restore_components
+from nnx._contracts.components import ComponentRestoreError, check_components, restore_components
 from nnx._engine.loop_state import LoopState, param_names
 from nnx._engine.optimizer_factories import optimizer_factory_state
 from nnx._engine.update_engine import OptimizerSlot

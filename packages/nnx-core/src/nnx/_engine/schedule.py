@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch.optim import lr_scheduler
 
-from nnx._engine.components import ComponentSpec
+from nnx._contracts.components import ComponentSpec
 from nnx.enums.schedulers import Schedulers
 from nnx.params.scheduler import NNSchedulerParams
 

@@ -21,8 +21,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from nnx._engine.precision import ResolvedPrecision
-from nnx._engine.trainable import TrainableModel, TrainingContextBase
+from nnx._contracts.precision import ResolvedPrecision
+from nnx._contracts.trainable import TrainableModel, TrainingContextBase
 from nnx._engine.update_window import WindowStepper, holds_gradients
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx.objectives.ownership import imperative_step

@@ -9,14 +9,14 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from nnx._engine.components import is_component
+from nnx._contracts.components import is_component
+from nnx._contracts.precision import resolve_precision
+from nnx._contracts.trainable import TrainableModel
 from nnx._engine.fit_loop import EvalFn, FitLoop, RunExistsError, RunLeaseError
 from nnx._engine.loop_support import phase_epochs
 from nnx._engine.optimizers import build_optimizer
-from nnx._engine.precision import resolve_precision
 from nnx._engine.schedule import ScheduleDriver, planned_updates_per_epoch
 from nnx._engine.steps import TrainStepContext, UpdateWindow, default_train_step
-from nnx._engine.trainable import TrainableModel
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.run import NNRun

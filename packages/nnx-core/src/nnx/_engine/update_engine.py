@@ -35,9 +35,9 @@ from nnx.objectives._core import ObjectiveContext, ObjectiveResult, UpdateEvent,
 if TYPE_CHECKING:
     from torch import nn
 
-    from nnx._engine.precision import ResolvedPrecision
+    from nnx._contracts.precision import ResolvedPrecision
+    from nnx._contracts.trainable import TrainableModel
     from nnx._engine.schedule import ScheduleDriver
-    from nnx._engine.trainable import TrainableModel
     from nnx.params.optim_factory import OptimConfig
 
 __all__ = ["OptimizerSlot", "UpdateEngine"]

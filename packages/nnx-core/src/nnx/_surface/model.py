@@ -12,9 +12,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from nnx._contracts.batch_adapters import BatchAdapter, ModelInputs, default_batch_adapter
+from nnx._contracts.precision import ResolvedPrecision, resolve_precision
 from nnx._engine import finetune
-from nnx._engine.batch_adapters import BatchAdapter, ModelInputs, default_batch_adapter
-from nnx._engine.precision import ResolvedPrecision, resolve_precision
 from nnx._engine.prediction import (
     PredictionResult,
     PredictResult,
@@ -50,7 +50,7 @@ from nnx.transforms import (
 )
 
 if TYPE_CHECKING:
-    from nnx._engine.trainable import TrainableModel
+    from nnx._contracts.trainable import TrainableModel
 
 __all__ = ["NNModel"]
 
@@ -100,7 +100,7 @@ class NNModel:
     becomes its :class:`~nnx.models.RuntimeModule`; with ``Devices.AUTO`` the
     module stays on its own device). ``batch_adapter`` (runtime-only) says how
     such a module sees batches; by default a module's own ``unpack_batch``,
-    else :class:`~nnx._engine.batch_adapters.PositionalInputs`. ``net`` is a plain
+    else :class:`~nnx._contracts.batch_adapters.PositionalInputs`. ``net`` is a plain
     ``torch.nn.Module`` (built-in nets return raw logits); ``train`` runs the
     supervised loop and returns the :class:`NNRun`. ``transforms`` holds the
     topology-transform recipes materialized on ``net``, in order (§4.2).
@@ -166,7 +166,7 @@ class NNModel:
     def split_batch(self, batch: Any) -> tuple[ModelInputs, torch.Tensor | None]:
         """``(inputs, target)`` on the model's device, through the batch adapter.
 
-        ``inputs`` is a :class:`~nnx._engine.batch_adapters.ModelInputs`: the positional
+        ``inputs`` is a :class:`~nnx._contracts.batch_adapters.ModelInputs`: the positional
         inputs as a tuple, with the keyword inputs in ``inputs.kwargs``.
         """
         args, kwargs, target = self.batch_adapter.split(batch)

@@ -21,12 +21,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from nnx._contracts.precision import ResolvedPrecision
+from nnx._contracts.trainable import TrainableModel, TrainingContextBase
 from nnx._engine.fit_loop import EvalFn, FitLoop
 from nnx._engine.optimizers import build_optimizer
-from nnx._engine.precision import ResolvedPrecision
 from nnx._engine.schedule import ScheduleDriver, planned_updates_per_epoch
 from nnx._engine.steps import UpdateWindow
-from nnx._engine.trainable import TrainableModel, TrainingContextBase
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.run import DEFAULT_ROOT, NNRun

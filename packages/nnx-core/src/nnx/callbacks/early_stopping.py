@@ -16,8 +16,8 @@ import math
 import warnings
 from typing import Any
 
-from nnx._engine.components import ComponentSpec
-from nnx._engine.monitors import MonitorTracker
+from nnx._contracts.components import ComponentSpec
+from nnx._contracts.monitors import MonitorTracker
 from nnx._foundation.validation import NON_NEGATIVE, check_count, check_real
 from nnx.callbacks.base import Callback, CallbackContext
 from nnx.metrics import metric_modes

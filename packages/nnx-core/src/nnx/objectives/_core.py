@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from torch import nn
 
-from nnx._engine.trainable import TrainableModel, TrainingContextBase
+from nnx._contracts.trainable import TrainableModel, TrainingContextBase
 from nnx._foundation.validation import check_choice
 
 if TYPE_CHECKING:
-    from nnx._engine.precision import ResolvedPrecision
+    from nnx._contracts.precision import ResolvedPrecision
 
 __all__ = ["LossTerm", "Objective", "ObjectiveContext", "ObjectiveResult", "UpdateEvent"]
 

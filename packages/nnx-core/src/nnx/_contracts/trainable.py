@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 if TYPE_CHECKING:
-    from nnx._engine.batch_adapters import ModelInputs
+    from nnx._contracts.batch_adapters import ModelInputs
     from nnx._foundation.records import NNEvaluationDataPoint
     from nnx.params.model import NNModelParams
     from nnx.params.net import NNParams
