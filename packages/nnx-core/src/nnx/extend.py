@@ -1,4 +1,4 @@
-"""The public extension API: every name an add-on needs from nnx-core (docs/extending.md).
+r"""The public extension API: every name an add-on needs from nnx-core (docs/extending.md).
 
 A thin face: each name is defined elsewhere in nnx-core and re-exported here
 unchanged, so an add-on (and the reference plugin under
@@ -41,13 +41,20 @@ unchanged, so an add-on (and the reference plugin under
 * net params: :class:`NNParams` with its public hooks ``validate``, ``omit_from_state``
   and ``field_name``;
 * transform recipes: :class:`TransformRecipe` and :func:`config_targets`;
-* crossing to another add-on: :func:`require_distribution` (the one install hint).
+* crossing to another add-on: :func:`require_distribution` (the one install hint);
+* driving the epoch loop with a run of one's own (an LR sweep, a search trial):
+  :func:`run_fit_loop` given an :class:`UpdateOwner` (it reads the loop through
+  :class:`LoopView` and returns an :class:`OwnerBuild` of :class:`OptimizerSlot`\ s and
+  a :class:`ResolvedPrecision` from :func:`resolve_precision`), never a subclass of the
+  loop.
 """
 
 from __future__ import annotations
 
 from nnx._contracts.components import Component, ComponentSpec
+from nnx._contracts.precision import ResolvedPrecision, resolve_precision
 from nnx._contracts.trainable import TrainableModel
+from nnx._engine.fit_loop import run_fit_loop
 from nnx._engine.optimizer_factories import (
     register_optimizer_factory,
     registered_optimizer_factories,
@@ -59,6 +66,8 @@ from nnx._engine.step_helpers import (
     full_precision_only,
     train_mode,
 )
+from nnx._engine.update_engine import OptimizerSlot
+from nnx._engine.update_owner import LoopView, OwnerBuild, UpdateOwner
 from nnx._foundation.atomic import atomic_write, atomic_write_bytes, atomic_write_text
 from nnx._foundation.bounded import load_json
 from nnx._foundation.config_base import (
@@ -138,6 +147,7 @@ __all__ = [
     "Domain",
     "FinalizedStep",
     "FrozenTeacher",
+    "LoopView",
     "LossTerm",
     "MetricRegistration",
     "MissingDistributionError",
@@ -147,13 +157,17 @@ __all__ = [
     "ObjectiveContext",
     "ObjectiveResult",
     "ObjectiveStream",
+    "OptimizerSlot",
+    "OwnerBuild",
     "Params",
+    "ResolvedPrecision",
     "Task",
     "TaskRuntime",
     "TrainableModel",
     "TransformRecipe",
     "UnsafePathError",
     "UpdateEvent",
+    "UpdateOwner",
     "always",
     "atomic_write",
     "atomic_write_bytes",
@@ -196,7 +210,9 @@ __all__ = [
     "registered_transforms",
     "require_distribution",
     "require_exact",
+    "resolve_precision",
     "resolve_task",
+    "run_fit_loop",
     "runtime",
     "set_field",
     "sha256_hex",

@@ -53,7 +53,7 @@ torch.set_num_threads(1)
 
 import nnx._persistence.resume_point as resume_point
 import nnx._persistence.run as run_module
-import nnx._engine.training as training
+import nnx._engine.fit_loop as fit_loop
 from nnx import (Callback, NNDataset, NNModel, NNOptimParams, NNParams, NNSchedulerParams,
                  NNTrainParams)
 
@@ -84,7 +84,7 @@ def widen(delay):
     run_module.atomic_write_text = slow_write_text
 
 
-loop = getattr(training, "_Loop", None)
+loop = getattr(fit_loop, "FitLoop", None)
 if loop is not None and hasattr(loop, "commit"):  # C+ / C- bracket the epoch transaction
     commit = loop.commit
 

@@ -11,8 +11,11 @@ commit so the committed epoch holds what they changed; after ``on_train_end``
 a successful run writes LAST once more (same epoch, new generation). A run
 that fails before its first commit releases its reservation.
 
-Subclasses say how the optimizers are built and how one batch is run; the
-loop, the commit and the resume protocol are the same for both. The loop's
+The loop is one class, never subclassed: what differs between the two entry
+points (how the optimizers are built, how one batch of a step-function run is
+run, which run the configuration addresses) is the
+:class:`~nnx._engine.update_owner.UpdateOwner` each passes in; the loop, the
+commit and the resume protocol are the same for both. The loop's
 training state is a :class:`~nnx._engine.loop_state.LoopState` it owns: the
 commit (:mod:`nnx._engine.epoch_commit`) and resume (:mod:`nnx._engine.resume`)
 receive it, never the loop.
@@ -24,7 +27,6 @@ import contextlib
 import dataclasses
 import shutil
 import warnings
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +58,7 @@ from nnx._engine.resume import apply_resume, check_resume, plan_resume
 from nnx._engine.schedule import SchedulerClock
 from nnx._engine.steps import EvalStepContext, UpdateWindow
 from nnx._engine.update_engine import OptimizerSlot, UpdateEngine
+from nnx._engine.update_owner import UpdateOwner
 from nnx._foundation.atomic import atomic_write_text
 from nnx._foundation.modes import preserved_state
 from nnx._foundation.records import NNEvaluationDataPoint, NNIterationDataPoint
@@ -72,31 +75,37 @@ if TYPE_CHECKING:
     from nnx._contracts.trainable import TrainableModel
     from nnx.objectives import UpdateEvent
 
-__all__ = ["FitLoop", "RunExistsError", "RunLeaseError"]
+__all__ = ["FitLoop", "RunExistsError", "RunLeaseError", "run_fit_loop"]
 
 EvalFn = Callable[[EvalStepContext], NNEvaluationDataPoint]
 
 
-class FitLoop(ABC):
-    """One training run. Subclasses set ``kind`` and implement :meth:`_build` and
-    :meth:`run_batch`."""
+class FitLoop:
+    """One training run, driven for the kind of run ``owner`` describes
+    (:class:`~nnx._engine.update_owner.UpdateOwner`)."""
 
-    kind = "model"  # "model" (NNModel.train) or "trainer" (Trainer.train)
     engine: UpdateEngine | None = None
     precision: ResolvedPrecision
     scaler: torch.amp.GradScaler | None
     slots: dict[str | None, OptimizerSlot]
     accumulate: int  # the microbatches of one update window
-    custom_step = False  # the update owner records no declared metric on training batches
     agree_stops = False  # under DDP: some rank registered an update listener
     ddp_net: Any = None
     auto_step_schedulers = True
 
-    def __init__(self, model: TrainableModel, params: Any, *, objective: Any,
-                 eval_fn: EvalFn | None, callbacks: Sequence[Any], salt: str | None,
-                 verbose: bool | None, root: str,
+    def __init__(self, owner: UpdateOwner, model: TrainableModel, params: Any, *,
+                 objective: Any, eval_fn: EvalFn | None, callbacks: Sequence[Any],
+                 salt: str | None, verbose: bool | None, root: str,
                  components: Sequence[Any] = (), history: Any = None,
                  provenance: Any = None, distributed: Any = None) -> None:
+        if not isinstance(owner, UpdateOwner):
+            raise TypeError(f"the fit loop needs an UpdateOwner (kind, custom_step, component, "
+                            f"build, new_run, schedule_params, run_batch); got "
+                            f"{type(owner).__name__}")
+        self.owner = owner
+        self.kind: str = owner.kind  # "model" (NNModel.train) or "trainer" (Trainer.train)
+        # The owner records no declared metric on training batches.
+        self.custom_step: bool = owner.custom_step
         if params.train_loader is None:
             raise ValueError(f"{type(params).__name__}.train_loader is required to train")
         if eval_fn is not None and not callable(eval_fn):
@@ -144,7 +153,7 @@ class FitLoop(ABC):
         self.transforms = transform_states(model)
         self._build()  # optimizers, schedules, precision: may refuse, before any reservation
         self._check_declarations()
-        self.run = self._new_run(salt, root)
+        self.run = self.owner.new_run(self, salt, root)
         if objective is not None:
             check_run = getattr(objective, "check_run", None)
             if callable(check_run):
@@ -158,7 +167,7 @@ class FitLoop(ABC):
                                train_loader=params.train_loader, tracker=self.tracker,
                                transforms=self.transforms)
         self.state.components = discover_components(
-            [*self.callbacks, self._update_owner(), *self._own_components()], components)
+            [*self.callbacks, self.owner.component, *self._own_components()], components)
         self.resume = plan_resume(params, self.run.root, self.schedule_params())
         if self.resume is not None:
             check_resume(self.resume, self.state, model.net)
@@ -179,20 +188,20 @@ class FitLoop(ABC):
                                        accumulate=self.accumulate, counter=self.ctx,
                                        on_commit=self._on_engine_commit, session=self.dist)
 
-    # -- what subclasses provide ------------------------------------------------------
-    @abstractmethod
+    # -- what the owner provides -----------------------------------------------------
     def _build(self) -> None:
-        """Build ``slots``, ``precision``, ``scaler`` and ``accumulate``; refuse here."""
-
-    @abstractmethod
-    def _new_run(self, salt: str | None, root: str) -> NNRun:
-        """The run this configuration addresses (not reserved yet)."""
-
-    def _update_owner(self) -> Any:
-        """The step function or objective (discovered as a component when it is one)."""
-        return self.objective
+        """The owner builds ``slots``, ``precision``, ``scaler`` and ``accumulate`` and
+        refuses what it cannot run, before any reservation."""
+        built = self.owner.build(self)
+        self.slots, self.precision, self.scaler = built.slots, built.precision, built.scaler
+        self.accumulate = built.accumulate
+        self.auto_step_schedulers = built.auto_step_schedulers
 
     def _context(self) -> CallbackContext:
+        own = getattr(self.owner, "context", None)  # optional: the Trainer's names optimizers
+        if callable(own):
+            context: CallbackContext = own(self)
+            return context
         slot = self.primary
         # ctx.scheduler is the torch scheduler itself, read-only (§14.3); the driver that
         # steps it on its clock stays the loop's.
@@ -206,10 +215,13 @@ class FitLoop(ABC):
 
     def run_batch(self, batch: Any, batch_idx: int, epoch: int,
                   window: UpdateWindow) -> NNEvaluationDataPoint:
-        """Run one microbatch through the update owner and return its record."""
-        assert self.engine is not None
-        return self.engine.microbatch(batch, epoch=epoch, batch_idx=batch_idx,
-                                      closes=window.closes)
+        """Run one microbatch through the update owner and return its record: an
+        objective's through the shared update engine, a step function's through the
+        owner."""
+        if self.engine is not None:
+            return self.engine.microbatch(batch, epoch=epoch, batch_idx=batch_idx,
+                                          closes=window.closes)
+        return self.owner.run_batch(self, batch, batch_idx, epoch, window)
 
     @property
     def primary(self) -> OptimizerSlot:
@@ -219,9 +231,9 @@ class FitLoop(ABC):
             primary = self.__dict__["_primary"] = primary_slot(self.slots)
         return primary
 
-    @abstractmethod
     def schedule_params(self) -> list[Any]:
         """The run's NNSchedulerParams (the resume checks read their budgets)."""
+        return list(self.owner.schedule_params())
 
     # -- declarations -----------------------------------------------------------------
     def _phases(self) -> dict[str, int]:
@@ -313,6 +325,10 @@ class FitLoop(ABC):
     # -- one epoch --------------------------------------------------------------------
     def _epoch_summary(self) -> Any:
         """The whole-epoch training summary's accumulator, when a declaration needs one."""
+        begin_epoch = getattr(self.owner, "begin_epoch", None)
+        own = begin_epoch(self) if callable(begin_epoch) else None
+        if own is not None:  # an accumulator the owner's step feeds itself (§6.4)
+            return own
         declared = bool(self.metrics) or self.monitor is not None
         if not declared:
             return None
@@ -483,8 +499,11 @@ class FitLoop(ABC):
         if self.created and not self.state.commit_started and self.is_main:
             shutil.rmtree(self.run.path, ignore_errors=True)
 
-    def _begin(self) -> None:  # noqa: B027 - optional: only the Trainer refuses here
-        """After the reset hooks ran: a subclass may refuse what they registered."""
+    def _begin(self) -> None:
+        """After the reset hooks ran: the owner may refuse what they registered."""
+        begin = getattr(self.owner, "begin", None)  # optional: only the Trainer refuses
+        if callable(begin):
+            begin(self)
 
     def _fit(self) -> NNRun:
         if self.params.seed is not None:
@@ -587,3 +606,20 @@ class FitLoop(ABC):
                 ctx.stop_at_update = self.dist.any(ctx.stop_at_update)
             if ctx.should_stop or ctx.stop_at_update:
                 return
+
+
+def run_fit_loop(owner: UpdateOwner, model: TrainableModel, params: Any, *,
+                 objective: Any = None, eval_step_fn: EvalFn | None = None,
+                 callbacks: Sequence[Any] = (), salt: str | None = None,
+                 verbose: bool | None = None, root: str = "runs",
+                 components: Sequence[Any] = (), history: Any = None, provenance: Any = None,
+                 distributed: Any = None) -> NNRun:
+    """Train ``model`` for the run ``owner`` describes and return the committed run: the
+    one entry to the epoch loop (NNModel.train and Trainer.train call it with their own
+    owners; an add-on passes its own instead of subclassing the loop). Every refusal of
+    the owner's ``build`` and of the loop happens before the run directory is reserved."""
+    loop = FitLoop(owner, model, params, objective=objective, eval_fn=eval_step_fn,
+                   callbacks=callbacks, salt=salt, verbose=verbose, root=root,
+                   components=components, history=history, provenance=provenance,
+                   distributed=distributed)
+    return loop.execute()

@@ -1,6 +1,6 @@
-"""NNModel.train's loop (spec §6, §6.1, §6.5): one optimizer, and a step function or an
-objective as the update owner. The epoch loop, the commit and resume are
-:class:`nnx._engine.fit_loop.FitLoop`'s.
+"""NNModel.train (spec §6, §6.1, §6.5): one optimizer, and a step function or an
+objective as the update owner (:class:`ModelStepOwner`). The epoch loop, the commit
+and resume are :class:`nnx._engine.fit_loop.FitLoop`'s, given that owner.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from typing import Any
 from nnx._contracts.components import is_component
 from nnx._contracts.precision import resolve_precision
 from nnx._contracts.trainable import TrainableModel
-from nnx._engine.fit_loop import EvalFn, FitLoop, RunExistsError, RunLeaseError
+from nnx._engine.fit_loop import EvalFn, RunExistsError, RunLeaseError, run_fit_loop
 from nnx._engine.loop_support import phase_epochs
 from nnx._engine.optimizers import build_optimizer
 from nnx._engine.schedule import ScheduleDriver, planned_updates_per_epoch
 from nnx._engine.steps import TrainStepContext, UpdateWindow, default_train_step
 from nnx._engine.update_engine import OptimizerSlot
+from nnx._engine.update_owner import LoopView, OwnerBuild
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.run import NNRun
 from nnx.objectives.ownership import check_precision_owner, check_update_owner
@@ -25,89 +26,90 @@ from nnx.params.train import NNTrainParams
 from nnx.tasks.protocol import check_train, refuse_default_path, task_identity
 from nnx.tasks.runtime import task_source
 
-__all__ = ["RunExistsError", "RunLeaseError", "phase_epochs", "train_model"]
+__all__ = ["ModelStepOwner", "RunExistsError", "RunLeaseError", "phase_epochs",
+           "train_model"]
 
 StepFn = Callable[[TrainStepContext], NNEvaluationDataPoint]
 
 
-class _Loop(FitLoop):
+class ModelStepOwner:
+    """NNModel.train's update owner (:class:`~nnx._engine.update_owner.UpdateOwner`):
+    one optimizer, updated by a step function (the default step or the caller's) or by
+    an objective through the shared update engine."""
+
     kind = "model"
 
-    def __init__(self, model: TrainableModel, params: NNTrainParams, *, step_fn: StepFn | None,
-                 objective: Any = None, **kwargs: Any) -> None:
+    def __init__(self, params: NNTrainParams, *, step_fn: StepFn | None,
+                 objective: Any = None) -> None:
         if not isinstance(params, NNTrainParams):
             raise TypeError(f"NNModel.train needs an NNTrainParams; got {type(params).__name__}")
         check_update_owner(step_fn, objective, step_name="train_step_fn")
         if step_fn is not None and not callable(step_fn):
             raise TypeError("train_step_fn must be callable")
+        self.params, self.objective = params, objective
         self.step_fn: StepFn = step_fn or default_train_step
         self.custom_step = objective is not None or (
             step_fn is not None and step_fn is not default_train_step)
         self.owns_windows = objective is not None or not self.custom_step
-        super().__init__(model, params, objective=objective, **kwargs)
-        self._report = functools.partial(self.report_update, None)  # one per run, not batch
+        self.component = objective if objective is not None else self.step_fn
+        self.step_summary: Any = None  # the default step's task accumulator, fed per microbatch
+        self._step_ctx: TrainStepContext | None = None  # the default step's context this epoch
+        self._report: Callable[[], None] = lambda: None
 
-    def _build(self) -> None:
-        params, model = self.params, self.model
+    def build(self, loop: LoopView) -> OwnerBuild:
+        params, model = self.params, loop.model
         optimizer = build_optimizer(model.net, params.optim)
-        self.precision = resolve_precision(model.params, model.device)
+        precision = resolve_precision(model.params, model.device)
         if self.custom_step:  # before any run is reserved (§6.1)
-            check_precision_owner(self.step_fn, self.precision, step_name="train_step_fn",
+            check_precision_owner(self.step_fn, precision, step_name="train_step_fn",
                                   accumulate=params.optim.accumulate_grad_batches)
-        self.scaler = self.precision.make_scaler()
-        self.accumulate = params.optim.accumulate_grad_batches
+        accumulate = params.optim.accumulate_grad_batches
         schedule = None
         if params.scheduler is not None:
-            per_epoch = planned_updates_per_epoch(params.train_loader, self.accumulate) if (
+            per_epoch = planned_updates_per_epoch(params.train_loader, accumulate) if (
                 self.owns_windows) else None
             schedule = ScheduleDriver(params.scheduler, optimizer, params.n_epochs,
                                       updates_per_epoch=per_epoch,
-                                      plateau_rule=self.plateau_rule(),
+                                      plateau_rule=loop.plateau_rule(),
                                       build=model._build_scheduler)
-        self.slots = {None: OptimizerSlot(None, optimizer, params.optim, schedule)}
+        self._report = functools.partial(loop.report_update, None)  # one per run, not batch
+        return OwnerBuild(slots={None: OptimizerSlot(None, optimizer, params.optim, schedule)},
+                          precision=precision, scaler=precision.make_scaler(),
+                          accumulate=accumulate)
 
-    def _new_run(self, salt: str | None, root: str) -> NNRun:
-        model = self.model
+    def new_run(self, loop: LoopView, salt: str | None, root: str) -> NNRun:
+        model = loop.model
         return NNRun(model_params=model.params, net_params=model.net_params,
-                     train_params=self.params, salt=salt, transforms=self.transforms, root=root,
-                     task=task_identity(model.task_adapter))
-
-    def _update_owner(self) -> Any:
-        return self.objective if self.objective is not None else self.step_fn
+                     train_params=self.params, salt=salt, transforms=loop.transforms,
+                     root=root, task=task_identity(model.task_adapter))
 
     def schedule_params(self) -> list[Any]:
         return [] if self.params.scheduler is None else [self.params.scheduler]
 
-    def run_batch(self, batch: Any, batch_idx: int, epoch: int,
+    def begin_epoch(self, loop: LoopView) -> Any:
+        """The default step feeds the task accumulator with every microbatch (§6.4)."""
+        self.step_summary = self._step_ctx = None
+        declared = bool(loop.metrics) or loop.monitor is not None
+        if declared and loop.engine is None and not self.custom_step:
+            self.step_summary = loop.model.task_adapter.accumulator(metrics=loop.metrics)
+        return self.step_summary
+
+    def run_batch(self, loop: LoopView, batch: Any, batch_idx: int, epoch: int,
                   window: UpdateWindow) -> NNEvaluationDataPoint:
-        if self.engine is not None:
-            return super().run_batch(batch, batch_idx, epoch, window)
         ctx = self._step_ctx
         if ctx is None:
             ctx = TrainStepContext(
-                model=self.model, batch=batch, batch_idx=batch_idx, epoch=epoch,
-                optimizer=self.primary.optimizer, precision=self.precision, scaler=self.scaler,
-                grad_clip_norm=self.params.optim.grad_clip_norm,
-                accumulate_grad_batches=self.accumulate, window=window,
-                _on_update=self._report, summary=self.step_summary, distributed=self.dist,
-                train_net=self.ddp_net)
+                model=loop.model, batch=batch, batch_idx=batch_idx, epoch=epoch,
+                optimizer=loop.primary.optimizer, precision=loop.precision,
+                scaler=loop.scaler, grad_clip_norm=self.params.optim.grad_clip_norm,
+                accumulate_grad_batches=loop.accumulate, window=window,
+                _on_update=self._report, summary=self.step_summary, distributed=loop.dist,
+                train_net=loop.ddp_net)
             if not self.custom_step:  # the default step keeps no context: one per epoch
                 self._step_ctx = ctx
         else:
             ctx.batch, ctx.batch_idx, ctx.window = batch, batch_idx, window
         return self.step_fn(ctx)
-
-    step_summary: Any = None  # the default step's task accumulator, fed per microbatch
-    _step_ctx: TrainStepContext | None = None  # the default step's context this epoch
-
-    def _epoch_summary(self) -> Any:
-        declared = bool(self.metrics) or self.monitor is not None
-        self.step_summary = self._step_ctx = None
-        if declared and self.engine is None and not self.custom_step:
-            # The default step feeds the task accumulator with every microbatch (§6.4).
-            self.step_summary = self.model.task_adapter.accumulator(metrics=self.metrics)
-            return self.step_summary
-        return super()._epoch_summary()
 
 
 def train_model(model: TrainableModel, params: NNTrainParams, *,
@@ -118,11 +120,11 @@ def train_model(model: TrainableModel, params: NNTrainParams, *,
                 history: Any = None, provenance: Any = None, distributed: Any = None) -> NNRun:
     train_step_fn, objective, eval_step_fn, components = _task_hooks(
         model, params, train_step_fn, objective, eval_step_fn, components)
-    loop = _Loop(model, params, step_fn=train_step_fn, objective=objective, eval_fn=eval_step_fn,
-                 callbacks=callbacks, salt=salt, verbose=verbose, root=root,
-                 components=components, history=history, provenance=provenance,
-                 distributed=distributed)
-    return loop.execute()
+    owner = ModelStepOwner(params, step_fn=train_step_fn, objective=objective)
+    return run_fit_loop(owner, model, params, objective=objective, eval_step_fn=eval_step_fn,
+                        callbacks=callbacks, salt=salt, verbose=verbose, root=root,
+                        components=components, history=history, provenance=provenance,
+                        distributed=distributed)
 
 
 def _task_hooks(model: TrainableModel, params: NNTrainParams, step_fn: StepFn | None,

@@ -23,11 +23,12 @@ from torch import nn
 
 from nnx._contracts.precision import ResolvedPrecision
 from nnx._contracts.trainable import TrainableModel, TrainingContextBase
-from nnx._engine.fit_loop import EvalFn, FitLoop
+from nnx._engine.fit_loop import EvalFn, run_fit_loop
 from nnx._engine.optimizers import build_optimizer
 from nnx._engine.schedule import ScheduleDriver, planned_updates_per_epoch
 from nnx._engine.steps import UpdateWindow
 from nnx._engine.update_engine import OptimizerSlot
+from nnx._engine.update_owner import LoopView, OwnerBuild
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.run import DEFAULT_ROOT, NNRun
 from nnx._surface.model import NNModel
@@ -90,23 +91,27 @@ class Trainer:
         """Train; writes ``runs/<id>/`` exactly as NNModel.train does and returns the run.
         ``distributed=nnx.distributed.DDP(...)`` trains on every rank of a torchrun launch.
         ``callbacks`` / ``components`` None mean none; ``verbose=False`` prints nothing."""
-        loop = _TrainerLoop(self, params, step_fn=trainer_step_fn, objective=objective,
-                            eval_fn=eval_step_fn, callbacks=list(callbacks or ()), salt=salt,
-                            verbose=verbose, root=os.fspath(root),
-                            components=list(components or ()),
-                            history=history, provenance=provenance, distributed=distributed)
-        return loop.execute()
+        owner = TrainerOwner(self, params, step_fn=trainer_step_fn, objective=objective)
+        return run_fit_loop(owner, self.model, params, objective=objective,
+                            eval_step_fn=eval_step_fn, callbacks=list(callbacks or ()),
+                            salt=salt, verbose=verbose, root=os.fspath(root),
+                            components=list(components or ()), history=history,
+                            provenance=provenance, distributed=distributed)
 
     def __repr__(self) -> str:
         return f"Trainer(model={self.model!r})"
 
 
-class _TrainerLoop(FitLoop):
+class TrainerOwner:
+    """Trainer.train's update owner (:class:`~nnx._engine.update_owner.UpdateOwner`):
+    named optimizers, updated by a ``trainer_step_fn`` that owns every update or by an
+    objective through the shared update engine."""
+
     kind = "trainer"
     custom_step = True  # neither owner records declared metrics on training batches
 
     def __init__(self, trainer: Trainer, params: NNTrainerParams, *,
-                 step_fn: TrainerStepFn | None, objective: Any, **kwargs: Any) -> None:
+                 step_fn: TrainerStepFn | None, objective: Any) -> None:
         if not isinstance(params, NNTrainerParams):
             raise TypeError(f"Trainer.train needs an NNTrainerParams; got "
                             f"{type(params).__name__}")
@@ -117,52 +122,51 @@ class _TrainerLoop(FitLoop):
                              "update) or objective=... (the shared update engine)")
         if step_fn is not None and not callable(step_fn):
             raise TypeError("trainer_step_fn must be callable")
-        self.trainer, self.step_fn = trainer, step_fn
-        super().__init__(trainer.model, params, objective=objective, **kwargs)
+        self.trainer, self.params, self.step_fn, self.objective = (
+            trainer, params, step_fn, objective)
+        self.component = objective if objective is not None else step_fn
 
     # -- building (every refusal of §8.2 happens here, before any reservation) --------
-    def _build(self) -> None:
-        params, model = self.params, self.model
-        self.auto_step_schedulers = params.auto_step_schedulers
-        if self.objective is None:
-            self._check_step_fn_run()
-        else:
-            self._check_objective_run()
-        slots: dict[str | None, OptimizerSlot] = {}
+    def build(self, loop: LoopView) -> OwnerBuild:
+        params, model = self.params, loop.model
+        built = self._step_fn_run() if self.objective is None else self._objective_run()
         for name, config in params.optims.items():  # insertion order builds
             optimizer = build_optimizer(model.net, config, strict_param_groups=True)
-            slots[name] = OptimizerSlot(name, optimizer, config)
+            built.slots[name] = OptimizerSlot(name, optimizer, config)
         # Every owner steps each optimizer it holds, so a shared parameter would update
         # twice: refused for step-function and objective runs alike (§8.1).
-        check_strict_ownership(model.net, {str(n): s.optimizer for n, s in slots.items()})
+        check_strict_ownership(model.net,
+                               {str(n): s.optimizer for n, s in built.slots.items()})
         per_epoch = None if self.objective is None else planned_updates_per_epoch(
-            params.train_loader, self.accumulate)
+            params.train_loader, built.accumulate)
         for name, schedule in params.schedulers.items():
-            slot = slots[name]
+            slot = built.slots[name]
             slot.schedule = ScheduleDriver(schedule, slot.optimizer, params.n_epochs,
                                            updates_per_epoch=per_epoch,
-                                           plateau_rule=self.plateau_rule(),
+                                           plateau_rule=loop.plateau_rule(),
                                            build=model._build_scheduler)
-        self.slots = slots
+        return built
 
-    def _check_step_fn_run(self) -> None:
+    def _step_fn_run(self) -> OwnerBuild:
         for name, config in self.params.optims.items():
             if config.grad_clip_norm is not None or config.accumulate_grad_batches != 1:
                 raise ValueError(
                     f"optimizer {name!r}: a trainer_step_fn run cannot apply grad_clip_norm or "
                     "accumulate_grad_batches to the step's own updates; clip or accumulate "
                     "inside the step function, or pass objective= instead")
-        policy = self.model.params.precision
+        model = self.trainer.model
+        policy = model.params.precision
         if policy is not None and policy.is_reduced:
             raise ValueError(f"a trainer_step_fn owns every update in full precision; "
                              f"precision={policy.name} needs objective= (the shared update "
                              "engine applies autocast and the FP16 scaler)")
-        self.precision = ResolvedPrecision(Precision.FP32, self.model.device.type)
-        self.scaler = None
-        self.accumulate = 1
+        return OwnerBuild(slots={}, precision=ResolvedPrecision(Precision.FP32,
+                                                                model.device.type),
+                          scaler=None, accumulate=1,
+                          auto_step_schedulers=self.params.auto_step_schedulers)
 
-    def _check_objective_run(self) -> None:
-        params, model = self.params, self.model
+    def _objective_run(self) -> OwnerBuild:
+        params, model = self.params, self.trainer.model
         if not params.auto_step_schedulers:
             raise ValueError("an objective run has no step function to take scheduler timing "
                              "over: auto_step_schedulers=False would leave every schedule "
@@ -171,50 +175,45 @@ class _TrainerLoop(FitLoop):
         if len(windows) > 1:
             raise ValueError(f"the named optimizers share one update window in an objective "
                              f"run; got accumulate_grad_batches {sorted(windows)}")
-        self.accumulate = windows.pop()
         policy = model.params.precision
         if policy is None and model.params.mixed_precision and model.device.type == "cuda":
             warnings.warn("Trainer does not apply the legacy mixed_precision flag: the objective "
                           "runs in full precision; set NNModelParams.precision instead",
-                          RuntimeWarning, stacklevel=4)
-        self.precision = ResolvedPrecision(policy or Precision.FP32, model.device.type)
-        self.scaler = self.precision.make_scaler()
+                          RuntimeWarning, stacklevel=7)
+        precision = ResolvedPrecision(policy or Precision.FP32, model.device.type)
+        return OwnerBuild(slots={}, precision=precision, scaler=precision.make_scaler(),
+                          accumulate=windows.pop())
 
-    def _new_run(self, salt: str | None, root: str) -> NNRun:
-        model = self.model
+    def new_run(self, loop: LoopView, salt: str | None, root: str) -> NNRun:
+        model = loop.model
         return NNRun(model_params=model.params, net_params=model.net_params,
-                     trainer_params=self.params, salt=salt, transforms=self.transforms,
+                     trainer_params=self.params, salt=salt, transforms=loop.transforms,
                      root=root)
-
-    def _update_owner(self) -> Any:
-        return self.objective if self.objective is not None else self.step_fn
 
     def schedule_params(self) -> list[Any]:
         return list(self.params.schedulers.values())
 
-    def _context(self) -> CallbackContext:
-        primary = self.primary
-        return CallbackContext(model=self.model, run=self.run, optimizer=primary.optimizer,
-                               optimizers={str(n): s.optimizer for n, s in self.slots.items()},
+    def context(self, loop: LoopView) -> CallbackContext:
+        primary = loop.primary
+        return CallbackContext(model=loop.model, run=loop.run, optimizer=primary.optimizer,
+                               optimizers={str(n): s.optimizer for n, s in loop.slots.items()},
                                trainer=self.trainer, scheduler=None)  # named: none is "the"
 
-    def _begin(self) -> None:
-        if self.ctx.update_listeners:
+    def begin(self, loop: LoopView) -> None:
+        if loop.ctx.update_listeners:
             raise ValueError("Trainer.train refuses a callback that registers an update "
                              "listener (ctx.update_listeners, an NNModel.train feature); use "
                              "Callback.on_optimizer_update in an objective run")
 
-    # -- one batch --------------------------------------------------------------------
-    def run_batch(self, batch: Any, batch_idx: int, epoch: int,
+    # -- one batch of a trainer_step_fn run -------------------------------------------
+    def run_batch(self, loop: LoopView, batch: Any, batch_idx: int, epoch: int,
                   window: UpdateWindow) -> NNEvaluationDataPoint:
-        if self.engine is not None:
-            return super().run_batch(batch, batch_idx, epoch, window)
         assert self.step_fn is not None
         ctx = TrainerStepContext(
-            model=self.model, batch=batch, batch_idx=batch_idx, epoch=epoch,
-            optimizers={str(n): s.optimizer for n, s in self.slots.items()},
-            schedulers={str(n): s.schedule.scheduler for n, s in self.slots.items()
+            model=loop.model, batch=batch, batch_idx=batch_idx, epoch=epoch,
+            optimizers={str(n): s.optimizer for n, s in loop.slots.items()},
+            schedulers={str(n): s.schedule.scheduler for n, s in loop.slots.items()
                         if s.schedule is not None},
-            precision=self.precision, trainer=self.trainer, _on_update=self.report_update,
-            train_net=self.ddp_net)
+            precision=loop.precision, trainer=self.trainer, _on_update=loop.report_update,
+            train_net=loop.ddp_net)
         return self.step_fn(ctx)
