@@ -27,9 +27,9 @@ import torch
 import yaml
 
 from nnx import NNCheckpoint, NNRun
+from nnx._journal.history_csv import read_idps_csv
 from nnx._persistence.best import current_best
 from nnx._persistence.checkpoint import checkpoint_files
-from nnx._persistence.history_csv import read_idps_csv
 from nnx._persistence.resume_point import ResumePointError, stray_files, verify_point
 from nnx.cli import main
 

@@ -11,7 +11,7 @@ import torch
 import yaml
 
 from nnx._foundation.records import MonitorRecord, NNEvaluationDataPoint, NNIterationDataPoint
-from nnx._persistence.history_csv import render_idps_csv
+from nnx._journal.history_csv import render_idps_csv
 from nnx.history import (
     HistoryJournal,
     JournalWriter,

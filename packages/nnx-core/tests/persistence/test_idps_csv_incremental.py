@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from nnx._foundation.records import NNEvaluationDataPoint, NNIterationDataPoint
-from nnx._persistence.history_csv import IdpsCsv, render_idps_csv
+from nnx._journal.history_csv import IdpsCsv, render_idps_csv
 
 
 def epoch(e: int, n: int = 3, *, start: int = 0, val: bool = False) -> list[NNIterationDataPoint]:

@@ -18,7 +18,7 @@ from nnx._foundation.records import (
     NNIterationDataPoint,
     deferred_record,
 )
-from nnx._persistence.history_csv import IdpsCsv, read_idps_csv, render_idps_csv
+from nnx._journal.history_csv import IdpsCsv, read_idps_csv, render_idps_csv
 
 # -- the oracle: history_csv's _row / _columns / _lines before the list rendering ---------
 

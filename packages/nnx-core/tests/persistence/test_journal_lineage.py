@@ -14,7 +14,7 @@ from _support.history_journal import (
     states,
 )
 
-from nnx._persistence.history_csv import render_idps_csv
+from nnx._journal.history_csv import render_idps_csv
 from nnx.history import (
     export_history_csv,
     iter_history,

@@ -18,7 +18,7 @@ from _support.history_journal import (
 )
 
 from nnx._foundation.records import NNEvaluationDataPoint, NNIterationDataPoint
-from nnx._persistence.history_csv import read_idps_csv, render_idps_csv
+from nnx._journal.history_csv import read_idps_csv, render_idps_csv
 from nnx.history import (
     HistoryCorruptionError,
     HistoryJournal,

@@ -20,7 +20,7 @@ from _support.history_journal import (
 )
 
 from nnx._foundation.records import NNEvaluationDataPoint
-from nnx._persistence.history_csv import render_idps_csv
+from nnx._journal.history_csv import render_idps_csv
 from nnx.history import (
     HistoryCorruptionError,
     HistoryJournal,

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from nnx._foundation.records import NNEvaluationDataPoint, NNIterationDataPoint
+from nnx._journal.spec import HistoryJournal
 from nnx.callbacks.base import Callback, CallbackContext
-from nnx.history import HistoryJournal
 from nnx.provenance import ExperimentManifest, read_provenance
 
 if TYPE_CHECKING:

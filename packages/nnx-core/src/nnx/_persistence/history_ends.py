@@ -15,10 +15,10 @@ import io
 import os
 from pathlib import Path
 
+from nnx._journal.format import HISTORY_DIR, MANIFEST
+from nnx._journal.store import load_manifest, read_index
 from nnx._persistence.history_completeness import LastMark, check_ends_at, read_mark
 from nnx._persistence.run_damage import RunDamagedError, reading
-from nnx.history._format import HISTORY_DIR, MANIFEST
-from nnx.history._store import load_manifest, read_index
 
 __all__ = ["check_history_ends"]
 

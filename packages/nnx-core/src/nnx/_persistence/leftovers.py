@@ -34,11 +34,11 @@ from pathlib import Path
 from nnx._foundation.atomic import fsync_dir
 from nnx._foundation.locking import LockBusyError, file_lock
 from nnx._foundation.safe_paths import check_inside, inside
+from nnx._journal.errors import HistoryCorruptionError
+from nnx._journal.format import HISTORY_DIR, chunk_name
+from nnx._journal.store import load_manifest
+from nnx._persistence.last_epoch import committed_epoch
 from nnx._persistence.resume_point import settle_staged
-from nnx.history._format import HISTORY_DIR, chunk_name
-from nnx.history._runs import committed_epoch
-from nnx.history._store import load_manifest
-from nnx.history.errors import HistoryCorruptionError
 
 __all__ = ["find_leftovers", "remove_leftovers"]
 

@@ -30,15 +30,15 @@ from nnx._foundation.identity import check_salt, run_id, run_identity
 from nnx._foundation.locking import file_lock
 from nnx._foundation.records import NNIterationDataPoint
 from nnx._foundation.validation import check_run_id
+from nnx._journal.history_csv import IdpsCsv, read_idps_csv
+from nnx._journal.reader import read_epochs, read_manifest, read_tail
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.history_completeness import LastMark, check_ends_at, last_within, read_mark
-from nnx._persistence.history_csv import IdpsCsv, read_idps_csv
 from nnx._persistence.resume_status import ResumeStatus
 from nnx._persistence.run_damage import DamagedRun, RunDamagedError, display_path
 from nnx._persistence.run_damage import reading as _reading
 from nnx._persistence.run_render import render_html, render_text
 from nnx.enums.nets import Nets
-from nnx.history.reader import read_epochs, read_manifest, read_tail
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
 from nnx.params.train import NNTrainParams

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nnx._foundation.records import NNIterationDataPoint
-from nnx.history.reader import iter_history
-from nnx.history.spec import HistoryJournal
-from nnx.history.writer import JournalWriter, epoch_summary
+from nnx._journal.reader import own_records
+from nnx._journal.spec import HistoryJournal
+from nnx._journal.writer import JournalWriter, epoch_summary
 
 __all__ = ["EagerHistory", "HistoryRun", "JournalHistory", "open_history"]
 
@@ -98,7 +98,7 @@ class JournalHistory:
 
     def full(self, open_epoch: bool = False) -> tuple[NNIterationDataPoint, ...]:
         # Up to the journal's own published epoch: LAST lags it while an epoch commits.
-        committed = tuple(iter_history(self.run.path, last_epoch=self.writer.committed_epoch))
+        committed = tuple(own_records(self.run.path, self.writer.committed_epoch))
         if not open_epoch:
             return committed  # read-only, like the window
         return committed + tuple(self.writer.open_records())

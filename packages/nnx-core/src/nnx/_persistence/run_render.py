@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from nnx._foundation.records import NNIterationDataPoint, first_finite
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx.enums.nets import Nets
-from nnx.models.descriptors import describe
+from nnx.params.descriptors import describe
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
 from nnx.params.optim_factory import NNOptimFactoryParams

@@ -31,9 +31,9 @@ from nnx._persistence.run import DEFAULT_ROOT, NNRun
 from nnx.enums.nets import Nets
 from nnx.enums.precision import Precision
 from nnx.models.construct import build_net, check_checkpoint_module, check_rebuild_fits
-from nnx.models.descriptors import ModelSpec
 from nnx.models.topology import check_weights_fit
 from nnx.params._loaders import check_loader, refuse_dataset
+from nnx.params.descriptors import ModelSpec
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
 from nnx.params.scheduler import NNSchedulerParams

@@ -6,7 +6,7 @@ hash-chained ``index.jsonl``, one ``epochs.jsonl`` row per epoch and the
 atomically replaced ``journal.json`` manifest. Readers trust only what the
 manifest covers.
 
-Writing (the training loop; see :mod:`nnx.history.writer` for the protocol)::
+Writing (the training loop; :mod:`nnx._journal.writer` documents the protocol)::
 
     writer = JournalWriter(run_dir, journal)
     writer.append(idp); writer.replace_last(idp)        # during the epoch
@@ -20,20 +20,15 @@ Reading: :func:`iter_history`, :func:`read_tail`, :func:`read_epochs`,
 :func:`migrate_history`.
 """
 
-from nnx.history._format import JournalManifest
-from nnx.history.errors import HistoryCorruptionError
+from nnx._journal.errors import HistoryCorruptionError
+from nnx._journal.format import JournalManifest
+from nnx._journal.reader import check_history, read_epochs, read_manifest, read_tail
+from nnx._journal.spec import HistoryJournal
+from nnx._journal.window import HistoryWindow
+from nnx._journal.writer import JournalWriter, epoch_summary
 from nnx.history.export import export_history_csv
 from nnx.history.migrate import migrate_history
-from nnx.history.reader import (
-    check_history,
-    iter_history,
-    read_epochs,
-    read_manifest,
-    read_tail,
-)
-from nnx.history.spec import HistoryJournal
-from nnx.history.window import HistoryWindow
-from nnx.history.writer import JournalWriter, epoch_summary
+from nnx.history.reader import iter_history
 
 __all__ = [
     "HistoryCorruptionError",

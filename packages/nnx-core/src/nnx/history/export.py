@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from nnx._foundation.atomic import atomic_write_text
-from nnx._persistence.history_csv import render_idps_csv
+from nnx._journal.history_csv import render_idps_csv
 from nnx.history._runs import RunRef
 from nnx.history.reader import iter_history
 

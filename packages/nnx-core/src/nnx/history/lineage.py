@@ -28,7 +28,9 @@ from typing import Any
 from nnx._foundation.records import NNIterationDataPoint
 from nnx._foundation.safe_paths import check_inside
 from nnx._foundation.validation import check_run_id
-from nnx.history._runs import checkpoint_epoch, committed_epoch, own_records, read_yaml
+from nnx._journal.reader import own_records
+from nnx._persistence.last_epoch import checkpoint_epoch, committed_epoch
+from nnx.history._runs import read_yaml
 
 __all__ = ["MAX_ANCESTORS", "lineage_records"]
 

@@ -18,13 +18,13 @@ from pathlib import Path
 
 from nnx._foundation.atomic import fsync_dir
 from nnx._foundation.records import NNIterationDataPoint
-from nnx._persistence.history_csv import read_idps_csv
-from nnx.history._format import HISTORY_DIR, JournalManifest, encode_line
-from nnx.history._runs import committed_epoch
-from nnx.history._store import iter_journal, load_manifest
-from nnx.history.errors import HistoryCorruptionError
-from nnx.history.spec import HistoryJournal
-from nnx.history.writer import JournalWriter, epoch_summary
+from nnx._journal.errors import HistoryCorruptionError
+from nnx._journal.format import HISTORY_DIR, JournalManifest, encode_line
+from nnx._journal.history_csv import read_idps_csv
+from nnx._journal.spec import HistoryJournal
+from nnx._journal.store import iter_journal, load_manifest
+from nnx._journal.writer import JournalWriter, epoch_summary
+from nnx._persistence.last_epoch import committed_epoch
 
 __all__ = ["migrate_history"]
 

@@ -2,16 +2,11 @@
 
 ``NNModelParams.net`` holds a ``Nets`` member, a :class:`ModelSpec` (built by a
 factory registered with :func:`register_model_factory`) or a
-:class:`RuntimeModule` (filled in by ``NNModel(module=...)``).
+:class:`RuntimeModule` (filled in by ``NNModel(module=...)``). The descriptors
+themselves are configuration and live in :mod:`nnx.params.descriptors`, below
+this package (which builds from them); this is their public path.
 """
 
-from nnx.models.descriptors import (
-    ModelDescriptor,
-    ModelSpec,
-    RuntimeModule,
-    describe,
-    descriptor_from_state,
-)
 from nnx.models.registry import (
     MissingModelFactoryError,
     ModelFactory,
@@ -22,6 +17,13 @@ from nnx.models.registry import (
     unregister_model_factory,
 )
 from nnx.models.topology import check_weights_fit, runtime_descriptor, topology_fingerprint
+from nnx.params.descriptors import (
+    ModelDescriptor,
+    ModelSpec,
+    RuntimeModule,
+    describe,
+    descriptor_from_state,
+)
 
 __all__ = [
     "MissingModelFactoryError",

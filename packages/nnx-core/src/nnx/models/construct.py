@@ -28,9 +28,9 @@ from torch import nn
 from nnx._foundation.seeding import capture_rng_state, restore_rng_state
 from nnx.enums.devices import Devices
 from nnx.enums.nets import Nets
-from nnx.models.descriptors import ModelSpec, RuntimeModule
 from nnx.models.registry import MissingModelFactoryError, build_from_spec, resolve_model_factory
 from nnx.models.topology import check_weights_fit, runtime_descriptor
+from nnx.params.descriptors import ModelSpec, RuntimeModule
 
 if TYPE_CHECKING:
     from nnx.params.model import NNModelParams

@@ -18,7 +18,7 @@ from torch import nn
 
 from nnx._foundation.plugins import VersionedRegistry, versioned_registry
 from nnx._foundation.seeding import capture_rng_state, restore_rng_state
-from nnx.models.descriptors import ModelSpec
+from nnx.params.descriptors import ModelSpec
 
 __all__ = [
     "MissingModelFactoryError",

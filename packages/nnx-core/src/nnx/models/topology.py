@@ -18,7 +18,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 
 from nnx._foundation.hashing import canonical_bytes, sha256_hex
-from nnx.models.descriptors import RuntimeModule
+from nnx.params.descriptors import RuntimeModule
 
 __all__ = ["check_weights_fit", "runtime_descriptor", "topology_fingerprint"]
 

@@ -1,7 +1,8 @@
 """NNModelParams: device, loss, net kind, precision policy and task.
 
 ``net`` is a ``Nets`` member (stored by name, exactly as before) or a model
-descriptor from :mod:`nnx.models` (stored as its ``{"kind": ...}`` mapping).
+descriptor (:mod:`nnx.params.descriptors`, public as ``nnx.models.ModelSpec`` /
+``nnx.models.RuntimeModule``; stored as its ``{"kind": ...}`` mapping).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from nnx.enums.devices import Devices
 from nnx.enums.losses import Losses
 from nnx.enums.nets import Nets
 from nnx.enums.precision import PRECISION_ALIASES, Precision
-from nnx.models.descriptors import ModelDescriptor, ModelSpec, RuntimeModule, descriptor_from_state
+from nnx.params.descriptors import ModelDescriptor, ModelSpec, RuntimeModule, descriptor_from_state
 from nnx.params.task import TaskSpec
 
 __all__ = ["NNModelParams"]

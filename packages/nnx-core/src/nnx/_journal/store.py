@@ -16,7 +16,8 @@ from typing import Any
 from nnx._foundation.bounded import read_bounded
 from nnx._foundation.hashing import sha256_hex
 from nnx._foundation.records import NNIterationDataPoint
-from nnx.history._format import (
+from nnx._journal.errors import HistoryCorruptionError
+from nnx._journal.format import (
     EPOCHS,
     GENESIS,
     INDEX,
@@ -27,7 +28,6 @@ from nnx.history._format import (
     decode_line,
     line_hash,
 )
-from nnx.history.errors import HistoryCorruptionError
 
 __all__ = ["epoch_rows", "iter_journal", "load_manifest", "read_chunk", "read_index", "tail"]
 

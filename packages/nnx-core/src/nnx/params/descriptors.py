@@ -6,6 +6,10 @@ A :class:`ModelSpec` names a model factory registered for this process under
 and topology fingerprint). Neither holds code: both round-trip through
 run.yaml and checkpoints as plain mappings tagged by ``kind``, and reading
 them back needs nothing registered.
+
+They are configuration (what params record), so they live here, below
+:mod:`nnx.models`, which resolves, builds and fingerprints them and is their
+public path (``nnx.models.ModelSpec``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeAlias
 
+from nnx._foundation.config_base import set_field
 from nnx._foundation.hashing import canonical_bytes, plain
 from nnx._foundation.validation import check_count, check_seed, check_spec_config, check_spec_id
 
@@ -30,11 +35,6 @@ _FACTORY = re.compile(r"^(?P<id>[^@\s]+)@v(?P<version>[1-9][0-9]*)$")
 
 def _empty() -> Mapping[str, Any]:
     return MappingProxyType({})
-
-
-def _set(obj: Any, name: str, value: Any) -> None:
-    # Not nnx._foundation.config_base's: importing nnx.params from here would be circular.
-    object.__setattr__(obj, name, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +57,9 @@ class ModelSpec:
 
     def __post_init__(self) -> None:
         check_spec_id("ModelSpec", self.id, hint=_NO_CODE)
-        _set(self, "version", check_count("ModelSpec.version", self.version))
-        _set(self, "config", check_spec_config("ModelSpec", self.config, hint=_NO_CODE))
-        _set(self, "seed", check_seed("ModelSpec.seed", self.seed))
+        set_field(self, "version", check_count("ModelSpec.version", self.version))
+        set_field(self, "config", check_spec_config("ModelSpec", self.config, hint=_NO_CODE))
+        set_field(self, "seed", check_seed("ModelSpec.seed", self.seed))
 
     @property
     def label(self) -> str:

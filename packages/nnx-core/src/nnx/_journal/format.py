@@ -15,7 +15,7 @@ from typing import Any
 
 from nnx._foundation.bounded import load_json
 from nnx._foundation.hashing import sha256_hex
-from nnx.history.errors import HistoryCorruptionError
+from nnx._journal.errors import HistoryCorruptionError
 
 __all__ = [
     "EPOCHS",

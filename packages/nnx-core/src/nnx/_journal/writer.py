@@ -49,7 +49,8 @@ from nnx._foundation.atomic import (
 )
 from nnx._foundation.hashing import sha256_hex
 from nnx._foundation.records import NNIterationDataPoint
-from nnx.history._format import (
+from nnx._journal.errors import HistoryCorruptionError
+from nnx._journal.format import (
     EPOCHS,
     HISTORY_DIR,
     INDEX,
@@ -60,10 +61,9 @@ from nnx.history._format import (
     encode_line,
     line_hash,
 )
-from nnx.history._store import load_manifest, read_chunk, read_index, tail
-from nnx.history.errors import HistoryCorruptionError
-from nnx.history.spec import HistoryJournal
-from nnx.history.window import HistoryWindow
+from nnx._journal.spec import HistoryJournal
+from nnx._journal.store import load_manifest, read_chunk, read_index, tail
+from nnx._journal.window import HistoryWindow
 
 __all__ = ["JournalWriter", "epoch_summary"]
 
