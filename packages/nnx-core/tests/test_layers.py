@@ -5,6 +5,7 @@ under ``TYPE_CHECKING`` and inside functions. The contract:
 
 * no cycle between modules;
 * a layer imports only itself and the layers below it;
+* no two folders of ``nnx/`` import each other both ways;
 * code inside a layer never imports a public face (the thin top-level
   modules that re-export) or ``nnx`` itself, so the faces can be read as
   the list of what users import;
@@ -141,6 +142,31 @@ def test_no_layer_imports_a_layer_above_it():
         if _layer(i.source) is not None and _layer(i.target) is not None
         and _layer(i.target) > _layer(i.source))  # type: ignore[operator]
     assert upward == []
+
+
+def _folder(module: str) -> str | None:
+    """The top-level folder of ``nnx`` a module lives in (None for a loose module)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and (SRC / parts[1]).is_dir() else None
+
+
+def _both_way_folders(imports: list[Import]) -> list[str]:
+    edges = {(_folder(i.source), _folder(i.target)) for i in imports}
+    return sorted(f"{a} <-> {b}" for a, b in edges
+                  if a and b and a < b and (b, a) in edges)
+
+
+def test_no_two_folders_import_each_other_both_ways():
+    """Inside a layer too, folders are in order (issue 25): a contract two folders share
+    lives in a lower one (``_contracts``, ``_journal``), type-only imports included."""
+    assert _both_way_folders(IMPORTS) == []
+
+
+def test_the_folder_check_sees_a_both_way_pair():
+    planted = [Import("nnx._engine.a", "nnx.callbacks.b", 1, False),
+               Import("nnx.callbacks.c", "nnx._engine.d", 1, True),
+               Import("nnx.history.e", "nnx._journal.f", 1, False)]
+    assert _both_way_folders(planted) == ["_engine <-> callbacks"]
 
 
 def test_code_inside_the_layers_never_imports_a_face():
