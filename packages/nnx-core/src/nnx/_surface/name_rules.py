@@ -4,8 +4,8 @@ nnx's registries (the entry-point half of ``check_distribution``, docs/extending
 A distribution's pyproject entry points are the only list of its names, so both
 directions are checked:
 
-* every ``nnx.*`` entry point is in a group nnx-core reads, loads, and is what that
-  group resolves its name to: ``nnx.<name>`` for ``nnx.exports``, ``Nets.<name>``'s
+* every ``nnx.*`` entry point is in a group nnx-core reads, loads, and is (or equals)
+  what that group resolves its name to: ``nnx.<name>`` for ``nnx.exports``, ``Nets.<name>``'s
   registration for ``nnx.nets``, the registry's ``(id, version)`` for the ``id@vN``
   groups (a register call in this process, or another distribution's entry point of
   the same name, would win over it);
@@ -72,12 +72,21 @@ def _resolves(ep: metadata.EntryPoint, obj: Any, label: str) -> list[str]:
         where, found = _resolved(ep)
     except Exception as exc:  # a bad name, a clash between distributions: said as found
         return [f"{label} does not resolve by its name: {type(exc).__name__}: {exc}"]
-    if found is obj:
+    # An equal value is the same registration (register_builtin_metrics puts back equal
+    # MetricRegistrations after an unregister_metric): only another one is a problem.
+    if found is obj or _equal(found, obj):
         return []
     if ep.group == "nnx.exports":  # the message core's tests and add-ons already know
         return [f"nnx.{ep.name} is not the object entry point {ep.value} names"]
     return [f"{label} is not {where} (a register call in this process, or another "
             "distribution's entry point of the same name, wins over it)"]
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(type(a) is type(b) and a == b)
+    except Exception:  # a value whose == is not a truth value (an array) is not equal here
+        return False
 
 
 def _listed(ep: metadata.EntryPoint, obj: Any, label: str) -> list[str]:
