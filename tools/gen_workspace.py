@@ -10,7 +10,8 @@ distributions outside it are generated from the folders, never typed:
 * ``.github/workflows/ci.yml``: the per-distribution matrix between its
   ``BEGIN generated`` / ``END generated`` lines, with a cell per declared extra
   that pulls in another nnx distribution (``nnx-peft[lm]``) and a cell per add-on
-  against the lowest nnx-core its range allows.
+  against the lowest nnx-core its range allows (and the reference plugin's cells:
+  alone, and one per extra that pulls in an nnx distribution).
 
     uv run python tools/gen_workspace.py           # rewrite them (then: uv lock)
     uv run python tools/gen_workspace.py --check   # exit 1 with the diff when stale
@@ -73,7 +74,7 @@ def root_pyproject(text: str, dists: dict[str, dict[str, Any]]) -> str:
                     f'mypy_path = [\n{paths}    "{PLUGIN}/src",\n]\n', "mypy_path")
 
 
-def ci_matrix(dists: dict[str, dict[str, Any]]) -> str:
+def ci_matrix(dists: dict[str, dict[str, Any]], root: Path = ROOT) -> str:
     """The generated lines of ci.yml's ``distribution`` matrix (indented 8)."""
     lines = [f"dist: [{', '.join(dists)}]", "include:"]
     cell = f'python: "{CELL_PYTHON}"'
@@ -88,15 +89,22 @@ def ci_matrix(dists: dict[str, dict[str, Any]]) -> str:
                          f'args: "--lowest-core"}}')
     lines.append(f'  - {{dist: nnx-example-plugin, {cell}, cell: alone, '
                  f'args: "--extra {PLUGIN}"}}')
+    # The reference plugin's optional crossing (its ``peft`` extra) gets its own cell too.
+    path = root / PLUGIN / "pyproject.toml"
+    plugin = tomllib.loads(path.read_text())["project"] if path.is_file() else {}
+    for extra, reqs in sorted(dict(plugin.get("optional-dependencies") or {}).items()):
+        if any(r in dists for r in _requirement_names(reqs)):
+            lines.append(f'  - {{dist: nnx-example-plugin, {cell}, cell: "extra {extra}", '
+                         f'args: "--extra {PLUGIN} --extras {extra}"}}')
     return "".join(f"        {ln}\n" for ln in lines)
 
 
-def ci_yml(text: str, dists: dict[str, dict[str, Any]]) -> str:
+def ci_yml(text: str, dists: dict[str, dict[str, Any]], root: Path = ROOT) -> str:
     pattern = rf"(^ *{re.escape(BEGIN)}.*\n)(?:.*\n)*?(^ *{re.escape(END)}.*\n)"
     m = re.search(pattern, text, re.M)
     if m is None:
         raise SystemExit(f"gen_workspace: ci.yml has no '{BEGIN}' ... '{END}' block")
-    return text[:m.end(1)] + ci_matrix(dists) + text[m.start(2):]
+    return text[:m.end(1)] + ci_matrix(dists, root) + text[m.start(2):]
 
 
 def _replace(text: str, pattern: str, new: str, what: str) -> str:
@@ -115,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     dists = projects(args.root)
     stale = 0
     for rel, derive in (("pyproject.toml", root_pyproject),
-                        (".github/workflows/ci.yml", ci_yml)):
+                        (".github/workflows/ci.yml",
+                         lambda text, d: ci_yml(text, d, args.root))):
         path = args.root / rel
         current = path.read_text()
         wanted = derive(current, dists)

@@ -1,7 +1,9 @@
-"""The example plugin's own tests: they run with the plugin installed.
+"""The example plugin's net, optimizer factory and export, and the conformance call.
 
-``tools/check_alacarte.py`` runs them in a fresh venv holding only the
-nnx-core and nnx-example-plugin wheels, from outside the source tree.
+These tests run with the plugin installed: ``tools/check_alacarte.py`` runs them in a
+fresh venv holding only the nnx-core and nnx-example-plugin wheels (and, in its
+``--extras peft`` cell, nnx-peft's), from outside the source tree. The task, the
+objective, the transform recipe and the optional crossing have a file each.
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ from nnx.testing import (
 
 def test_the_plugin_keeps_the_add_on_rules() -> None:
     # Imports core only through nnx / nnx.extend, no private core name, no import circle,
-    # every entry point loads and is nnx.<name>, and the wheel ships no nnx/__init__.py.
+    # nnx-peft reached only through require_distribution; every entry point loads and is
+    # what nnx resolves its name to, every registered kind __all__ lists has an entry
+    # point; and the wheel ships no nnx/__init__.py.
     check_distribution("nnx-example-plugin")
 
 

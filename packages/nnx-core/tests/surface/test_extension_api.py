@@ -27,7 +27,13 @@ from nnx._foundation.plugins import registry
 from nnx.components import Component, ComponentSpec, discover_components
 from nnx.objectives import supervised_objective
 from nnx.objectives.supervised import SupervisedObjective
-from nnx.tasks import CategoricalAdapter, MultilabelAdapter, RegressionAdapter, Task
+from nnx.tasks import (
+    CategoricalAdapter,
+    MultilabelAdapter,
+    RegressionAdapter,
+    Task,
+    TaskRuntime,
+)
 from nnx.tasks.adapters import task_adapter
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -107,11 +113,11 @@ def test_builtin_adapters_satisfy_the_task_protocol(loss):
 # -- 2. what NNModel wires ----------------------------------------------------------------
 
 
-class HookedTask(CategoricalAdapter):
-    """An add-on-style task: the categorical adapter plus the protocol's hooks."""
+class HookedTask:
+    """An add-on-style task: a plain Task protocol object that inherits nothing from core.
+    NNModel(task=...) builds the categorical machinery of the model's loss around it."""
 
-    def __init__(self, loss_fn, *, objective=None, eval_step=None, refuse=(), ids=None):
-        super().__init__(None, loss_fn)
+    def __init__(self, *, objective=None, eval_step=None, refuse=(), ids=None):
         self._objective, self._eval_step = objective, eval_step
         self.refuse, self.ids, self.asked = set(refuse), ids, []
 
@@ -120,6 +126,9 @@ class HookedTask(CategoricalAdapter):
 
     def eval_step(self):
         return self._eval_step
+
+    def metric_specs(self):
+        return ()
 
     def refuse_default(self, path):
         self.asked.append(path)
@@ -131,27 +140,26 @@ class HookedTask(CategoricalAdapter):
 
 
 class ComponentTask(HookedTask, RunningMean):
-    def __init__(self, loss_fn):
-        HookedTask.__init__(self, loss_fn)
+    def __init__(self):
+        HookedTask.__init__(self)
         RunningMean.__init__(self)
 
 
-class TaskModel(NNModel):
-    """How an add-on model hands NNx its task: it overrides ``task_adapter``."""
-
-    task: HookedTask | None = None
-
-    @property
-    def task_adapter(self):
-        return self.task if self.task is not None else super().task_adapter
-
-
-def task_model(**hooks) -> TaskModel:
+def task_model(**hooks) -> NNModel:
+    """A plain NNModel handed its task object: no NNModel subclass, no adapter base."""
     torch.manual_seed(0)
-    model = TaskModel(NNParams(input_dim=4, output_dim=3, hidden_dims=(8,)),
-                      NNModelParams(device=Devices.CPU, loss=Losses.CROSS_ENTROPY))
-    model.task = hooks.pop("cls", HookedTask)(model.loss_fn, **hooks)
-    return model
+    task = hooks.pop("cls", HookedTask)(**hooks)
+    return NNModel(NNParams(input_dim=4, output_dim=3, hidden_dims=(8,)),
+                   NNModelParams(device=Devices.CPU, loss=Losses.CROSS_ENTROPY), task=task)
+
+
+def test_a_task_is_a_plain_protocol_object_handed_to_a_plain_nnmodel():
+    model = task_model()
+    assert type(model) is NNModel and HookedTask.__mro__ == (HookedTask, object)
+    assert isinstance(model.task, Task) and isinstance(model.task, HookedTask)
+    runtime = model.task_adapter  # core's per-batch machinery around the object
+    assert isinstance(runtime, TaskRuntime) and runtime.source is model.task
+    assert isinstance(runtime.default, CategoricalAdapter)  # the loss's own default
 
 
 def test_train_runs_the_task_objective_when_no_update_owner_is_given(tmp_path):
@@ -231,8 +239,8 @@ def test_a_task_that_is_a_component_is_checkpointed_with_the_run(tmp_path):
 class ConfiguredTask(HookedTask):
     """A task whose configuration changes what trains: it names it through identity()."""
 
-    def __init__(self, loss_fn, *, smoothing=0.0):
-        super().__init__(loss_fn)
+    def __init__(self, *, smoothing=0.0):
+        super().__init__()
         self.smoothing = smoothing
 
     def identity(self):
@@ -244,7 +252,12 @@ def test_a_task_s_identity_enters_the_run_id_and_run_yaml(tmp_path):
     plain = task_model().train(tiny_train_params(), root=root, verbose=False)
     plain_ids = task_model(cls=HookedTask).train(tiny_train_params(), root=tmp_path / "b",
                                                  verbose=False)
-    assert plain.id == plain_ids.id  # no identity() hook: the id is the bare model's
+    assert plain.id == plain_ids.id
+    torch.manual_seed(0)
+    bare = NNModel(NNParams(input_dim=4, output_dim=3, hidden_dims=(8,)),
+                   NNModelParams(device=Devices.CPU, loss=Losses.CROSS_ENTROPY))
+    bare_run = bare.train(tiny_train_params(), root=tmp_path / "c", verbose=False)
+    assert plain.id == bare_run.id  # no identity() hook: the id is the bare model's
     assert "task" not in plain.state()
     runs = [task_model(cls=ConfiguredTask, smoothing=s).train(tiny_train_params(), root=root,
                                                                verbose=False)

@@ -85,6 +85,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "example.sgd@v1": "nnx-example-plugin",
     },
     "nnx.transforms": {
+        "example.scaled@v1": "nnx-example-plugin",
         "nnx.dora@v1": "nnx-peft",
         "nnx.ia3@v1": "nnx-peft",
         "nnx.lora@v1": "nnx-peft",

@@ -132,6 +132,10 @@ class EntryPointRegistry:
     def names(self) -> set[str]:
         return set(self._explicit) | (set(self._entry_points()) - self._hidden)
 
+    def explicit(self) -> dict[str, Any]:
+        """Name → object of what a ``register`` call (not an entry point) put here."""
+        return dict(self._explicit)
+
     def __iter__(self) -> Iterator[str]:
         return iter(sorted(self.names()))
 
@@ -163,6 +167,12 @@ class VersionedRegistry:
         if isinstance(version, bool) or not isinstance(version, int) or version < 1:
             raise ValueError(f"a registered version must be an integer >= 1; got {version!r}")
         return f"{id}@v{version}"
+
+    @staticmethod
+    def split(name: str) -> tuple[str, int] | None:
+        """``(id, version)`` of an ``id@vN`` entry name, or None when it is not one."""
+        m = _VERSIONED.match(name)
+        return None if m is None else (m["id"], int(m["version"]))
 
     def register(self, id: str, version: int, obj: Any) -> None:
         self._names.register(self.key(id, version), obj)
@@ -220,6 +230,10 @@ class VersionedRegistry:
             if m and m["id"] == id:
                 out.append(int(m["version"]))
         return sorted(out)
+
+    def explicit(self) -> dict[str, Any]:
+        """``id@vN`` → object of what a ``register`` call (not an entry point) put here."""
+        return self._names.explicit()
 
     def refresh(self) -> None:
         self._names.refresh()

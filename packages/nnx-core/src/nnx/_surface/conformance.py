@@ -11,8 +11,10 @@ wheel installed) and raises one AssertionError listing every problem:
 * no import circle among the distribution's own modules (type-only imports count);
 * every import left inside a function says why in a comment (on its line or the two
   above), so a lazy import is a decision, never a way around a circle;
-* every ``nnx.*`` entry point loads, and an ``nnx.exports`` name is the same object as
-  ``nnx.<name>`` and as ``nnx.<sub>.<name>``, listed in ``nnx.<sub>.__all__``;
+* one list per name (:mod:`nnx._surface.name_rules`): every ``nnx.*`` entry point loads
+  and is what its group resolves the name to (an ``nnx.exports`` name is ``nnx.<name>``
+  and ``nnx.<sub>.<name>``, listed in ``nnx.<sub>.__all__``), and, the reverse, every
+  registered kind a public ``__all__`` lists has an entry point;
 * an add-on ships no ``nnx/__init__.py`` (it would replace nnx-core's on install).
 
 nnx-core is checked too, for the rules that are not about reaching core (circles,
@@ -23,7 +25,6 @@ nnx-core's own layers test reads.
 from __future__ import annotations
 
 import ast
-import importlib
 import json
 import re
 from collections import defaultdict
@@ -34,10 +35,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from nnx._surface.name_rules import CORE, entry_point_rules, private_name
+
 __all__ = ["CORE", "EXTENSION_API", "Import", "check_distribution", "import_cycles",
            "module_imports", "source_modules"]
 
-CORE = "nnx-core"
 #: The only core modules an add-on's source imports.
 EXTENSION_API = frozenset({"nnx", "nnx.extend"})
 
@@ -178,10 +180,6 @@ def silent_local_imports(imports: Iterable[Import], modules: Mapping[str, Path])
 
 # -- the rules ----------------------------------------------------------------------------
 
-def _private(dotted: str) -> bool:
-    return any(p.startswith("_") and not p.startswith("__") for p in dotted.split(".")[1:])
-
-
 def _required(distribution: str) -> set[str]:
     """The distributions ``distribution`` always installs with (extras left out)."""
     out = set()
@@ -202,7 +200,7 @@ def _member_reads(path: Path, names: set[str]) -> list[tuple[int, str]]:
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     return [(node.lineno, f"{node.value.id}.{node.attr}") for node in ast.walk(tree)
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id in names and _private(f"x.{node.attr}")]
+            and node.value.id in names and private_name(f"x.{node.attr}")]
 
 
 def _dynamic_imports(path: Path) -> list[tuple[int, str]]:
@@ -241,8 +239,8 @@ def _reach_rules(distribution: str, modules: Mapping[str, Path],
         # distribution (an add-on that is not installed here): not core's.
         owner = (owners.get(resolved) if resolved is not None and (
             resolved != "nnx" or imp.target == "nnx") else None)
-        private = [f"{imp.target}.{m}" for m in imp.members if _private(f"x.{m}")]
-        if _private(imp.target) or private:
+        private = [f"{imp.target}.{m}" for m in imp.members if private_name(f"x.{m}")]
+        if private_name(imp.target) or private:
             problems.append(f"{where} imports private {', '.join(private) or imp.target} "
                             f"of {owner or 'another distribution'}")
         elif owner == CORE and imp.target not in EXTENSION_API:
@@ -262,33 +260,6 @@ def _reach_rules(distribution: str, modules: Mapping[str, Path],
                      "nnx.extend.require_distribution" for line, call in _dynamic_imports(path)]
     if "nnx" in modules:
         problems.append(f"{distribution} ships nnx/__init__.py, which belongs to nnx-core")
-    return problems
-
-
-def _entry_point_rules(distribution: str) -> list[str]:
-    problems = []
-    nnx = importlib.import_module("nnx")
-    for ep in sorted(metadata.distribution(distribution).entry_points, key=lambda e: e.name):
-        if not ep.group.startswith("nnx."):
-            continue
-        try:
-            obj = ep.load()
-        except Exception as exc:
-            problems.append(f"entry point {ep.group}:{ep.name} = {ep.value} does not load: "
-                            f"{type(exc).__name__}: {exc}")
-            continue
-        if ep.group != "nnx.exports":
-            continue
-        if getattr(nnx, ep.name, None) is not obj:
-            problems.append(f"nnx.{ep.name} is not the object entry point {ep.value} names")
-        sub = ep.module.split(".")[1] if ep.module.count(".") else ""
-        if sub and not sub.startswith("_"):
-            package = importlib.import_module(f"nnx.{sub}")
-            if getattr(package, ep.name, None) is not obj:
-                problems.append(f"nnx.{sub}.{ep.name} is not the object entry point "
-                                f"{ep.value} names")
-            if ep.name not in getattr(package, "__all__", ()):
-                problems.append(f"nnx.{sub}.__all__ does not list the export {ep.name}")
     return problems
 
 
@@ -314,7 +285,7 @@ def check_distribution(distribution: str, *, forbid: Iterable[str] = ()) -> None
                  for s in silent_local_imports(imports, modules)]
     if distribution != CORE:
         problems += _reach_rules(distribution, modules, imports, forbid)
-    problems += _entry_point_rules(distribution)
+    problems += entry_point_rules(distribution, modules)
     problems = list(dict.fromkeys(problems))  # one line per problem, not per imported name
     if problems:
         raise AssertionError(f"{distribution} breaks {len(problems)} add-on rule(s) "
