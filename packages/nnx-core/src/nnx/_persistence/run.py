@@ -84,7 +84,10 @@ class NNRun:
         self.root = Path(root)
         self.idps: list[NNIterationDataPoint] = []
         self.metadata: dict[str, Any] = {}
-        self.resume_status: ResumeStatus | None = None  # set when it started from a checkpoint
+        # What the run's start restored (spec §14.2): mode "fresh" until a resume from a
+        # checkpoint says otherwise. A fresh run restored nothing, so its lists are empty
+        # and metadata.yaml carries no ``resume`` block (NNRun.load reads it back fresh).
+        self.resume_status: ResumeStatus = ResumeStatus()
         self.journal: Any = None  # the HistoryJournal when the history is a journal
         self._csv: IdpsCsv | None = None  # renders idps.csv, reusing the lines of earlier saves
         self.id = run_id(**self._parts())
