@@ -122,3 +122,19 @@ def test_rope_validates_and_rotates_by_position() -> None:
     assert torch.allclose(rope(x[..., 3:, :], offset=3), rope(x)[..., 3:, :])
     with pytest.raises(ValueError, match="past max_seq_len"):
         rope(x, offset=12)
+
+
+def test_rmsnorm_computes_a_float64_input_in_float64() -> None:
+    """Issue 26 item 16: rows scaled by 1e25 came out all zeros (their squares overflow in
+    float32); in float64 they equal the float64 formula, and half precision still goes
+    through float32 exactly as before."""
+    norm = RMSNorm(4, eps=1e-5).double()
+    x = torch.tensor([[1.0, -2.0, 3.0, 0.5]], dtype=torch.float64) * 1e25
+    expected = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)
+    out = norm(x)
+    assert out.dtype == torch.float64 and out.abs().min() > 0
+    assert torch.equal(out, expected * norm.weight)
+    half = torch.tensor([[1.0, -2.0, 3.0, 0.5]], dtype=torch.bfloat16)
+    h = half.float()
+    ref = (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-5)).to(torch.bfloat16)
+    assert torch.equal(RMSNorm(4)(half), RMSNorm(4).weight * ref)

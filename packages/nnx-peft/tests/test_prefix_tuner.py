@@ -291,3 +291,21 @@ def test_a_prompt_tuner_composes_over_a_prefix_tuned_net() -> None:
         torch.testing.assert_close(prompt(ids), ref[:, 3:], atol=1e-6, rtol=0)
     assert {n for n, p in prefix.named_parameters() if p.requires_grad} == {
         "prefix_keys.0", "prefix_keys.1", "prefix_values.0", "prefix_values.1"}
+
+
+def test_a_prefix_file_from_a_deeper_model_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    """Issue 26 item 7: a 2-layer file into a 1-layer tuner used to load 2 tensors and drop
+    the rest; it is refused, as the shallower file is."""
+    deep = PrefixTuner(_net(n_layers=2), 2)
+    path = save_prefix_weights(deep, tmp_path / "deep.pt")
+    shallow = PrefixTuner(_net(1, n_layers=1), 2)
+    before = {k: v.clone() for k, v in shallow.prefix_state_dict().items()}
+    with pytest.raises(ValueError, match=r"prefix_keys\.1, prefix_values\.1.*larger module "
+                                         r"\(2 tensors here, 4 there\)"):
+        load_prefix_weights(shallow, path)
+    now = shallow.prefix_state_dict()
+    assert list(now) == list(before) and all(torch.equal(now[k], before[k]) for k in before)
+    # the same-depth file still loads, and a base layer merely named like a prefix is not
+    # mistaken for one
+    same = save_prefix_weights(PrefixTuner(_net(2, n_layers=1), 2), tmp_path / "same.pt")
+    assert load_prefix_weights(shallow, same) == 2

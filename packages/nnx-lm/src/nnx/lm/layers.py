@@ -11,7 +11,9 @@ __all__ = ["RMSNorm", "RoPE"]
 
 
 class RMSNorm(nn.Module):
-    """``x / rms(x) * weight``, computed in float32 (as Llama does) and cast back."""
+    """``x / rms(x) * weight``, computed in at least float32 and cast back: half and
+    bfloat16 inputs in float32 (as Llama does, bit for bit), float64 inputs in float64
+    (in float32 their squares overflow past ~1e19 and the rows come out zeros)."""
 
     def __init__(self, dim: int, eps: float = 1e-5) -> None:
         super().__init__()
@@ -19,7 +21,7 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(check_count("RMSNorm.dim", dim)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = x.float()
+        h = x.to(torch.promote_types(x.dtype, torch.float32))
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * h.to(x.dtype)
 

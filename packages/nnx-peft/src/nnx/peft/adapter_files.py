@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import struct
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -100,13 +101,17 @@ def save_owned(state: Mapping[str, torch.Tensor], path: str | os.PathLike[str]) 
 
 
 def load_owned(what: str, module: nn.Module, owned: Mapping[str, torch.Tensor],
-               source: Source, *, complete: bool, describe: str) -> int:
+               source: Source, *, complete: bool, describe: str,
+               family: re.Pattern[str] | None = None) -> int:
     """Copy ``source``'s entries for the ``owned`` names into ``module``; their count.
 
     ``complete``: every owned name must be present (a tuner's file is all of its
     trainable state, like HF's strict prompt-embedding load); otherwise at least one
     (a LoRA or IA3 file may cover some layers: ``load_state_dict(strict=False)``).
-    Other keys are ignored. Everything is checked before the first copy, so a
+    Other keys are ignored, except one that matches ``family`` (the names this kind of
+    module gives its tensors) without being owned: the file was saved from a larger
+    module (a deeper prefix tuner), and loading part of it would silently drop the
+    rest, so it is refused. Everything is checked before the first copy, so a
     refused load changes nothing; a wrong shape raises torch's own size-mismatch
     error. The copy converts into the destination's dtype and device, and modes are
     left alone.
@@ -117,6 +122,12 @@ def load_owned(what: str, module: nn.Module, owned: Mapping[str, torch.Tensor],
     if complete and missing:
         raise ValueError(f"{what}: the source has no {', '.join(missing)}; it is not this "
                          f"module's adapter file (keys found: {sorted(state)[:6]})")
+    foreign = [] if family is None else sorted(
+        k for k in state if isinstance(k, str) and family.fullmatch(k) and k not in owned)
+    if foreign:
+        raise ValueError(f"{what}: the source holds {', '.join(foreign[:6])}, which this "
+                         f"module has no place for: it was saved from a larger module "
+                         f"({len(owned)} tensors here, {len(owned) + len(foreign)} there)")
     if not accepted:
         sample = ", ".join(repr(k) for k in list(owned)[:4])
         raise ValueError(f"{what}: none of the source's {len(state)} tensors is {describe} "

@@ -13,6 +13,7 @@ generation sees it at each step exactly as a full recomputation does.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import torch
@@ -23,6 +24,9 @@ from nnx.peft.adapter_files import Source, load_owned, save_owned
 from nnx.peft.lm_protocol import KVCache, LMAttention, LMNet, inner_linear, require_transformer
 
 __all__ = ["PrefixTuner", "load_prefix_weights", "save_prefix_weights"]
+
+#: The names a prefix tuner gives its tensors, whatever its depth.
+_PREFIX_NAMES = re.compile(r"prefix_(keys|values)\.\d+")
 
 
 class _PrefixedAttention:
@@ -123,8 +127,10 @@ def save_prefix_weights(tuner: PrefixTuner, path: str | os.PathLike[str]) -> Pat
 
 def load_prefix_weights(tuner: PrefixTuner, source: Source) -> int:
     """Load every ``prefix_keys.i`` / ``prefix_values.i`` from a path or state dict into
-    ``tuner``; the count loaded. Any other key in ``source`` is ignored."""
+    ``tuner``; the count loaded. Any other key in ``source`` is ignored, but a prefix
+    key or value of a layer ``tuner`` does not have (a file from a deeper model) is
+    refused before anything is copied, as a shallower file is."""
     if not isinstance(tuner, PrefixTuner):
         raise TypeError(f"load_prefix_weights takes a PrefixTuner; got {type(tuner).__name__}")
     return load_owned("load_prefix_weights", tuner, tuner._owned(), source, complete=True,
-                      describe="a prefix key or value")
+                      describe="a prefix key or value", family=_PREFIX_NAMES)
