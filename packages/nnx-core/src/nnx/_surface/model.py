@@ -307,13 +307,20 @@ class NNModel:
     def evaluate(self, loader: Any, metrics: Sequence[Any] = (),
                  extra_metrics: Mapping[str, Callable[..., Any]] | None = None
                  ) -> NNEvaluationDataPoint:
-        """The whole loader's record: loss and metrics over every valid sample."""
+        """The whole loader's record: loss and metrics over every valid sample.
+
+        The loss is the loader's summed numerators over its summed denominators, never a
+        mean of batch means; a sum-reduction loss stays the loader's total (§21). A loader
+        that yields no batch raises ValueError: there is nothing to score.
+        """
         check_loader("evaluate", loader, training=False)
         adapter = self.task_adapter
         refuse_default_path(adapter, "evaluate")
         acc = adapter.accumulator(metrics=tuple(metrics))
         truths: list[np.ndarray] = []
         preds: list[np.ndarray] = []
+        summed = adapter.reduction(self.loss_fn) == "sum"
+        total, batches = 0.0, 0
         with (preserved_state(self.net, mode="eval"), torch.no_grad(),
               self.inference_precision().autocast()):
             for batch in loader:
@@ -323,13 +330,21 @@ class NNModel:
                 output = self.forward_raw(inputs).float()
                 adapter.validate(output, target)
                 num, den = adapter.loss_parts(output, target, self.loss_fn)
-                acc.update(output, target, loss_numerator=float(num),
+                numerator = float(num)
+                total += numerator
+                batches += 1
+                acc.update(output, target, loss_numerator=numerator,
                            loss_denominator=float(den), validate=False)
                 if extra_metrics:
                     y_true, y_pred = adapter.extra_metric_inputs(output, target)
                     truths.append(y_true)
                     preds.append(y_pred)
+        if batches == 0:
+            raise ValueError("evaluate: the loader yielded no batch, so there is nothing to "
+                             "score (an empty validation split?)")
         record: NNEvaluationDataPoint = acc.result()
+        if summed:  # the loader's total, whatever the batch size
+            record = NNEvaluationDataPoint(**{**_fields(record), "loss": total})
         if extra_metrics and truths:
             y_true, y_pred = np.concatenate(truths), np.concatenate(preds)
             extra = {**record.extra, **{name: float(fn(y_true, y_pred))
