@@ -95,6 +95,9 @@ def split(out: str, single_run: str) -> None:
     from_single.train(shuffled_params(1, resume_from_run_id=single_run), verbose=False,
                       root=os.path.join(out, "single"), distributed=ddp)
     assert dist.is_initialized()  # NNx left the group it joined alone
+    # Meet before tearing down, as NNx's own close() does: a rank that destroys its end
+    # while the peer is still in its last collective aborts the peer at exit.
+    dist.barrier()
     dist.destroy_process_group()
     torch.save({"whole": whole.net.state_dict(), "resumed": resumed.net.state_dict(),
                 "second": second.id, "mode": second.resume_status.mode,
