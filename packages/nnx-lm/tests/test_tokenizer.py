@@ -72,12 +72,19 @@ def test_train_with_path_saves(tmp_path: Path) -> None:
 def test_state_omits_defaults_and_round_trips(tmp_path: Path) -> None:
     custom = NNTokenizerParams.train(CORPUS, vocab_size=300, pad_token=None,
                                      bos_token="<s>", eos_token="</s>")
-    assert custom.state() == {"pad_token": None, "bos_token": "<s>", "eos_token": "</s>"}
+    # "<s>" / "</s>" are what the tokenizer gives by itself: derived, so not stored.
+    assert custom.state() == {}
+    assert (custom.pad_token, custom.bos_token, custom.eos_token) == (None, "<s>", "</s>")
     assert custom.pad_id is None
     assert (custom.bos_id, custom.eos_id) == (0, 1)
     saved = custom.save(tmp_path / "c.json")
     again = NNTokenizerParams.from_state(saved.state())
-    assert again.state() == saved.state() and again == saved
+    assert again.state() == saved.state() == {"path": saved.path} and again == saved
+    assert (again.bos_token, again.eos_token) == ("<s>", "</s>")
+    # An override of what the tokenizer gives is stored, and reloads as given.
+    no_eos = NNTokenizerParams(path=saved.path, eos_token=None)
+    assert no_eos.state() == {"path": saved.path, "eos_token": None}
+    assert NNTokenizerParams.from_state(no_eos.state()).eos_id is None
     no_bos = NNTokenizerParams(tokenizer=custom.tokenizer, pad_token=None, bos_token=None,
                                eos_token="</s>")
     with pytest.raises(ValueError, match=r"NNTokenizerParams\.bos_token is None"):

@@ -1,9 +1,15 @@
 """NNTokenizerParams (spec §15): a tokenizer and the path of its saved JSON.
 
-It wraps a ``tokenizers.Tokenizer``. ``state()`` holds only the path and the
-special-token spellings that differ from their defaults; the tokenizer object
-is runtime state, rebuilt from the path by ``from_state``. A configuration
-that uses no tokenizer never holds one of these, so its run id is untouched.
+It wraps a ``tokenizers.Tokenizer``. The special tokens (padding, begin- and
+end-of-sequence) are read from the tokenizer unless given: any tokenizer wraps,
+also one with none of them (a GPT-2-style or trained-from-scratch BPE).
+``state()`` holds only the path and the special-token spellings that the
+tokenizer would not give by itself; the tokenizer object is runtime state,
+rebuilt from the path by ``from_state``. A configuration that uses no tokenizer
+never holds one of these, so its run id is untouched.
+
+``tokenizers`` is imported only here, and only when a tokenizer is built,
+loaded or trained: ``TransformerNN`` alone never imports it.
 
 :meth:`NNTokenizerParams.train` builds a byte-level BPE: every byte is in the
 base alphabet, so ``decode(encode(text)) == text`` for any Unicode text.
@@ -15,10 +21,9 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from nnx.extend import (
     Params,
@@ -29,12 +34,38 @@ from nnx.extend import (
     set_field,
 )
 
-__all__ = ["BYTE_ALPHABET_SIZE", "NNTokenizerParams"]
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+__all__ = ["BYTE_ALPHABET_SIZE", "DETECT", "NNTokenizerParams"]
 
 #: A byte-level BPE starts from all 256 bytes; the vocabulary must hold them.
 BYTE_ALPHABET_SIZE = 256
 
 _SPECIALS = ("pad_token", "bos_token", "eos_token")
+
+#: The spellings each role goes by (NNx's own first, then the Hugging Face conventions:
+#: T5 / Llama 2 / Mistral, BERT, Llama 3, GPT-2, whose "<|endoftext|>" is both bos and
+#: eos). Only a tokenizer's *special* added tokens are read, never an ordinary
+#: vocabulary entry: a byte-level BPE may learn "<s>" as a merge of plain text.
+_CONVENTIONS: Final = {
+    "pad_token": ("<pad>", "[PAD]", "<|pad|>", "<|padding|>"),
+    "bos_token": ("<bos>", "<s>", "<|begin_of_text|>", "<|startoftext|>", "<|endoftext|>"),
+    "eos_token": ("<eos>", "</s>", "<|end_of_text|>", "<|endoftext|>"),
+}
+
+
+class _Detect:
+    """The special-token default: read the token from the tokenizer."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DETECT"
+
+
+#: The default of ``pad_token`` / ``bos_token`` / ``eos_token``: the tokenizer's own.
+DETECT: Final = _Detect()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -42,22 +73,27 @@ class NNTokenizerParams(Params):
     """A tokenizer (``tokenizer=``) and/or the JSON file it is saved in (``path=``).
 
     Given only ``path``, the file is loaded. The special tokens name the
-    padding, begin- and end-of-sequence tokens; ``None`` means the tokenizer
-    has none. A named special token must be in the tokenizer's vocabulary.
-    The tokenizer's ``encode_special_tokens`` is switched on, so a special
-    token's spelling inside text encodes as ordinary text.
+    padding, begin- and end-of-sequence tokens. Left at :data:`DETECT` (the
+    default), each is read from the tokenizer: its padding configuration for the
+    pad token, else the first of the role's conventional spellings
+    (``_CONVENTIONS``) among its special tokens, else None (the tokenizer has
+    none; the matching ``*_id`` is None). A spelling given explicitly must be in
+    the vocabulary; ``None`` says there is none. The tokenizer's
+    ``encode_special_tokens`` is switched on, so a special token's spelling
+    inside text encodes as ordinary text.
     """
 
     path: str | None = None
-    pad_token: str | None = "<pad>"
-    bos_token: str | None = "<bos>"
-    eos_token: str | None = "<eos>"
+    pad_token: str | _Detect | None = DETECT
+    bos_token: str | _Detect | None = DETECT
+    eos_token: str | _Detect | None = DETECT
     tokenizer: Tokenizer | None = runtime(None)
 
     def __post_init__(self) -> None:
         name = type(self).__name__
         for field in _SPECIALS:
-            check_optional_str(f"{name}.{field}", getattr(self, field))
+            if getattr(self, field) is not DETECT:
+                check_optional_str(f"{name}.{field}", getattr(self, field))
         if self.path is not None:
             if not isinstance(self.path, (str, os.PathLike)) or not os.fspath(self.path):
                 raise ValueError(f"{name}.path must be a non-empty path; got {self.path!r}")
@@ -66,7 +102,7 @@ class NNTokenizerParams(Params):
             if self.path is None:
                 raise ValueError(f"{name} needs path= (a saved tokenizer JSON) or tokenizer=")
             set_field(self, "tokenizer", _load(f"{name}.path", Path(self.path)))
-        elif not isinstance(self.tokenizer, Tokenizer):
+        elif not isinstance(self.tokenizer, _tokenizers().Tokenizer):
             raise TypeError(
                 f"{name}.tokenizer must be a tokenizers.Tokenizer; "
                 f"got {type(self.tokenizer).__name__}"
@@ -77,11 +113,19 @@ class NNTokenizerParams(Params):
         self._tok.encode_special_tokens = True
         for field in _SPECIALS:
             token = getattr(self, field)
-            if token is not None and self._tok.token_to_id(token) is None:
+            if token is DETECT:
+                set_field(self, field, _detect(self._tok, field))
+            elif token is not None and self._tok.token_to_id(token) is None:
                 raise ValueError(
                     f"{name}.{field} {token!r} is not in the tokenizer's vocabulary "
-                    f"(pass {field}=None if it has none)"
+                    f"(pass {field}=None if it has none, or leave it out to read it "
+                    f"from the tokenizer)"
                 )
+
+    def omit_from_state(self, name: str, value: Any) -> bool:
+        # A special token the tokenizer gives by itself derives from the file: from_state
+        # reads it again, so only a spelling that overrides the tokenizer is stored.
+        return name in _SPECIALS and value == _detect(self._tok, name)
 
     @classmethod
     def train(
@@ -111,11 +155,13 @@ class NNTokenizerParams(Params):
                 raise TypeError(
                     f"NNTokenizerParams.train texts[{i}] must be a str; got {type(text).__name__}"
                 )
-        tok = Tokenizer(models.BPE())
+        tk = _tokenizers()
+        models, pre_tokenizers, decoders = tk.models, tk.pre_tokenizers, tk.decoders
+        tok = tk.Tokenizer(models.BPE())
         # No prefix space: a prefix would be decoded back and break the round trip.
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tok.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(
+        trainer = tk.trainers.BpeTrainer(
             vocab_size=size,
             min_frequency=freq,
             special_tokens=specials,
@@ -149,8 +195,9 @@ class NNTokenizerParams(Params):
     def vocab_size(self) -> int:
         return int(self._tok.get_vocab_size())
 
-    def _id(self, token: str | None) -> int | None:
-        return None if token is None else self._tok.token_to_id(token)
+    def _id(self, token: str | _Detect | None) -> int | None:
+        # After __post_init__ every special is a spelling or None, never DETECT.
+        return self._tok.token_to_id(token) if isinstance(token, str) else None
 
     @property
     def pad_id(self) -> int | None:
@@ -181,7 +228,8 @@ class NNTokenizerParams(Params):
     def _need(self, field: str) -> int:
         token_id = self._id(getattr(self, field))
         if token_id is None:
-            raise ValueError(f"NNTokenizerParams.{field} is None: this tokenizer has no such token")
+            raise ValueError(f"NNTokenizerParams.{field} is None: this tokenizer has no such "
+                             f"token (name one of its tokens with {field}=...)")
         return token_id
 
     def __eq__(self, other: object) -> bool:
@@ -197,10 +245,28 @@ class NNTokenizerParams(Params):
         return hash((type(self).__name__, tuple(sorted(self.state().items()))))
 
 
+def _tokenizers() -> Any:
+    """The ``tokenizers`` package, imported on first use (a net alone never needs it)."""
+    import tokenizers
+
+    return tokenizers
+
+
+def _detect(tok: Tokenizer, field: str) -> str | None:
+    """The tokenizer's own spelling for the ``field`` role, or None when it has none."""
+    if field == "pad_token":
+        padding = tok.padding  # a tokenizer saved with padding on names its pad token
+        if padding and tok.token_to_id(padding.get("pad_token") or "") is not None:
+            return str(padding["pad_token"])
+    special = {t.content for t in tok.get_added_tokens_decoder().values() if t.special}
+    return next((s for s in _CONVENTIONS[field] if s in special), None)
+
+
 def _load(field: str, path: Path) -> Tokenizer:
     if not path.is_file():
         raise FileNotFoundError(f"{field}: no tokenizer file at {str(path)!r}")
     try:
-        return Tokenizer.from_file(str(path))
+        tok: Tokenizer = _tokenizers().Tokenizer.from_file(str(path))
     except Exception as exc:  # the Rust side raises a bare Exception on bad JSON
         raise ValueError(f"{field}: {str(path)!r} is not a tokenizers JSON file: {exc}") from None
+    return tok
