@@ -87,3 +87,47 @@ def test_the_task_configuration_is_part_of_the_run_id(tmp_path) -> None:
     assert smoothed.state()["task"] == {"kind": "lm.causal_task", "vocab_size": VOCAB,
                                         "label_smoothing": 0.1}
     assert NNRun.load(smoothed.id, root=tmp_path).id == smoothed.id
+
+
+def bare_lm(seed: int = 0) -> NNModel:
+    torch.manual_seed(seed)
+    return NNModel(SHAPE, NNModelParams(net=Nets.TRANSFORMER, device=Devices.CPU))
+
+
+def test_the_task_objective_carries_the_task_across_a_resume(tmp_path) -> None:
+    """issue 26 item 6: objective=task.objective() on a task-less NNModel records the task
+    (run id and lm.causal_task component), so another configuration is refused first."""
+    first = CausalLMTask(vocab_size=VOCAB)
+    run = bare_lm().train(params(1), objective=first.objective(),
+                          eval_step_fn=first.eval_step(), root=tmp_path, verbose=False)
+    assert run.state()["task"] == {"kind": "lm.causal_task", "vocab_size": VOCAB}
+    saved = records(NNRun.load(run.id, root=tmp_path))
+    other_task = CausalLMTask(vocab_size=VOCAB, label_smoothing=0.1)
+    other = bare_lm(seed=5)
+    before = weights(other)
+    steps = []
+    other.net.register_forward_hook(lambda *a: steps.append(1))
+    with pytest.raises(Exception, match=r"lm\.causal_task: the run was trained with "
+                                         r"label_smoothing=0\.0") as info:
+        other.train(params(1, resume_from_run_id=run.id), objective=other_task.objective(),
+                    eval_step_fn=other_task.eval_step(), root=tmp_path, verbose=False)
+    assert type(info.value).__name__ == "ComponentRestoreError"
+    assert steps == [] and all(torch.equal(before[k], v) for k, v in weights(other).items())
+    assert records(NNRun.load(run.id, root=tmp_path)) == saved
+    same = CausalLMTask(vocab_size=VOCAB)
+    again = bare_lm(seed=5).train(params(1, resume_from_run_id=run.id),
+                                  objective=same.objective(), eval_step_fn=same.eval_step(),
+                                  root=tmp_path, verbose=False)
+    assert len(again.epoch_records()) == 1 and again.state()["task"] == run.state()["task"]
+
+
+def test_the_component_name_prefixes_a_refusal_once(tmp_path) -> None:
+    """issue 26 item 8: "lm.causal_task: lm.causal_task:" was printed twice."""
+    run = lm_model().train(params(1), root=tmp_path, verbose=False)
+    with pytest.raises(Exception) as info:
+        lm_model(label_smoothing=0.1).train(params(1, resume_from_run_id=run.id),
+                                            root=tmp_path, verbose=False)
+    message = str(info.value)
+    assert message.count("lm.causal_task:") == 1, message
+    assert "  - lm.causal_task: the run was trained with label_smoothing=0.0, this task has " \
+           "label_smoothing=0.1" in message

@@ -141,7 +141,9 @@ def check_components(components: Mapping[str, tuple[ComponentSpec, Any]],
             continue
         check = getattr(obj, "check_component_state", None)
         if callable(check):
-            problems += [f"{name}: {p}" for p in check(entry["state"], version=entry["version"])]
+            # Each problem names its component once, also when it already says its name.
+            problems += [p if p.startswith(f"{name}: ") else f"{name}: {p}"
+                         for p in check(entry["state"], version=entry["version"])]
     for name, entry in saved.items():
         if name not in components and entry.get("required", True):
             problems.append(f"the checkpoint holds required component {name!r}, which this run "

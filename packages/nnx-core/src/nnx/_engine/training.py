@@ -23,7 +23,7 @@ from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.run import NNRun
 from nnx.objectives.ownership import check_precision_owner, check_update_owner
 from nnx.params.train import NNTrainParams
-from nnx.tasks.protocol import check_train, refuse_default_path, task_identity
+from nnx.tasks.protocol import check_train, objective_task, refuse_default_path, task_identity
 from nnx.tasks.runtime import task_source
 
 __all__ = ["ModelStepOwner", "RunExistsError", "RunLeaseError", "phase_epochs",
@@ -40,13 +40,14 @@ class ModelStepOwner:
     kind = "model"
 
     def __init__(self, params: NNTrainParams, *, step_fn: StepFn | None,
-                 objective: Any = None) -> None:
+                 objective: Any = None, task: Any = None) -> None:
         if not isinstance(params, NNTrainParams):
             raise TypeError(f"NNModel.train needs an NNTrainParams; got {type(params).__name__}")
         check_update_owner(step_fn, objective, step_name="train_step_fn")
         if step_fn is not None and not callable(step_fn):
             raise TypeError("train_step_fn must be callable")
         self.params, self.objective = params, objective
+        self.task = task  # the run's task for its id (None: the model's own)
         self.step_fn: StepFn = step_fn or default_train_step
         self.custom_step = objective is not None or (
             step_fn is not None and step_fn is not default_train_step)
@@ -81,7 +82,8 @@ class ModelStepOwner:
         model = loop.model
         return NNRun(model_params=model.params, net_params=model.net_params,
                      train_params=self.params, salt=salt, transforms=loop.transforms,
-                     root=root, task=task_identity(model.task_adapter))
+                     root=root, task=task_identity(
+                         model.task_adapter if self.task is None else self.task))
 
     def schedule_params(self) -> list[Any]:
         return [] if self.params.scheduler is None else [self.params.scheduler]
@@ -118,9 +120,9 @@ def train_model(model: TrainableModel, params: NNTrainParams, *,
                 callbacks: Sequence[Any] = (), salt: str | None = None,
                 verbose: bool | None = None, root: str = "runs", components: Sequence[Any] = (),
                 history: Any = None, provenance: Any = None, distributed: Any = None) -> NNRun:
-    train_step_fn, objective, eval_step_fn, components = _task_hooks(
+    train_step_fn, objective, eval_step_fn, components, task = _task_hooks(
         model, params, train_step_fn, objective, eval_step_fn, components)
-    owner = ModelStepOwner(params, step_fn=train_step_fn, objective=objective)
+    owner = ModelStepOwner(params, step_fn=train_step_fn, objective=objective, task=task)
     return run_fit_loop(owner, model, params, objective=objective, eval_step_fn=eval_step_fn,
                         callbacks=callbacks, salt=salt, verbose=verbose, root=root,
                         components=components, history=history, provenance=provenance,
@@ -129,14 +131,20 @@ def train_model(model: TrainableModel, params: NNTrainParams, *,
 
 def _task_hooks(model: TrainableModel, params: NNTrainParams, step_fn: StepFn | None,
                 objective: Any, eval_fn: EvalFn | None, components: Sequence[Any]
-                ) -> tuple[StepFn | None, Any, EvalFn | None, Sequence[Any]]:
-    """What the model's task (nnx.tasks.protocol.Task) supplies where the caller gave nothing.
+                ) -> tuple[StepFn | None, Any, EvalFn | None, Sequence[Any], Any]:
+    """What the model's task (nnx.tasks.protocol.Task) supplies where the caller gave
+    nothing; last, the task whose identity the run id records (None: the model's).
 
     Runs before the loop is built, so a task refusing a default path leaves no run
     directory, reservation or changed weight behind.
     """
     task = model.task_adapter
     check_train(task, params)  # the task's own look at the run, before anything else
+    built_by = _objective_task(task, objective)
+    if built_by is not None:  # objective=task.objective(): trained under that task
+        check_train(built_by, params)
+        if is_component(built_by) and all(c is not built_by for c in components):
+            components = [*components, built_by]
     if step_fn is None and objective is None:
         hook = getattr(task, "objective", None)
         objective = hook() if callable(hook) else None
@@ -148,6 +156,25 @@ def _task_hooks(model: TrainableModel, params: NNTrainParams, step_fn: StepFn | 
         if eval_fn is None and getattr(params, "val_loader", None) is not None:
             refuse_default_path(task, "evaluate")
     source = task_source(task)  # the task object itself, not core's view of it
-    if is_component(source) and all(c is not source for c in components):
+    if built_by is None and is_component(source) and all(c is not source for c in components):
         components = [*components, source]
-    return step_fn, objective, eval_fn, components
+    return step_fn, objective, eval_fn, components, built_by
+
+
+def _objective_task(task: Any, objective: Any) -> Any | None:
+    """The task that built an explicit ``objective`` when the run takes its identity and
+    component from it: the model has no task object of its own, or that same object.
+
+    An objective built by another task than the model's trains one configuration while
+    the run would record another: refused unless both tasks have one identity.
+    """
+    built_by = None if objective is None else objective_task(objective)
+    own = task_source(task)
+    if built_by is None or built_by is own or own is task:  # no task object on the model
+        return built_by
+    if task_identity(built_by) != task_identity(own):
+        raise ValueError(
+            f"objective= was built by the task {built_by!r}, but the model's task is {own!r}: "
+            "train under one task (drop objective= to use the model's, or build the model "
+            "with task= the objective's task)")
+    return None  # the same configuration: the model's task stands for both

@@ -167,9 +167,16 @@ class Objective(ABC):
       optimizers before any run is reserved; raise to refuse.
     * ``after_update(events)``: called once per committed update, after the
       window's step and before callbacks see the events.
+    * ``source_task``: the task whose ``objective()`` built this objective (None
+      for an objective of its own). ``NNModel.train(objective=task.objective())``
+      then trains under that task as ``task=`` would: its identity enters the run
+      id and a task that is a component is checkpointed, so a resume under another
+      task configuration is refused before anything is restored
+      (:func:`nnx.tasks.protocol.objective_task`).
     """
 
     nonfinite: ClassVar[str] = "fail"
+    source_task: Any = None
 
     @abstractmethod
     def __call__(self, ctx: ObjectiveContext) -> ObjectiveResult:

@@ -14,7 +14,10 @@ Required members, all wired by ``NNModel``:
 
 * ``objective()`` — ``NNModel.train`` runs it through the shared update engine
   when neither ``objective=`` nor ``train_step_fn=`` is given (None: the
-  default supervised step);
+  default supervised step). The objective names the task that built it in its
+  ``source_task`` attribute (:func:`objective_task`), so ``objective=task.objective()``
+  trains under the task exactly as ``task=task`` does: the task's identity,
+  ``check_train`` and component state come with it;
 * ``eval_step()`` — ``NNModel.train`` validates with it when no
   ``eval_step_fn=`` is given (None: ``NNModel.evaluate``);
 * ``refuse_default(path)`` — called with ``"train"``, ``"evaluate"`` or
@@ -45,7 +48,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from nnx.params.metric import MetricSpec
 
-__all__ = ["DEFAULT_PATHS", "Task", "check_train", "refuse_default_path", "task_identity"]
+__all__ = ["DEFAULT_PATHS", "Task", "check_train", "objective_task", "refuse_default_path",
+           "task_identity"]
 
 #: The default paths a task may refuse.
 DEFAULT_PATHS = ("train", "evaluate", "predict")
@@ -89,6 +93,19 @@ def task_identity(task: Any) -> dict[str, Any] | None:
         raise TypeError(f"{type(task).__name__}.identity() must return a mapping or None; "
                         f"got {type(value).__name__}")
     return dict(value)
+
+
+def objective_task(objective: Any) -> Any | None:
+    """The task that built ``objective`` (its ``source_task``), or None.
+
+    Spec §10.1's rule for the offline objective, for every task objective: an
+    objective a task built carries that task's identity and component state.
+    """
+    task = getattr(objective, "source_task", None)
+    if task is not None and not isinstance(task, Task):
+        raise TypeError(f"{type(objective).__name__}.source_task must be the Task that built "
+                        f"the objective, or None; got {type(task).__name__}")
+    return task
 
 
 def refuse_default_path(task: Any, path: str) -> None:

@@ -195,10 +195,15 @@ class CausalLMTask:
 
 
 class CausalLMObjective(Objective):
-    """One normalized term, ``token_ce``: Σ CE over valid positions / #valid (spec §15)."""
+    """One normalized term, ``token_ce``: Σ CE over valid positions / #valid (spec §15).
+
+    It names its task as ``source_task`` (core's seam), so ``NNModel.train(objective=
+    task.objective())`` records the task in the run id and checkpoints it as the
+    ``lm.causal_task`` component, exactly as ``task=task`` does.
+    """
 
     def __init__(self, task: CausalLMTask) -> None:
-        self.task = task
+        self.task = self.source_task = task
 
     def __call__(self, ctx: ObjectiveContext) -> ObjectiveResult:
         lm = self.task.split(ctx.batch, ctx.model.device)
