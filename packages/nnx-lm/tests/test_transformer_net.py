@@ -138,3 +138,19 @@ def test_rmsnorm_computes_a_float64_input_in_float64() -> None:
     h = half.float()
     ref = (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-5)).to(torch.bfloat16)
     assert torch.equal(RMSNorm(4)(half), RMSNorm(4).weight * ref)
+
+
+@pytest.mark.parametrize("generative", [False, True])
+def test_predict_takes_the_argmax_over_the_vocabulary_not_the_sequence(generative: bool) -> None:
+    """issue 26 item 13: (2, 4, 32) logits give (2, 4) classes (the net's class_axis)."""
+    from nnx import GenerativeNNModel, Nets, NNModel, NNModelParams
+
+    shape = NNTransformerParams(vocab_size=32, d_model=8, n_heads=2, n_layers=1, max_seq_len=8)
+    torch.manual_seed(0)
+    cls = GenerativeNNModel if generative else NNModel
+    model = cls(shape, NNModelParams(net=Nets.TRANSFORMER))
+    ids = torch.randint(0, 32, (2, 4), generator=torch.Generator().manual_seed(1))
+    result = model.predict(ids)
+    assert tuple(result.logits.shape) == (2, 4, 32)
+    assert tuple(result.classes.shape) == (2, 4)
+    assert torch.equal(result.classes, result.logits.argmax(-1))

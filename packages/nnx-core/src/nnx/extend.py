@@ -25,6 +25,10 @@ unchanged, so an add-on (and the reference plugin under
   submodule's train/eval flag restored, also on error), so an add-on's
   inference helper (``GenerativeNNModel.generate``) restores modes as core's do;
 * nets: :class:`NetRegistration` (an ``nnx.nets`` entry point's value);
+  :func:`net_class_axis` (a net's declared ``class_axis``: which output axis holds the
+  classes, e.g. ``-1`` for ``(batch, seq, vocab)`` logits) and :func:`decode_on_axis`
+  (a decoder that reads axis 1 applied on that axis), so an add-on's predictor decodes
+  as ``predict()`` does;
 * registries: ``register_*`` / ``registered_*`` / ``unregister_*`` for model
   factories, optimizer factories, metrics (with :class:`MetricRegistration`)
   and transforms, and :class:`MissingDistributionError`;
@@ -60,6 +64,7 @@ from nnx._engine.optimizer_factories import (
     registered_optimizer_factories,
     unregister_optimizer_factory,
 )
+from nnx._engine.prediction import decode_on_axis, net_class_axis
 from nnx._engine.step_helpers import (
     FinalizedStep,
     finalize_step,
@@ -187,6 +192,7 @@ __all__ = [
     "check_spec_config",
     "check_spec_id",
     "config_targets",
+    "decode_on_axis",
     "distillation_loss",
     "empty_mapping",
     "encode",
@@ -199,6 +205,7 @@ __all__ = [
     "imperative_step",
     "inside",
     "load_json",
+    "net_class_axis",
     "preserved_state",
     "register_metric",
     "register_model_factory",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,8 @@ __all__ = [
     "PredictResult",
     "PredictionResult",
     "ProbabilitySpec",
+    "decode_on_axis",
+    "net_class_axis",
     "prediction_from_logits",
     "shuffling_sampler",
     "warn_if_shuffled",
@@ -277,6 +279,46 @@ def _map_labels(indices: torch.Tensor, labels: tuple[str, ...] | tuple[int, ...]
         return names
     table = torch.tensor(labels, dtype=torch.int64, device=indices.device)
     return table[indices]
+
+
+def net_class_axis(net: Any) -> int | None:
+    """The axis of ``net``'s output that holds the classes, when the net declares one.
+
+    A net whose classes are not on axis 1 sets a ``class_axis`` attribute (an int;
+    negative counts from the end): a TransformerNN's ``(batch, seq, vocab)`` logits
+    declare ``-1``. None (no attribute): axis 1, the classifier's ``(N, C)`` layout.
+    """
+    axis = getattr(net, "class_axis", None)
+    if axis is not None and (isinstance(axis, bool) or not isinstance(axis, int)):
+        raise TypeError(f"{type(net).__name__}.class_axis must be an int (the output axis "
+                        f"that holds the classes) or None; got {axis!r}")
+    return axis
+
+
+def class_axis_in(logits: torch.Tensor, axis: int | None) -> int:
+    """``axis`` (None: 1) as a non-negative axis of ``logits``; axis 0 is the samples."""
+    if axis is None:
+        return 1
+    rank = logits.dim()
+    if not -rank <= axis < rank or axis % rank == 0:
+        raise ValueError(f"the net's class_axis={axis} is not a class axis of its output of "
+                         f"shape {tuple(logits.shape)} (axis 0 holds the samples)")
+    return axis % rank
+
+
+def decode_on_axis(decode: Callable[[torch.Tensor], torch.Tensor], logits: torch.Tensor,
+                   axis: int | None) -> torch.Tensor:
+    """``decode`` (which reads classes on axis 1) applied with the classes on ``axis``.
+
+    The class axis is moved to 1 for the decoder; an argmax drops it, so the rest keep
+    their order (``(B, T, V)`` gives ``(B, T)``), and an elementwise decoding (a
+    threshold, a regression's values) is moved back to the logits' layout.
+    """
+    at = class_axis_in(logits, axis) if logits.dim() > 1 else 1
+    if at == 1:
+        return decode(logits)
+    moved = decode(logits.movedim(at, 1))
+    return moved.movedim(1, at) if moved.dim() == logits.dim() else moved
 
 
 def shuffling_sampler(data: Any) -> Any | None:

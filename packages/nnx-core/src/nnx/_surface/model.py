@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -19,6 +20,9 @@ from nnx._engine.prediction import (
     PredictionResult,
     PredictResult,
     ProbabilitySpec,
+    class_axis_in,
+    decode_on_axis,
+    net_class_axis,
     prediction_from_logits,
     warn_if_shuffled,
 )
@@ -285,8 +289,10 @@ class NNModel:
     def predict(self, data: Any) -> PredictResult:
         """Raw logits and the decoded classes (the task's decoding when declared)."""
         refuse_default_path(self.task_adapter, "predict")
+        axis = net_class_axis(self.net)  # e.g. a TransformerNN's (batch, seq, vocab): -1
         logits = self._logits(data)
-        return PredictResult(logits=logits, classes=self.task_adapter.decode(logits))
+        return PredictResult(logits=logits,
+                             classes=decode_on_axis(self.task_adapter.decode, logits, axis))
 
     def predict_proba(self, data: Any, spec: ProbabilitySpec | None = None) -> PredictionResult:
         """Probabilities under ``spec`` (or the declared task's) with the same logits."""
@@ -297,7 +303,12 @@ class NNModel:
                 raise ValueError("predict_proba needs a ProbabilitySpec when the model "
                                  "declares no task")
             spec = ProbabilitySpec.for_task(self.params.task)
+            axis = net_class_axis(self.net)
+        else:
+            axis = None  # a given spec names its own class axis
         logits = self._logits(data)
+        if spec is not None and axis is not None:
+            spec = dataclasses.replace(spec, class_axis=class_axis_in(logits, axis))
         ids = task.sample_ids(data, len(logits))  # the Task protocol's sample-id hook
         if ids is None:
             warn_if_shuffled(data)  # the ids below are iteration positions for a loader

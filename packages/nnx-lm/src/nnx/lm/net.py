@@ -103,6 +103,10 @@ class TransformerNN(nn.Module):
     the input embedding when ``tie_embeddings`` (the default).
     """
 
+    #: The vocabulary is the last axis of the logits, not axis 1 (core's
+    #: ``net_class_axis``): ``predict()`` gives ``(batch, T)`` token classes.
+    class_axis = -1
+
     def __init__(self, params: NNTransformerParams) -> None:
         super().__init__()
         if not isinstance(params, NNTransformerParams):
