@@ -223,6 +223,36 @@ def test_a_failing_load_rolls_back_components_model_and_rng(tmp_path):
     assert all(torch.equal(weights[k], v) for k, v in victim.net.state_dict().items())
 
 
+class HalfLoader:
+    """Assigns one field of its saved state, then refuses the rest (a partial load)."""
+
+    def __init__(self) -> None:
+        self.count, self.history = 0, [1.0]
+
+    def component_spec(self):
+        return ComponentSpec("test.half", 1)
+
+    def component_state(self):
+        return {"count": self.count, "history": self.history}
+
+    def load_component_state(self, state, *, version):
+        self.count = state["count"]
+        self.history[:] = state["history"]  # in place: the snapshot must be a copy
+        if self.count > 5:  # checked only after assigning: the load is half done
+            raise ValueError("half-loaded: a count above 5 is from another schema")
+
+
+def test_the_component_whose_load_raises_is_rolled_back_too(tmp_path):
+    saver = HalfLoader()
+    saver.count, saver.history = 7, [2.0, 3.0]
+    first = model().train(plan(n_epochs=1), components=[saver], verbose=False, root=tmp_path)
+    victim = HalfLoader()
+    with pytest.raises(ValueError, match="half-loaded"):
+        model().train(plan(resume_from_run_id=first.id), components=[victim], verbose=False,
+                      root=tmp_path)
+    assert victim.component_state() == {"count": 0, "history": [1.0]}
+
+
 def test_an_update_clock_one_cycle_with_accumulation_also_continues_bit_for_bit(tmp_path):
     data_batches = len(dataset().train_loader)
     updates = 4 * -(-data_batches // 2)  # 4 epochs of ceil(batches / 2) windows
