@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import pytest
 import torch
@@ -251,6 +252,32 @@ def test_the_component_whose_load_raises_is_rolled_back_too(tmp_path):
         model().train(plan(resume_from_run_id=first.id), components=[victim], verbose=False,
                       root=tmp_path)
     assert victim.component_state() == {"count": 0, "history": [1.0]}
+
+
+def worker_loader(num_workers: int) -> torch.utils.data.DataLoader:
+    data = dataset().train_loader.dataset
+    return torch.utils.data.DataLoader(data, batch_size=32, shuffle=True,
+                                       generator=torch.Generator().manual_seed(5),
+                                       num_workers=num_workers)
+
+
+def test_a_stateful_resume_with_loader_workers_warns_and_one_without_does_not(tmp_path):
+    first = model().train(plan(n_epochs=1, train_loader=worker_loader(0), scheduler=None),
+                          verbose=False, root=tmp_path)
+    with pytest.warns(RuntimeWarning, match=r"num_workers=1.*not checkpointed"):
+        model().train(plan(n_epochs=1, train_loader=worker_loader(1), scheduler=None,
+                           resume_from_run_id=first.id), verbose=False, root=tmp_path)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*num_workers", category=RuntimeWarning)
+        model().train(plan(n_epochs=1, train_loader=worker_loader(0), scheduler=None,
+                           resume_from_run_id=first.id), verbose=False,
+                      root=tmp_path, salt="again")
+    # A weights-only warm start restores no streams, so workers change nothing it promises.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*num_workers", category=RuntimeWarning)
+        model().train(plan(n_epochs=1, train_loader=worker_loader(1), scheduler=None,
+                           resume_from_run_id=first.id, resume_mode="weights_only"),
+                      verbose=False, root=tmp_path, salt="warm")
 
 
 def test_an_update_clock_one_cycle_with_accumulation_also_continues_bit_for_bit(tmp_path):

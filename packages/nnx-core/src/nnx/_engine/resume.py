@@ -186,6 +186,20 @@ def check_resume(plan: ResumePlan, state: LoopState, net: torch.nn.Module) -> No
                         "(resume_mode='weights_only' starts the schedule fresh)")
     if problems:
         raise ComponentRestoreError(problems)
+    _warn_worker_streams(state.train_loader)
+
+
+def _warn_worker_streams(loader: Any) -> None:
+    """An exact resume restores the in-process streams only (§4.2): worker-local RNG
+    state is outside what a checkpoint holds, so say so for a loader that has workers."""
+    if not isinstance(loader, torch.utils.data.DataLoader):
+        return  # a list of batches or another source runs in process
+    workers = getattr(loader, "num_workers", 0)  # read safely: absent means none
+    if isinstance(workers, int) and not isinstance(workers, bool) and workers > 0:
+        warnings.warn(f"this stateful resume reads a DataLoader with num_workers={workers}: "
+                      "worker-local random state is not checkpointed, so the run may not "
+                      "continue bit for bit (exact continuation needs num_workers=0)",
+                      RuntimeWarning, stacklevel=4)
 
 
 def _check_loop_kind(state: Mapping[str, Any], kind: str) -> None:
