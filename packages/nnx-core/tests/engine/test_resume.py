@@ -254,6 +254,28 @@ def test_the_component_whose_load_raises_is_rolled_back_too(tmp_path):
     assert victim.component_state() == {"count": 0, "history": [1.0]}
 
 
+def run_dirs(root) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if not p.name.startswith(".") and p.name != "best")
+
+
+def test_a_schedule_on_one_side_only_is_refused_naming_the_side_that_has_it(tmp_path):
+    with_schedule = model().train(plan(n_epochs=1), verbose=False, root=tmp_path)
+    without = model().train(plan(n_epochs=1, scheduler=None), verbose=False, root=tmp_path,
+                            salt="none")
+    before = run_dirs(tmp_path)
+    with pytest.raises(ComponentRestoreError,
+                       match=r"the checkpoint has a schedule \(REDUCE_LR_ON_PLATEAU\) and this "
+                             r"run has none"):
+        model().train(plan(n_epochs=1, scheduler=None, resume_from_run_id=with_schedule.id),
+                      verbose=False, root=tmp_path)
+    with pytest.raises(ComponentRestoreError,
+                       match=r"the checkpoint has no schedule and this run has one "
+                             r"\(REDUCE_LR_ON_PLATEAU\)"):
+        model().train(plan(n_epochs=1, resume_from_run_id=without.id), verbose=False,
+                      root=tmp_path)
+    assert run_dirs(tmp_path) == before  # refused before any run was reserved
+
+
 def worker_loader(num_workers: int) -> torch.utils.data.DataLoader:
     data = dataset().train_loader.dataset
     return torch.utils.data.DataLoader(data, batch_size=32, shuffle=True,

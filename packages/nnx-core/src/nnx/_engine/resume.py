@@ -245,7 +245,15 @@ def _factory(identity: Mapping[str, Any] | None) -> str:
 def _schedule_problems(saved: Mapping[str, Any] | None, schedule: Any,
                        label: str, epochs: int) -> list[str]:
     if (saved is None) != (schedule is None):
-        return [f"{label} schedule: the checkpoint and this run disagree on having a schedule"]
+        # Say which side has one, so the fix (add or drop the scheduler) is plain.
+        if saved is None:
+            return [f"{label} schedule: the checkpoint has no schedule and this run has one "
+                    f"({schedule.kind.name}); resume without a scheduler, or pass "
+                    "resume_mode='weights_only' to start the schedule fresh"]
+        kind = saved.get("kind")
+        return [f"{label} schedule: the checkpoint has a schedule"
+                f"{'' if kind is None else f' ({kind})'} and this run has none; resume with "
+                "the same scheduler, or pass resume_mode='weights_only'"]
     if saved is None or schedule is None:
         return []
     problems = []
