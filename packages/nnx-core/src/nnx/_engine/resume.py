@@ -186,6 +186,20 @@ def check_resume(plan: ResumePlan, state: LoopState, net: torch.nn.Module) -> No
                         "(resume_mode='weights_only' starts the schedule fresh)")
     if problems:
         raise ComponentRestoreError(problems)
+    _warn_worker_streams(state.train_loader)
+
+
+def _warn_worker_streams(loader: Any) -> None:
+    """An exact resume restores the in-process streams only (§4.2): worker-local RNG
+    state is outside what a checkpoint holds, so say so for a loader that has workers."""
+    if not isinstance(loader, torch.utils.data.DataLoader):
+        return  # a list of batches or another source runs in process
+    workers = getattr(loader, "num_workers", 0)  # read safely: absent means none
+    if isinstance(workers, int) and not isinstance(workers, bool) and workers > 0:
+        warnings.warn(f"this stateful resume reads a DataLoader with num_workers={workers}: "
+                      "worker-local random state is not checkpointed, so the run may not "
+                      "continue bit for bit (exact continuation needs num_workers=0)",
+                      RuntimeWarning, stacklevel=4)
 
 
 def _check_loop_kind(state: Mapping[str, Any], kind: str) -> None:
@@ -231,7 +245,15 @@ def _factory(identity: Mapping[str, Any] | None) -> str:
 def _schedule_problems(saved: Mapping[str, Any] | None, schedule: Any,
                        label: str, epochs: int) -> list[str]:
     if (saved is None) != (schedule is None):
-        return [f"{label} schedule: the checkpoint and this run disagree on having a schedule"]
+        # Say which side has one, so the fix (add or drop the scheduler) is plain.
+        if saved is None:
+            return [f"{label} schedule: the checkpoint has no schedule and this run has one "
+                    f"({schedule.kind.name}); resume without a scheduler, or pass "
+                    "resume_mode='weights_only' to start the schedule fresh"]
+        kind = saved.get("kind")
+        return [f"{label} schedule: the checkpoint has a schedule"
+                f"{'' if kind is None else f' ({kind})'} and this run has none; resume with "
+                "the same scheduler, or pass resume_mode='weights_only'"]
     if saved is None or schedule is None:
         return []
     problems = []
