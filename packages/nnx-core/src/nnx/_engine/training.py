@@ -109,7 +109,7 @@ class ModelStepOwner:
                 scaler=loop.scaler, grad_clip_norm=self.params.optim.grad_clip_norm,
                 accumulate_grad_batches=loop.accumulate, window=window,
                 _on_update=self._report, summary=self.step_summary, distributed=loop.dist,
-                train_net=loop.ddp_net)
+                train_net=loop.ddp_net, extra_metrics=self.params.extra_metrics)
             if not self.custom_step:  # the default step keeps no context: one per epoch
                 self._step_ctx = ctx
         else:
