@@ -8,7 +8,13 @@ import pytest
 import torch
 from _nnx_core_tiny import sgd, tiny_model
 
-from nnx import NNTrainParams, default_train_step, supervised_objective
+from nnx import (
+    NNTrainerParams,
+    NNTrainParams,
+    Trainer,
+    default_train_step,
+    supervised_objective,
+)
 
 X = torch.tensor([[0.5, -1.0, 2.0, 0.0], [1.0, 1.0, -1.0, 0.5], [-2.0, 0.3, 0.1, 1.0],
                   [0.0, 0.0, 1.0, -1.0], [1.5, -0.5, 0.0, 2.0]])
@@ -78,3 +84,14 @@ def test_a_custom_step_sees_the_runs_extra_metrics(tmp_path):
     run = tiny_model().train(params, train_step_fn=step, root=tmp_path, verbose=False)
     assert seen == [["hits", "label_sum", "rows"]]
     assert run.idps[0].train_edp.extra["rows"] == 4.0  # default_train_step scored it
+
+
+def test_a_trainer_objective_run_scores_its_batches_too(tmp_path):
+    """Trainer's objective runs go through the same engine (§8.3, §20)."""
+    params = (NNTrainerParams.builder().n_epochs(1).train_loader([(X, Y0), (X, Y1)]).seed(0)
+              .optimizer("net", sgd(0.5)).extra_metrics(extra_metrics()).build())
+    run = Trainer(tiny_model()).train(params, objective=supervised_objective(), verbose=False,
+                                      root=tmp_path)
+    first, second = (idp.train_edp.extra for idp in run.idps)
+    assert first == {"rows": 4.0, "label_sum": 5.0, "hits": float(first_batch_hits())}
+    assert (second["rows"], second["label_sum"]) == (4.0, 4.0)
