@@ -236,7 +236,8 @@ def optimizer_state(saved: Mapping[str, Any], slot: OptimizerSlot,
     state: dict[str, Any] = saved["optimizer"]
     names = saved.get("param_names")
     now = param_names(net, slot.optimizer)
-    if (names is None or len(names) != 1 or len(now) != 1 or len(state["param_groups"]) != 1
+    if (getattr(slot.config, "param_groups", None) is not None or names is None
+            or len(names) != 1 or len(now) != 1 or len(state["param_groups"]) != 1
             or names == now or len(names[0]) != len(state["param_groups"][0]["params"])):
         return state
     position = {name: i for i, name in enumerate(now[0])}
