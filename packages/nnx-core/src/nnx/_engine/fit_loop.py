@@ -187,7 +187,8 @@ class FitLoop:
                                        slots=list(self.slots.values()),
                                        precision=self.precision, scaler=self.scaler,
                                        accumulate=self.accumulate, counter=self.ctx,
-                                       on_commit=self._on_engine_commit, session=self.dist)
+                                       on_commit=self._on_engine_commit, session=self.dist,
+                                       extra_metrics=params.extra_metrics)
 
     # -- what the owner provides -----------------------------------------------------
     def _build(self) -> None:
