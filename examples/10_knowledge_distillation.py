@@ -13,6 +13,9 @@ when the run starts and its weights never move.
 passed as ``train_step_fn=``: the same loss, finished by ``finalize_step`` in full
 precision, one optimizer step per batch (no accumulation).
 
+The teacher is trained once and shared by both modes; every run is written under a
+temporary directory, so the example runs again in the same place unchanged.
+
     uv run python examples/10_knowledge_distillation.py
 """
 
@@ -34,6 +37,8 @@ from nnx import (
 )
 from nnx.datasets import load_penguins
 
+TEACHER_EPOCHS, STUDENT_EPOCHS = 5, 12
+
 
 def penguins() -> NNDataset:
     x, y, _, _ = load_penguins()
@@ -42,13 +47,12 @@ def penguins() -> NNDataset:
 
 
 def train_teacher(data: NNDataset, root: str) -> NNModel:
-    """The pretrained, larger net (each mode retrains it identically, seed 0)."""
+    """The pretrained, larger net."""
     set_seed(0)
-    teacher = NNModel(net_params=NNParams(input_dim=4, output_dim=3, hidden_dims=(64, 64)))
-    teacher.train(NNTrainParams(n_epochs=8, train_loader=data.train_loader,
+    teacher = NNModel(net_params=NNParams(input_dim=4, output_dim=3, hidden_dims=(32, 32)))
+    teacher.train(NNTrainParams(n_epochs=TEACHER_EPOCHS, train_loader=data.train_loader,
                                 val_loader=data.val_loader, seed=0,
-                                optim=NNOptimParams.builder().adamw(max_lr=1e-2).build(),
-                                overwrite_existing=True),
+                                optim=NNOptimParams.builder().adamw(max_lr=1e-2).build()),
                   verbose=False, root=root)
     return teacher
 
@@ -65,16 +69,14 @@ def report(teacher: NNModel, student: NNModel, data: NNDataset, run_id: str, epo
     return float(student_error)
 
 
-def objective_mode(root: str) -> None:
-    data = penguins()
-    teacher = train_teacher(data, root)
+def objective_mode(data: NNDataset, teacher: NNModel, root: str) -> None:
     frozen = {k: v.clone() for k, v in teacher.net.state_dict().items()}
 
     set_seed(1)
     student = NNModel(net_params=NNParams(input_dim=4, output_dim=3, hidden_dims=(8,)))
     optim = (NNOptimParams.builder().adamw(max_lr=1e-2).grad_clip(1.0)
              .accumulate_grad(2).build())
-    run = student.train(NNTrainParams(n_epochs=20, train_loader=data.train_loader,
+    run = student.train(NNTrainParams(n_epochs=STUDENT_EPOCHS, train_loader=data.train_loader,
                                       val_loader=data.val_loader, seed=1, optim=optim),
                         objective=kd_objective(teacher, alpha=0.5, temperature=4.0),
                         verbose=False, root=root)
@@ -86,16 +88,14 @@ def objective_mode(root: str) -> None:
     assert error <= 0.1, error  # penguins are nearly separable
 
 
-def step_mode(root: str) -> None:
-    data = penguins()
-    teacher = train_teacher(data, root)
+def step_mode(data: NNDataset, teacher: NNModel, root: str) -> None:
     frozen = {k: v.clone() for k, v in teacher.net.state_dict().items()}
     step = kd_train_step_factory(teacher, alpha=0.5, temperature=4.0)  # freezes it now
 
     set_seed(1)
     student = NNModel(net_params=NNParams(input_dim=4, output_dim=3, hidden_dims=(8,)))
     optim = NNOptimParams.builder().adamw(max_lr=1e-2).grad_clip(1.0).build()
-    run = student.train(NNTrainParams(n_epochs=20, train_loader=data.train_loader,
+    run = student.train(NNTrainParams(n_epochs=STUDENT_EPOCHS, train_loader=data.train_loader,
                                       val_loader=data.val_loader, seed=1, optim=optim),
                         train_step_fn=step, verbose=False, root=root)
 
@@ -109,9 +109,11 @@ def step_mode(root: str) -> None:
 
 
 def main() -> None:
+    data = penguins()
     with tempfile.TemporaryDirectory() as root:
-        objective_mode(root)
-        step_mode(root)
+        teacher = train_teacher(data, root)
+        objective_mode(data, teacher, root)
+        step_mode(data, teacher, root)
 
 
 if __name__ == "__main__":

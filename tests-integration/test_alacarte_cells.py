@@ -55,3 +55,10 @@ def test_an_extra_adds_the_nnx_wheels_it_requires():
     assert sorted(map(str, tool.wheels_for(peft, built))) == ["nnx-core.whl", "nnx-peft.whl"]
     assert sorted(map(str, tool.wheels_for(peft, built, ("lm",)))) == [
         "nnx-core.whl", "nnx-lm.whl", "nnx-peft.whl"]
+
+
+def test_the_core_cell_check_of_add_on_runs_fails_where_nnx_lm_reads_them(tmp_path):
+    # The check passes only where nnx-lm is absent (the nnx-core cell; issue 26 item 3):
+    # here, in the workspace venv, nnx-lm reads the LM run and the check says so.
+    with pytest.raises(tool.CheckFailed, match=r"nnx runs list without nnx-lm \(LM run "):
+        tool.runs_without_add_ons(Path(sys.prefix), tmp_path)

@@ -72,6 +72,11 @@ ABSENT_CHECKS = {
     "attr": "import nnx; nnx.ExampleScaler",
     "net": "from nnx import Nets; Nets.EXAMPLE_MLP",
     "net_item": "from nnx import Nets; Nets['EXAMPLE_MLP']",
+    "hasattr": (
+        "import nnx\n"
+        "out = [hasattr(nnx, 'ExampleScaler'), getattr(nnx, 'ExampleScaler', None),\n"
+        "       hasattr(nnx.Nets, 'EXAMPLE_MLP'), getattr(nnx.Nets, 'EXAMPLE_MLP', None)]"
+    ),
     "resolve": (
         "from nnx import NNParams\n"
         "NNParams.resolve_from_state({'input_dim': 3, 'output_dim': 2}, 'EXAMPLE_MLP')"
@@ -238,11 +243,21 @@ def test_venv_uses_installed_wheels_not_the_source_tree(env: Env) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("check", ["export", "attr", "net", "net_item", "resolve"])
+@pytest.mark.parametrize("check", ["export", "net_item", "resolve"])
 def test_absent_plugin_name_raises_install_hint(env: Env, check: str) -> None:
     msg = _raised(env.absent[check], "MissingDistributionError")
     assert "ImportError" in env.absent[check]["mro"]
     assert HINT in msg
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check", ["attr", "net"])
+def test_absent_plugin_attribute_raises_the_hint_as_an_attribute_error(env: Env,
+                                                                       check: str) -> None:
+    msg = _raised(env.absent[check], "MissingDistributionAttributeError")
+    assert "AttributeError" in env.absent[check]["mro"]
+    assert HINT in msg
+    assert _value(env.absent["hasattr"]) == [False, None, False, None]
 
 
 @pytest.mark.slow

@@ -229,6 +229,30 @@ if extra:
 """
 
 
+ADD_ON_RUNS = ROOT / "packages" / "nnx-core" / "tests" / "data" / "add_on_runs"
+
+
+def runs_without_add_ons(venv: Path, work: Path) -> str:
+    """In the nnx-core-only venv, ``nnx runs list`` and ``nnx runs show`` read a runs
+    folder holding a real nnx-lm run beside a core run (the fixture its regenerate.py
+    writes): both listed, the LM run's net named with the distribution that reads it."""
+    root = work / "add-on-runs"
+    shutil.copytree(ADD_ON_RUNS, root, ignore=shutil.ignore_patterns("*.py"))
+    ids = sorted(p.name for p in root.iterdir() if (p / "run.yaml").is_file())
+    lm = [i for i in ids if "net: TRANSFORMER" in (root / i / "run.yaml").read_text()]
+    nnx = str(venv / "bin" / "nnx")
+    listed = run([nnx, "runs", "list", "--root", str(root)], work, "nnx runs list")
+    missing = [i for i in ids if i not in listed]
+    if len(lm) != 1 or missing or "TRANSFORMER (needs nnx-lm)" not in listed:
+        raise CheckFailed(f"nnx runs list without nnx-lm (LM run {lm}, missing rows "
+                          f"{missing}):\n{listed}")
+    for run_id in ids:
+        shown = run([nnx, "runs", "show", run_id, "--root", str(root)], work, "nnx runs show")
+        if run_id in lm and "net: TRANSFORMER (needs nnx-lm: pip install nnx-lm)" not in shown:
+            raise CheckFailed(f"nnx runs show {run_id} without nnx-lm:\n{shown}")
+    return f"nnx-core alone: nnx runs list / show read an nnx-lm run and a core run ({len(ids)})"
+
+
 def check(dist: Dist, built: dict[str, Dist], work: Path, constraints: Path,
           extras: tuple[str, ...] = (), core: Dist | None = None) -> str:
     """Install ``dist`` alone in a fresh venv and run its tests there; a summary line.
@@ -269,6 +293,8 @@ def check(dist: Dist, built: dict[str, Dist], work: Path, constraints: Path,
         f"assert {str(ROOT)!r} not in (nnx.__file__ or ''), nnx.__file__\n"
     )
     run([str(python), "-c", snippet], work, f"import {', '.join(imports)}")
+    if dist.name == "nnx-core" and not extras:
+        print(runs_without_add_ons(venv, work), flush=True)
     tests = dist.path / "tests"
     if not tests.is_dir():
         raise CheckFailed(f"no tests/ directory in {dist.path}")

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from _nnx_diffusion_tiny import files, plan, points, same, sgd, tiny_model, weights
 
-from nnx import Callback, ObjectiveContext
+from nnx import Callback, KeywordInputs, NNModel, ObjectiveContext
 from nnx.components import ComponentRestoreError
 from nnx.diffusion import (
     DiffusionObjective,
@@ -187,6 +187,35 @@ def test_a_bad_noise_fn_result_is_refused_before_any_update(tmp_path, noise_fn, 
     with pytest.raises(ValueError, match=match):
         model.train(plan(points()), objective=diffusion_objective(SCHEDULE, noise_fn=noise_fn),
                     root=tmp_path, verbose=False)
+    assert same(weights(model), before)
+
+
+def keyword_model(inputs) -> NNModel:
+    """tiny_model's net and weights, its x_0 read from a dict batch by keyword."""
+    plain = tiny_model()
+    return NNModel(module=plain.net, params=plain.params,
+                   batch_adapter=KeywordInputs(inputs, target=None))
+
+
+def test_a_batch_adapter_yielding_one_keyword_input_trains_like_a_positional_one(tmp_path):
+    batches = points()
+    positional, keyword = tiny_model(), keyword_model("x")
+    positional.train(plan(batches), objective=diffusion_objective(SCHEDULE, seed=4),
+                     root=tmp_path / "p", verbose=False)
+    keyword.train(plan([{"x": x} for (x,) in batches]),
+                  objective=diffusion_objective(SCHEDULE, seed=4), root=tmp_path / "k",
+                  verbose=False)
+    assert not same(weights(keyword), weights(tiny_model()))  # it trained
+    assert same(weights(keyword), weights(positional))  # on x_0, called as net(x_t, t)
+
+
+def test_a_batch_adapter_yielding_two_inputs_is_refused_before_any_update(tmp_path):
+    model = keyword_model(("x", "y"))
+    before = weights(model)
+    with pytest.raises(ValueError, match=r"exactly one input \(x_0\).*0 positional and 2 keyword"):
+        model.train(plan([{"x": x, "y": x} for (x,) in points()]),
+                    objective=diffusion_objective(SCHEDULE, seed=4), root=tmp_path,
+                    verbose=False)
     assert same(weights(model), before)
 
 

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from _nnx_diffusion_tiny import plan, points, same, sgd, tiny_model, weights
 
-from nnx import NNOptimParams, Precision
+from nnx import KeywordInputs, NNModel, NNOptimParams, Precision
 from nnx._step_helpers import is_full_precision_only
 from nnx.diffusion import NoiseSchedulers, diffusion_train_step_factory
 from nnx.diffusion.noising import add_noise
@@ -106,6 +106,21 @@ def test_a_batch_with_two_inputs_or_integer_data_is_refused_before_any_update(tm
             model.train(plan(loader), train_step_fn=step, root=tmp_path / match,
                         verbose=False)
         assert same(weights(model), before)
+
+
+def test_the_step_reads_x0_from_one_keyword_input_too(tmp_path):
+    schedule = NoiseSchedulers.LINEAR(T=20)
+    batches = points(3)
+    plain = tiny_model()
+    model = NNModel(module=plain.net, params=plain.params,
+                    batch_adapter=KeywordInputs("x", target=None))
+    ref = tiny_model()
+    run = model.train(plan([{"x": x} for (x,) in batches]),
+                      train_step_fn=diffusion_train_step_factory(schedule), root=tmp_path,
+                      verbose=False)
+    torch.manual_seed(0)
+    losses = [hand_step(ref, x, schedule, 0.1) for (x,) in batches]
+    assert [idp.train_edp.loss for idp in run.idps] == pytest.approx(losses, abs=1e-6)
 
 
 def test_the_factory_refuses_anything_but_a_schedule():

@@ -23,7 +23,7 @@ from _jepa_tiny import (
     weights,
 )
 
-from nnx import Callback, ObjectiveContext
+from nnx import Callback, NNModel, ObjectiveContext
 from nnx.components import ComponentRestoreError
 from nnx.paradigms import JEPAObjective, jepa_objective, jepa_train_step_factory
 
@@ -337,9 +337,27 @@ def test_a_run_is_refused_before_any_run_dir_for_a_bad_target_or_predictor(tmp_p
     assert all(p.requires_grad for p in model.net.parameters())
 
 
+def test_one_keyword_input_trains_exactly_like_one_positional_input(tmp_path):
+    """Spec §6.5: the objective reads one input; a keyword only names the batch entry."""
+    from nnx import KeywordInputs
+
+    loader = patches(2)
+    positional = tiny_model()
+    positional.train(plan(loader), objective=jepa_objective(
+        target_of(positional), positional.net.predictor, TableMasks(8)),
+        root=tmp_path / "a", verbose=False)
+    same_start = tiny_model()  # the same seeded weights, now read from a mapping's "x"
+    keyword = NNModel(module=same_start.net, params=same_start.params,
+                      batch_adapter=KeywordInputs(("x",), target=None))
+    keyword.train(plan([{"x": x} for (x,) in loader]), objective=jepa_objective(
+        target_of(keyword), keyword.net.predictor, TableMasks(8)),
+        root=tmp_path / "b", verbose=False)
+    assert same(weights(keyword.net), weights(positional.net))
+
+
 def test_a_batch_with_two_inputs_or_another_rank_is_refused(tmp_path):
     for loader, match in [([(torch.randn(4, N, 3), torch.randn(4, N, 3), torch.randn(4))],
-                           "PositionalInputs|exactly one positional"),
+                           "PositionalInputs|exactly one input"),
                           ([(torch.randn(4, 3),)], r"\(B, N, P\)")]:
         model = tiny_model()
         before = weights(model.net)

@@ -10,7 +10,7 @@ from _kd_tiny import batches, classifier, plan, same, sgd, weights
 from nnx import Losses, Precision, kd_objective
 from nnx._step_helpers import is_full_precision_only
 from nnx.objectives.ownership import is_imperative_step
-from nnx.paradigms import kd_train_step_factory
+from nnx.paradigms import feature_kd_train_step_factory, kd_train_step_factory
 
 ALPHA, T = 0.3, 2.5
 
@@ -167,15 +167,59 @@ def test_accumulation_is_refused_without_an_update(tmp_path):
     assert all(p.grad is None for p in student.net.parameters())
 
 
-def test_a_teacher_that_is_the_student_is_refused_before_any_update(tmp_path):
+def flags(*nets):
+    """Every requires_grad flag and module mode of ``nets``, in order."""
+    return [([p.requires_grad for p in n.parameters()], [m.training for m in n.modules()])
+            for n in nets]
+
+
+def _student_as_teacher():
     student = classifier(0)
-    step = kd_train_step_factory(student)
-    for p in student.net.parameters():
-        p.requires_grad_(True)
-    before = weights(student)
-    with pytest.raises(ValueError, match="must not be the student's own net"):
-        student.train(plan(batches()), train_step_fn=step, root=tmp_path, verbose=False)
-    assert same(weights(student), before)
+    return student, student
+
+
+def _teacher_sharing_a_layer():
+    student, teacher = classifier(0), torch.nn.Sequential()
+    teacher.add_module("shared", student.net.layers[0])  # the student's own first layer
+    teacher.add_module("head", torch.nn.Linear(6, 3))
+    return student, teacher
+
+
+def _feature_kd(teacher):
+    hinted = "shared" if isinstance(teacher, torch.nn.Sequential) else "layers.0"
+    return feature_kd_train_step_factory(teacher, layers={"layers.0": hinted})
+
+
+@pytest.mark.parametrize("factory", [kd_train_step_factory, _feature_kd])
+@pytest.mark.parametrize("setup, match", [
+    (_student_as_teacher, "must not be the student's own net"),
+    (_teacher_sharing_a_layer, "shares parameters with the student"),
+])
+def test_a_mistaken_teacher_is_refused_with_every_flag_and_mode_unchanged(tmp_path, factory,
+                                                                          setup, match):
+    """The one check kd_objective runs, before the optimizer is built: the student as
+    its own teacher is not frozen into 'no trainable parameters', and a shared layer is
+    not left frozen in the student."""
+    student, teacher = setup()
+    student.net.train()
+    teacher_net = getattr(teacher, "net", teacher)
+    teacher_net.train()
+    student.net.layers[-1].eval()  # a mixed mode must come back exactly
+    before, w_before = flags(student.net, teacher_net), weights(student)
+    step = factory(teacher)
+    with pytest.raises(ValueError, match=match):
+        student.train(plan(batches()), train_step_fn=step, root=tmp_path / "runs", verbose=False)
+    assert flags(student.net, teacher_net) == before
+    assert same(weights(student), w_before) and not (tmp_path / "runs").exists()
+
+
+def test_the_teacher_stays_frozen_on_call_for_an_accepted_student(tmp_path):
+    """Only a refusal undoes the on-call freeze (§10.1)."""
+    teacher, student = classifier(7, hidden=(8,)), classifier(0)
+    step = kd_train_step_factory(teacher)
+    student.train(plan(batches()), train_step_fn=step, root=tmp_path, verbose=False)
+    assert not any(p.requires_grad for p in teacher.net.parameters())
+    assert all(p.requires_grad for p in student.net.parameters())
 
 
 def test_a_two_input_or_unlabelled_batch_is_refused_before_any_update(tmp_path):

@@ -212,16 +212,19 @@ def test_an_eval_model_with_dropout_adapters_stays_deterministic() -> None:
     assert torch.equal(net(x), net(x))
 
 
-def test_param_groups_see_only_the_adapters_after_wrapping() -> None:
+def test_param_groups_train_only_the_adapters_after_wrapping() -> None:
+    """§11.1: "Optimizer sees all params, but the frozen ones don't move"."""
     from nnx import NNOptimParams
     from nnx.optimizers import build_param_groups
 
     net = mlp()
     apply_lora_to(net, "0", "2", r=2, alpha=2.0)
     (group,) = build_param_groups(net, NNOptimParams.builder().sgd(max_lr=0.1).build())
+    assert [id(p) for p in group["params"]] == [id(p) for p in net.parameters()]
     expected = [net[0].lora_A.weight, net[0].lora_B.weight, net[2].lora_A.weight,
                 net[2].lora_B.weight, net[4].weight, net[4].bias]
-    assert [id(p) for p in group["params"]] == [id(p) for p in expected]
+    trainable = [p for p in group["params"] if p.requires_grad]
+    assert [id(p) for p in trainable] == [id(p) for p in expected]
 
 
 class Tied(nn.Module):

@@ -3,8 +3,12 @@
 Top-level names are imported lazily: ``import nnx`` loads no submodule, no
 add-on and no optional dependency. Core names resolve from the table below;
 names an add-on provides resolve through the ``nnx.exports`` entry-point
-group, and a name whose distribution is missing raises
-:class:`nnx._foundation.plugins.MissingDistributionError` naming what to install.
+group. A name whose distribution is missing names what to install: ``from nnx
+import X`` raises :class:`~nnx._foundation.plugins.MissingDistributionError` (an
+ImportError), ``nnx.X`` its twin
+:class:`~nnx._foundation.plugins.MissingDistributionAttributeError` (an
+AttributeError, so ``hasattr(nnx, "X")`` is False and ``getattr(nnx, "X", None)``
+is None), both with the same message.
 """
 
 # Add-on distributions contribute nnx/<sub> directories to this package.
@@ -68,6 +72,7 @@ _CORE_EXPORTS: dict[str, str] = {
     "KeywordInputs": "nnx._contracts.batch_adapters",
     "LinearWarmupDecayLR": "nnx.enums._lr_schedules",
     "run_id": "nnx._foundation.identity",
+    "MissingDistributionAttributeError": "nnx._foundation.plugins",
     "MissingDistributionError": "nnx._foundation.plugins",
     # built-in nets
     "FeedFwdNN": "nnx.nets.feedforward",
@@ -143,13 +148,13 @@ def __getattr__(name: str) -> Any:
     else:
         # Imported on first use, not at module level: ``import nnx`` loads no submodule
         # (the contract in this module's docstring), and most names never reach here.
-        from nnx._foundation.plugins import missing, registry
+        from nnx._foundation.plugins import for_module_access, missing, registry
 
         value = registry("nnx.exports").get(name)
         if value is None:
             err = missing("export", name, f"nnx.{name}")
-            if err is not None:
-                raise err
+            if err is not None:  # ImportError for ``from nnx import``, else AttributeError
+                raise for_module_access(err)
             raise AttributeError(f"module 'nnx' has no attribute {name!r}")
     globals()[name] = value  # cache: later lookups skip __getattr__
     return value
@@ -199,6 +204,9 @@ if TYPE_CHECKING:
     from nnx._engine.training import RunExistsError as RunExistsError
     from nnx._engine.training import RunLeaseError as RunLeaseError
     from nnx._foundation.identity import run_id as run_id
+    from nnx._foundation.plugins import (
+        MissingDistributionAttributeError as MissingDistributionAttributeError,
+    )
     from nnx._foundation.plugins import MissingDistributionError as MissingDistributionError
     from nnx._foundation.records import NNEvaluationDataPoint as NNEvaluationDataPoint
     from nnx._foundation.records import NNIterationDataPoint as NNIterationDataPoint

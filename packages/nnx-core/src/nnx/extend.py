@@ -31,7 +31,8 @@ unchanged, so an add-on (and the reference plugin under
   as ``predict()`` does;
 * registries: ``register_*`` / ``registered_*`` / ``unregister_*`` for model
   factories, optimizer factories, metrics (with :class:`MetricRegistration`)
-  and transforms, and :class:`MissingDistributionError`;
+  and transforms, and :class:`MissingDistributionError` (with its attribute-access
+  twin :class:`MissingDistributionAttributeError`);
 * protocols: :class:`Component` (with :class:`ComponentSpec`), :class:`Task` (with its
   defaults: :func:`resolve_task` and :class:`TaskRuntime`, the per-batch machinery core
   builds around a task object) and :class:`TrainableModel` (what the engine reads of a
@@ -88,7 +89,11 @@ from nnx._foundation.config_base import (
 )
 from nnx._foundation.hashing import sha256_hex
 from nnx._foundation.modes import preserved_state
-from nnx._foundation.plugins import MissingDistributionError, require_distribution
+from nnx._foundation.plugins import (
+    MissingDistributionAttributeError,
+    MissingDistributionError,
+    require_distribution,
+)
 from nnx._foundation.safe_paths import UnsafePathError, inside
 from nnx._foundation.validation import (
     MAX_SEED,
@@ -155,6 +160,7 @@ __all__ = [
     "LoopView",
     "LossTerm",
     "MetricRegistration",
+    "MissingDistributionAttributeError",
     "MissingDistributionError",
     "NNParams",
     "NetRegistration",

@@ -113,7 +113,8 @@ def test_add_on_member_without_its_distribution_names_what_to_install():
     # nnx-core-only à-la-carte check still sees the hint.
     if importlib.util.find_spec("nnx.lm") is None:
         with pytest.raises(MissingDistributionError, match=r"pip install nnx-lm"):
-            _ = Nets.TRANSFORMER
+            _ = Nets["TRANSFORMER"]
+        assert not hasattr(Nets, "TRANSFORMER")
     with pytest.raises(MissingDistributionError, match=r"Nets\.GRAPH_CONV .* nnx-graph"):
         _ = Nets["GRAPH_CONV"]
     with pytest.raises(AttributeError, match="Nets has no member 'NOPE'"):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
+import pickle
 
 import pytest
+import torch
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +17,7 @@ from nnx import (
     Activations,
     Devices,
     Losses,
+    MetricSpec,
     Nets,
     NNConvParams,
     NNModelParams,
@@ -29,6 +33,7 @@ from nnx import (
     Precision,
     Schedulers,
     TaskSpec,
+    run_id,
 )
 
 settings.register_profile("nnx", max_examples=60, deadline=None)
@@ -360,6 +365,48 @@ def test_trainer_maps_are_read_only_snapshots():
     assert list(p.state()["optims"]) == ["D", "G"]
     replaced = dataclasses.replace(p, n_epochs=3)
     assert replaced.optims is not p.optims and dict(replaced.optims) == dict(p.optims)
+
+
+def row_count(outputs, targets):  # module-level: an extra metric pickle can name
+    return float(len(targets))
+
+
+COPIES = {"deepcopy": copy.deepcopy, "pickle": lambda p: pickle.loads(pickle.dumps(p))}
+
+
+@pytest.mark.parametrize("cls", list(ALL), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("how", list(COPIES))
+def test_every_params_class_deep_copies_and_pickles_to_the_same_state(cls, how):
+    @given(ALL[cls])
+    def check(obj):
+        again = COPIES[how](obj)
+        assert type(again) is cls and again == obj and again.state() == obj.state()
+
+    check()
+
+
+@pytest.mark.parametrize("how", list(COPIES))
+def test_loop_params_with_loaders_and_maps_copy_with_the_same_run_id(how):
+    loader = [(torch.ones(2, 3), torch.zeros(2))]
+    train = NNTrainParams(n_epochs=2, train_loader=loader, val_loader=loader,
+                          extra_metrics={"rows": row_count}, resume_from_run_id="r1",
+                          metrics=(MetricSpec("acme.topk", 1, {"k": 3, "w": [1, 2]}),))
+    trainer = NNTrainerParams(optims={"G": NNOptimParams(), "D": NNOptimParams(max_lr=2e-4)},
+                              schedulers={"G": NNSchedulerParams()}, train_loader=loader,
+                              extra_metrics={"rows": row_count})
+    model = NNModelParams()
+    for params, side in ((train, "train"), (trainer, "trainer")):
+        again = COPIES[how](params)
+        assert again.state() == params.state()
+        assert run_id(model=model, **{side: again}) == run_id(model=model, **{side: params})
+        assert again.train_loader is not loader and torch.equal(again.train_loader[0][0],
+                                                                loader[0][0])
+        assert dict(again.extra_metrics) == {"rows": row_count}
+        with pytest.raises(TypeError):  # still a read-only snapshot
+            again.extra_metrics["x"] = row_count  # type: ignore[index]
+    again = COPIES[how](trainer)
+    assert list(again.optims) == ["G", "D"] and again.optims["D"] == trainer.optims["D"]
+    assert COPIES[how](train).resume_from_run_id == "r1"
 
 
 def test_with_loaders_keep_the_state():

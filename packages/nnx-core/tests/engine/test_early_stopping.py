@@ -77,6 +77,19 @@ def test_a_missing_monitored_field_warns_once_and_never_counts(tmp_path):
     assert last_epoch(run) == 2  # patience=0 would have stopped on any counted epoch
 
 
+def test_the_missing_monitor_warning_shows_once_per_run_not_once_per_process(tmp_path):
+    # Python's "default" filter shows one text once per call site; each run's notice must
+    # still appear, so it names its run.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        runs = [make_model().train(params(2, val=False), callbacks=[EarlyStopping()],
+                                   root=tmp_path / "runs", salt=salt, verbose=False)
+                for salt in ("first", "second")]
+    notices = [str(w.message) for w in caught if "EarlyStopping" in str(w.message)]
+    assert len(notices) == 2
+    assert [run.id in notice for run, notice in zip(runs, notices, strict=True)] == [True, True]
+
+
 def test_nan_counts_as_no_improvement_and_patience_zero_reacts_at_once(tmp_path):
     stopper = EarlyStopping(monitor="val_edp.loss", patience=0)
     with warnings.catch_warnings():

@@ -3,6 +3,7 @@ microbatches equal to one full batch, and a fully masked window that takes no up
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import pytest
@@ -53,8 +54,11 @@ def test_two_epochs_of_five_microbatches_accumulating_two_make_2_2_1_windows(tmp
     assert saved["horizon"] == 6 and saved["steps"] == 6
     assert scheduler.last_epoch == 6
     assert model.net.training is True
-    # The cosine reached its floor exactly at the sixth update.
-    assert run.idps[-1].lr == pytest.approx(0.0, abs=1e-12)
+    # The cosine reached its floor exactly at the sixth update; the last record shows the
+    # rate that sixth update trained at, one cosine step above the floor.
+    assert scheduler.get_last_lr()[0] == pytest.approx(0.0, abs=1e-12)
+    assert run.idps[-1].lr == pytest.approx(0.1 * (1 + math.cos(5 * math.pi / 6)) / 2,
+                                            abs=1e-12)
     assert NNRun.load(run.id, root=tmp_path / "runs").idps[-1].update_count == 6
 
 

@@ -120,6 +120,39 @@ def test_gradual_unfreezing_trains_exactly_as_the_default_step(tmp_path):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.parametrize("objective", [None, supervised_objective()],
+                         ids=["default step", "objective"])
+def test_a_layer_frozen_before_train_trains_once_unfrozen_without_param_groups(tmp_path,
+                                                                                objective):
+    """§3.1 / §6.5: built without param_groups the optimizer holds every parameter, so a
+    layer frozen at build time stays put while frozen and trains once a callback
+    unfreezes it (was: left out of the optimizer, it never trained)."""
+    class Unfreeze(Callback):
+        def __init__(self):
+            self.seen = []
+
+        def on_epoch_begin(self, ctx):
+            if ctx.epoch == 1:
+                ctx.model.unfreeze("layers.0.*")
+
+        def on_epoch_end(self, ctx):
+            self.seen.append(ctx.model.net.layers[0].weight.detach().clone())
+
+    model = tiny_model()
+    model.freeze("layers.0.*")
+    start = model.net.layers[0].weight.detach().clone()
+    callback = Unfreeze()
+    optim = NNOptimParams.builder().adamw(max_lr=0.1, weight_decay=0.5).build()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.train(NNTrainParams(n_epochs=3, train_loader=tiny_batches(2), optim=optim),
+                    objective=objective, callbacks=[callback], root=tmp_path, verbose=False)
+    frozen_epoch, first_unfrozen, _ = callback.seen
+    assert torch.equal(frozen_epoch, start)  # no gradient, no decay: unchanged
+    assert not torch.equal(first_unfrozen, start)
+    assert not any("no optimizer owns" in str(w.message) for w in caught)
+
+
 def test_a_parameter_no_optimizer_owns_warns_once_per_run(tmp_path):
     class Unfreeze(Callback):
         def on_epoch_begin(self, ctx):

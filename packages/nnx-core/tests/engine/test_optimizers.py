@@ -67,18 +67,44 @@ def test_strict_drops_unmatched_and_refuses_a_spec_set_matching_nothing():
     assert len(build_param_groups(net, nothing)) == 1
 
 
-def test_frozen_parameters_are_dropped():
+def test_without_param_groups_every_parameter_is_in_the_one_group_frozen_ones_included():
+    """§3.1: "every parameter in one group when param_groups is None" (§6.5: so gradual
+    unfreezing trains); with param_groups, parameters frozen at build time are dropped."""
     net = EncoderHead()
     for p in net.encoder.parameters():
         p.requires_grad_(False)
     for strict in (False, True):
-        groups = build_param_groups(net, NNOptimParams(), strict=strict)
+        (group,) = build_param_groups(net, NNOptimParams(), strict=strict)
+        assert [id(p) for p in group["params"]] == [id(p) for p in net.parameters()]
+    specs = NNOptimParams(param_groups=[NNParamGroupSpec(name_pattern="*")])
+    for strict in (False, True):
+        groups = build_param_groups(net, specs, strict=strict)
         owned = {id(p) for g in groups for p in g["params"]}
         assert owned == {id(p) for p in net.head.parameters()}
     for p in net.head.parameters():
         p.requires_grad_(False)
     with pytest.raises(ValueError, match="no trainable parameters"):
         build_optimizer(net, NNOptimParams())
+
+
+@pytest.mark.parametrize("optim", [
+    NNOptimParams.builder().adamw(max_lr=0.1, weight_decay=0.5).build(),
+    NNOptimParams.builder().sgd(max_lr=0.1, momentum=0.9, weight_decay=0.5).build(),
+    NNOptimParams.builder().adam(max_lr=0.1, weight_decay=0.5).build(),
+], ids=["adamw", "sgd", "adam"])
+def test_a_frozen_parameter_in_the_group_never_moves_not_even_by_weight_decay(optim):
+    net = EncoderHead()
+    for p in net.encoder.parameters():
+        p.requires_grad_(False)
+    optimizer = build_optimizer(net, optim)
+    frozen = {k: v.detach().clone() for k, v in net.encoder.state_dict().items()}
+    head = {k: v.detach().clone() for k, v in net.head.state_dict().items()}
+    for _ in range(3):
+        optimizer.zero_grad()
+        net.head(net.encoder(torch.randn(5, 3))).pow(2).sum().backward()
+        optimizer.step()
+    assert all(torch.equal(v, net.encoder.state_dict()[k]) for k, v in frozen.items())
+    assert not all(torch.equal(v, net.head.state_dict()[k]) for k, v in head.items())
 
 
 def test_resolved_group_lr_must_be_finite():

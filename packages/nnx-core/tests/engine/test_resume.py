@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import pytest
 import torch
@@ -221,6 +222,84 @@ def test_a_failing_load_rolls_back_components_model_and_rng(tmp_path):
                      verbose=False, root=tmp_path)
     assert fresh_good.count == 0 and fresh_bad.count == 0
     assert all(torch.equal(weights[k], v) for k, v in victim.net.state_dict().items())
+
+
+class HalfLoader:
+    """Assigns one field of its saved state, then refuses the rest (a partial load)."""
+
+    def __init__(self) -> None:
+        self.count, self.history = 0, [1.0]
+
+    def component_spec(self):
+        return ComponentSpec("test.half", 1)
+
+    def component_state(self):
+        return {"count": self.count, "history": self.history}
+
+    def load_component_state(self, state, *, version):
+        self.count = state["count"]
+        self.history[:] = state["history"]  # in place: the snapshot must be a copy
+        if self.count > 5:  # checked only after assigning: the load is half done
+            raise ValueError("half-loaded: a count above 5 is from another schema")
+
+
+def test_the_component_whose_load_raises_is_rolled_back_too(tmp_path):
+    saver = HalfLoader()
+    saver.count, saver.history = 7, [2.0, 3.0]
+    first = model().train(plan(n_epochs=1), components=[saver], verbose=False, root=tmp_path)
+    victim = HalfLoader()
+    with pytest.raises(ValueError, match="half-loaded"):
+        model().train(plan(resume_from_run_id=first.id), components=[victim], verbose=False,
+                      root=tmp_path)
+    assert victim.component_state() == {"count": 0, "history": [1.0]}
+
+
+def run_dirs(root) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if not p.name.startswith(".") and p.name != "best")
+
+
+def test_a_schedule_on_one_side_only_is_refused_naming_the_side_that_has_it(tmp_path):
+    with_schedule = model().train(plan(n_epochs=1), verbose=False, root=tmp_path)
+    without = model().train(plan(n_epochs=1, scheduler=None), verbose=False, root=tmp_path,
+                            salt="none")
+    before = run_dirs(tmp_path)
+    with pytest.raises(ComponentRestoreError,
+                       match=r"the checkpoint has a schedule \(REDUCE_LR_ON_PLATEAU\) and this "
+                             r"run has none"):
+        model().train(plan(n_epochs=1, scheduler=None, resume_from_run_id=with_schedule.id),
+                      verbose=False, root=tmp_path)
+    with pytest.raises(ComponentRestoreError,
+                       match=r"the checkpoint has no schedule and this run has one "
+                             r"\(REDUCE_LR_ON_PLATEAU\)"):
+        model().train(plan(n_epochs=1, resume_from_run_id=without.id), verbose=False,
+                      root=tmp_path)
+    assert run_dirs(tmp_path) == before  # refused before any run was reserved
+
+
+def worker_loader(num_workers: int) -> torch.utils.data.DataLoader:
+    data = dataset().train_loader.dataset
+    return torch.utils.data.DataLoader(data, batch_size=32, shuffle=True,
+                                       generator=torch.Generator().manual_seed(5),
+                                       num_workers=num_workers)
+
+
+def test_a_stateful_resume_with_loader_workers_warns_and_one_without_does_not(tmp_path):
+    first = model().train(plan(n_epochs=1, train_loader=worker_loader(0), scheduler=None),
+                          verbose=False, root=tmp_path)
+    with pytest.warns(RuntimeWarning, match=r"num_workers=1.*not checkpointed"):
+        model().train(plan(n_epochs=1, train_loader=worker_loader(1), scheduler=None,
+                           resume_from_run_id=first.id), verbose=False, root=tmp_path)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*num_workers", category=RuntimeWarning)
+        model().train(plan(n_epochs=1, train_loader=worker_loader(0), scheduler=None,
+                           resume_from_run_id=first.id), verbose=False,
+                      root=tmp_path, salt="again")
+    # A weights-only warm start restores no streams, so workers change nothing it promises.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*num_workers", category=RuntimeWarning)
+        model().train(plan(n_epochs=1, train_loader=worker_loader(1), scheduler=None,
+                           resume_from_run_id=first.id, resume_mode="weights_only"),
+                      verbose=False, root=tmp_path, salt="warm")
 
 
 def test_an_update_clock_one_cycle_with_accumulation_also_continues_bit_for_bit(tmp_path):

@@ -90,6 +90,24 @@ def test_the_default_warmup_is_a_tenth_of_the_sessions_epochs(tmp_path, n_epochs
     assert [i.lr for i in run.idps][:len(lrs)] == pytest.approx(lrs, abs=1e-12)
 
 
+def test_on_the_update_clock_each_record_shows_the_rate_its_update_used(tmp_path):
+    # 5 batches in windows of 2 + 2 + 1: three updates an epoch, each halving the rate.
+    probe = TrainedAt()
+    params = NNTrainParams(n_epochs=2, train_loader=loader(5),
+                           optim=sgd(0.1, accumulate=2),
+                           scheduler=update_clock(NNSchedulerParams.builder().step(
+                               step_size=1, factor=0.5)))
+    run = make_model().train(params, callbacks=[probe], root=tmp_path / "runs",
+                             verbose=False)
+    used = [0.1 * 0.5 ** k for k in range(6)]
+    assert probe.lrs == pytest.approx(used, abs=1e-15)
+    # A microbatch of an open window shows the rate its window's update will use.
+    assert [i.lr for i in run.idps] == pytest.approx(
+        [0.1, 0.1, 0.05, 0.05, 0.025, 0.0125, 0.0125, 0.00625, 0.00625, 0.003125], abs=1e-15)
+    # The epoch's record: the rate of its last update, not the next epoch's first.
+    assert [r.lr for r in run.epoch_records()] == pytest.approx([0.025, 0.003125], abs=1e-15)
+
+
 def test_the_default_warmup_on_the_update_clock_is_a_tenth_of_the_planned_updates(tmp_path):
     # 2 epochs x 10 batches = 20 planned updates: a warm-up of 2 updates.
     schedule = update_clock(NNSchedulerParams.builder().linear_warmup_decay())

@@ -10,6 +10,7 @@ import pytest
 import nnx
 from nnx._foundation.plugins import (
     EntryPointRegistry,
+    MissingDistributionAttributeError,
     MissingDistributionError,
     VersionedRegistry,
     registry,
@@ -81,12 +82,49 @@ def test_add_on_names_without_their_distribution_raise_one_clear_error():
     with pytest.raises(MissingDistributionError,
                        match=r"nnx\.NNGraphDataset .* pip install nnx-graph"):
         from nnx import NNGraphDataset  # noqa: F401
-    with pytest.raises(MissingDistributionError, match="pip install nnx-viz"):
+    with pytest.raises(MissingDistributionAttributeError, match="pip install nnx-viz"):
         _ = nnx.VisUtils
     with pytest.raises(ImportError, match="pip install nnx-search"):
         from nnx import SearchSpace  # noqa: F401
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
         _ = nnx.NoSuchThing
+
+
+HINT = ("nnx.GraphSageNN is provided by the nnx-graph distribution, which is not installed; "
+        "install it with: pip install nnx-graph")
+
+
+def test_an_absent_add_on_name_is_no_attribute_but_its_import_names_the_distribution():
+    # nnx-graph is catalogued but not installed in any test venv.
+    assert not hasattr(nnx, "GraphSageNN")
+    assert getattr(nnx, "GraphSageNN", None) is None
+    with pytest.raises(MissingDistributionAttributeError) as attr:
+        _ = nnx.GraphSageNN
+    assert str(attr.value) == HINT and attr.value.distribution == "nnx-graph"
+    assert isinstance(attr.value, AttributeError) and not isinstance(attr.value, ImportError)
+    with pytest.raises(MissingDistributionError) as imported:
+        from nnx import GraphSageNN  # noqa: F401
+    assert str(imported.value) == HINT and imported.value.distribution == "nnx-graph"
+    assert not isinstance(imported.value, AttributeError)
+    # In a function body and through exec: the statement, not the caller, decides.
+    with pytest.raises(MissingDistributionError, match="pip install nnx-graph"):
+        exec("from nnx import GraphConvNN, GraphSageNN", {})
+    assert "GraphSageNN" not in vars(nnx)  # a miss is never cached
+
+
+def test_an_absent_net_member_is_no_attribute_but_item_access_names_the_distribution():
+    from nnx import Nets
+
+    assert not hasattr(Nets, "GRAPH_SAGE")
+    assert getattr(Nets, "GRAPH_SAGE", None) is None
+    with pytest.raises(MissingDistributionAttributeError,
+                       match=r"^Nets\.GRAPH_SAGE is provided by the nnx-graph .* "
+                             r"pip install nnx-graph$"):
+        _ = Nets.GRAPH_SAGE
+    with pytest.raises(MissingDistributionError, match=r"^Nets\.GRAPH_SAGE .* nnx-graph$"):
+        _ = Nets["GRAPH_SAGE"]
+    with pytest.raises(MissingDistributionError, match="pip install nnx-graph"):
+        nnx.NNModelParams(net="graph_sage")  # a name in a configuration: the import form
 
 
 def test_explicitly_registered_export_resolves():

@@ -58,7 +58,8 @@ def test_warmup_trains_the_first_four_updates_at_004_008_012_012(tmp_path):
     assert indices == list(range(1, 9))
     assert after[:7] == pytest.approx(probe.lrs[1:], abs=1e-12)
     assert after[:3] == pytest.approx([0.08, 0.12, 0.12], abs=1e-12)
-    # The idps' lr column is read after the batch's step too: the same trace.
-    assert [i.lr for i in run.idps] == pytest.approx(after, abs=1e-12)
+    # The idps' lr column is the rate each batch's update trained at, not the next one's.
+    assert [i.lr for i in run.idps] == pytest.approx(probe.lrs, abs=1e-12)
+    assert [i.lr for i in run.idps][:4] == pytest.approx([0.04, 0.08, 0.12, 0.12], abs=1e-12)
     # LRMonitor.history: one rate per epoch, whatever the clock.
     assert monitor.history == pytest.approx([after[3], after[7]], abs=1e-12)

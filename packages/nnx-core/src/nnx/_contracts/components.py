@@ -10,11 +10,13 @@ Each component's state is written into the same training-state sidecar as its
 checkpoint. On a stateful resume every saved component is validated against
 the registered ones before anything changes (one :class:`ComponentRestoreError`
 lists every problem), then the states load transactionally: if one load
-fails, the components already restored return to their previous state.
+fails, every component already restored, and the one whose load failed, returns
+to its previous state.
 """
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -162,22 +164,26 @@ def restore_components(components: Mapping[str, tuple[ComponentSpec, Any]],
     problems = check_components(components, saved)
     if problems:
         raise ComponentRestoreError(problems)
-    done: list[tuple[str, Any, Any, int]] = []
+    touched: list[tuple[str, Any, Any, int]] = []
     try:
         for name, (spec, obj) in components.items():
             entry = saved.get(name)
             if entry is None:
                 continue
-            before = obj.component_state()
+            # A deep copy: component_state() may hand out live tensors or containers
+            # that the load then overwrites in place, which would corrupt the snapshot.
+            before = copy.deepcopy(obj.component_state())
+            # Recorded before the load, so a load that assigns part of its state and
+            # then raises is rolled back too, not left half-restored.
+            touched.append((name, obj, before, spec.version))
             obj.load_component_state(entry["state"], version=entry["version"])
-            done.append((name, obj, before, spec.version))
     except BaseException:
-        for name, obj, before, version in reversed(done):
+        for name, obj, before, version in reversed(touched):
             try:
                 obj.load_component_state(before, version=version)
             except Exception as rollback:  # never replace the original error
                 warnings.warn(f"rolling back component {name!r} failed: {rollback!r}",
                               RuntimeWarning, stacklevel=2)
         raise
-    restored = [name for name, *_ in done]
+    restored = [name for name, *_ in touched]
     return restored, [name for name in components if name not in restored]

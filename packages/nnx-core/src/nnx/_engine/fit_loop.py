@@ -27,7 +27,7 @@ import contextlib
 import dataclasses
 import shutil
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -181,12 +181,14 @@ class FitLoop:
         self.summary: Any = None
         self.phases = self._phases()
         self._warned_unowned = False
+        self.lr_used: float | None = None  # the primary's rate at its last update (a batch)
         if objective is not None:
             self.engine = UpdateEngine(model=model, objective=objective,
                                        slots=list(self.slots.values()),
                                        precision=self.precision, scaler=self.scaler,
                                        accumulate=self.accumulate, counter=self.ctx,
-                                       on_commit=self._on_engine_commit, session=self.dist)
+                                       on_commit=self._on_engine_commit, session=self.dist,
+                                       extra_metrics=params.extra_metrics)
 
     # -- what the owner provides -----------------------------------------------------
     def _build(self) -> None:
@@ -312,6 +314,10 @@ class FitLoop:
         self._after_update(stepped)
 
     def _after_update(self, stepped: list[OptimizerSlot]) -> None:
+        if self.primary in stepped:
+            # The rate this update used, read before its update-clock schedule moves on
+            # to the next update's: what the batch's record shows.
+            self.lr_used = float(self.primary.optimizer.param_groups[0]["lr"])
         if self.auto_step_schedulers:
             for slot in stepped:
                 if slot.schedule is not None:
@@ -364,6 +370,7 @@ class FitLoop:
         group = self.primary.optimizer.param_groups[0]  # the LR each record shows
         for batch_idx, (batch, is_last) in enumerate(with_lookahead(params.train_loader)):
             window.closes = is_last or window.position + 1 == accumulate
+            self.lr_used = None  # set by an update of the primary optimizer in this batch
             edp = self.run_batch(batch, batch_idx, epoch, window)
             if not isinstance(edp, NNEvaluationDataPoint):
                 raise TypeError(f"the train step must return an NNEvaluationDataPoint; got "
@@ -377,7 +384,7 @@ class FitLoop:
             else:
                 window.position += 1
             idp = NNIterationDataPoint(epoch=epoch, iter_idx=state.iter_idx, batch_idx=batch_idx,
-                                       train_edp=edp, lr=float(group["lr"]),
+                                       train_edp=edp, lr=self._record_lr(group),
                                        update_count=state.committed_updates)
             state.iter_idx += 1
             self.hist.append(idp)
@@ -398,6 +405,12 @@ class FitLoop:
                           "schedule did not step (call ctx.report_update() after each "
                           "optimizer.step() in a custom step)", RuntimeWarning, stacklevel=2)
         return last
+
+    def _record_lr(self, group: Mapping[str, Any]) -> float:
+        """The LR a batch's record shows: the rate its last update of the primary
+        optimizer used, else (no update yet in an open window) the rate the window's
+        update will use. On the update clock the schedule has already moved past it."""
+        return self.lr_used if self.lr_used is not None else float(group["lr"])
 
     def validate(self, epoch: int) -> NNEvaluationDataPoint | None:
         loader = self.params.val_loader

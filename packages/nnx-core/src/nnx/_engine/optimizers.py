@@ -50,13 +50,16 @@ def build_param_groups(
 
     Returns torch param-group dicts with explicit ``params``, ``lr``,
     ``weight_decay`` and ``name`` (the matching pattern, or ``"default"``).
-    Parameters frozen at build time are dropped. Each parameter goes to the
-    first spec whose glob matches its dotted name; specs never merge.
+    Without specs, every parameter forms one group in either mode, frozen ones
+    included (§3.1): a frozen parameter gets no gradient, so the optimizer skips
+    it (weight decay too), and unfreezing it later trains it (gradual
+    unfreezing, §6.5). At least one parameter must be trainable at build time.
 
+    With specs, parameters frozen at build time are dropped. Each parameter goes
+    to the first spec whose glob matches its dotted name; specs never merge.
     Non-strict: unmatched parameters form a default group at the optimizer's
     own rate and decay, and a spec matching nothing is silently empty. Strict:
     unmatched parameters are dropped, and a spec set matching nothing fails.
-    Without specs, every trainable parameter forms one group in either mode.
     """
     trainable = [(name, p) for name, p in net.named_parameters() if p.requires_grad]
     base_lr, base_wd = optim_params.max_lr, optim_params.weight_decay
@@ -64,7 +67,7 @@ def build_param_groups(
     if specs is None:
         if not trainable:
             raise ValueError("build_optimizer: the network has no trainable parameters")
-        return [_group(DEFAULT_GROUP, [p for _, p in trainable], base_lr, base_wd)]
+        return [_group(DEFAULT_GROUP, list(net.parameters()), base_lr, base_wd)]
 
     buckets: list[list[nn.Parameter]] = [[] for _ in specs]
     unmatched: list[nn.Parameter] = []

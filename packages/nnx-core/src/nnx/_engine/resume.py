@@ -186,6 +186,20 @@ def check_resume(plan: ResumePlan, state: LoopState, net: torch.nn.Module) -> No
                         "(resume_mode='weights_only' starts the schedule fresh)")
     if problems:
         raise ComponentRestoreError(problems)
+    _warn_worker_streams(state.train_loader)
+
+
+def _warn_worker_streams(loader: Any) -> None:
+    """An exact resume restores the in-process streams only (§4.2): worker-local RNG
+    state is outside what a checkpoint holds, so say so for a loader that has workers."""
+    if not isinstance(loader, torch.utils.data.DataLoader):
+        return  # a list of batches or another source runs in process
+    workers = getattr(loader, "num_workers", 0)  # read safely: absent means none
+    if isinstance(workers, int) and not isinstance(workers, bool) and workers > 0:
+        warnings.warn(f"this stateful resume reads a DataLoader with num_workers={workers}: "
+                      "worker-local random state is not checkpointed, so the run may not "
+                      "continue bit for bit (exact continuation needs num_workers=0)",
+                      RuntimeWarning, stacklevel=4)
 
 
 def _check_loop_kind(state: Mapping[str, Any], kind: str) -> None:
@@ -211,15 +225,45 @@ def _slot_problems(saved: Mapping[str, Any], slot: OptimizerSlot, net: torch.nn.
     if saved.get("optimizer_factory") != factory:  # built-in ↔ factory, or id/version/config
         problems.append(f"{label} factory: saved {_factory(saved.get('optimizer_factory'))}, "
                         f"now {_factory(factory)}")
-    groups = saved["optimizer"]["param_groups"]
+    laid_out = optimizer_state(saved, slot, net)
+    groups = laid_out["param_groups"]
     if [len(g["params"]) for g in groups] != [len(g["params"]) for g in
                                               slot.optimizer.param_groups]:
         problems.append(f"{label}: the parameter groups differ in number or size")
-    elif (saved.get("param_names") is not None
+    elif (saved.get("param_names") is not None and laid_out is saved["optimizer"]
           and saved["param_names"] != param_names(net, slot.optimizer)):
         problems.append(f"{label}: the ordered named-parameter topology differs")
     problems += _schedule_problems(saved.get("schedule"), slot.schedule, label, epochs)
     return problems
+
+
+def optimizer_state(saved: Mapping[str, Any], slot: OptimizerSlot,
+                    net: torch.nn.Module) -> dict[str, Any]:
+    """The saved optimizer state, laid out for ``slot``'s optimizer.
+
+    Before every parameter joined the one group of an optimizer built without
+    param_groups (§3.1), that group left out the parameters frozen at build time. A
+    checkpoint of that layout (its one group's names an ordered part of today's, every
+    name it lacks frozen now) is renumbered onto today's group, so such a run still
+    resumes exactly; any other layout is returned unchanged for the checks to judge.
+    """
+    state: dict[str, Any] = saved["optimizer"]
+    names = saved.get("param_names")
+    now = param_names(net, slot.optimizer)
+    if (getattr(slot.config, "param_groups", None) is not None or names is None
+            or len(names) != 1 or len(now) != 1 or len(state["param_groups"]) != 1
+            or names == now or len(names[0]) != len(state["param_groups"][0]["params"])):
+        return state
+    position = {name: i for i, name in enumerate(now[0])}
+    new = [position.get(name, -1) for name in names[0]]
+    frozen = {n for n, p in net.named_parameters() if not p.requires_grad}
+    if (-1 in new or new != sorted(new)
+            or not set(now[0]) - set(names[0]) <= frozen):
+        return state
+    old = state["param_groups"][0]["params"]
+    renumber = dict(zip(old, new, strict=True))
+    return {"state": {renumber[k]: v for k, v in state["state"].items()},
+            "param_groups": [{**state["param_groups"][0], "params": list(range(len(now[0])))}]}
 
 
 def _factory(identity: Mapping[str, Any] | None) -> str:
@@ -231,7 +275,15 @@ def _factory(identity: Mapping[str, Any] | None) -> str:
 def _schedule_problems(saved: Mapping[str, Any] | None, schedule: Any,
                        label: str, epochs: int) -> list[str]:
     if (saved is None) != (schedule is None):
-        return [f"{label} schedule: the checkpoint and this run disagree on having a schedule"]
+        # Say which side has one, so the fix (add or drop the scheduler) is plain.
+        if saved is None:
+            return [f"{label} schedule: the checkpoint has no schedule and this run has one "
+                    f"({schedule.kind.name}); resume without a scheduler, or pass "
+                    "resume_mode='weights_only' to start the schedule fresh"]
+        kind = saved.get("kind")
+        return [f"{label} schedule: the checkpoint has a schedule"
+                f"{'' if kind is None else f' ({kind})'} and this run has none; resume with "
+                "the same scheduler, or pass resume_mode='weights_only'"]
     if saved is None or schedule is None:
         return []
     problems = []
@@ -286,7 +338,7 @@ def apply_resume(plan: ResumePlan, state: LoopState, net: torch.nn.Module) -> No
         saved_slots = state.saved_slots(saved)
         for name, slot in state.slots.items():
             slot_saved = saved_slots[name]
-            slot.optimizer.load_state_dict(slot_saved["optimizer"])
+            slot.optimizer.load_state_dict(optimizer_state(slot_saved, slot, net))
             if slot.schedule is not None and slot_saved.get("schedule") is not None:
                 slot.schedule.load_state_dict(slot_saved["schedule"])
             slot.updates = int(slot_saved.get("updates", 0))

@@ -13,8 +13,9 @@ with the update engine and ``finalize_step``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,8 @@ from nnx._engine.update_window import WindowStepper, holds_gradients
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx.objectives.ownership import imperative_step
 
-__all__ = ["EvalStepContext", "TrainStepContext", "UpdateWindow", "default_train_step"]
+__all__ = ["EvalStepContext", "TrainStepContext", "UpdateWindow", "batch_extra_metrics",
+           "default_train_step", "with_extra"]
 
 
 @dataclass(eq=False)
@@ -77,6 +79,9 @@ class TrainStepContext(TrainingContextBase):
     # The DistributedDataParallel wrapper of model.net under DDP, None otherwise: the
     # context carries it, so the model itself never holds a wrapper.
     train_net: nn.Module | None = field(repr=False, default=None)
+    # The run's extra_metrics (name -> fn(y_true, y_pred)): the default step scores each
+    # batch with them (§20); a custom step decides whether to (§8.3).
+    extra_metrics: Mapping[str, Callable[..., Any]] = field(repr=False, default_factory=dict)
 
     def report_update(self, name: str | None = None) -> None:
         """Tell NNx an optimizer update was committed (steps update-clock schedules)."""
@@ -203,4 +208,30 @@ def default_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
     if ctx.summary is not None:
         ctx.summary.update(batch.output, target, loss_numerator=batch.total,
                            loss_denominator=batch.weight, validate=False)
-    return batch.record(loss_value if has_targets else None)
+    record = batch.record(loss_value if has_targets else None)
+    if ctx.extra_metrics and has_targets:
+        record = with_extra(record, batch_extra_metrics(model, batch.output, target,
+                                                        ctx.extra_metrics))
+    return record
+
+
+def batch_extra_metrics(model: TrainableModel, output: torch.Tensor, target: Any,
+                        extra_metrics: Mapping[str, Callable[..., Any]]) -> dict[str, float]:
+    """The run's extra_metrics on one training batch (§20: the loop computes them per
+    batch), each ``fn(y_true, y_pred)`` over the batch's valid targets only (§6.3), as
+    evaluate() calls them over a whole loader; nothing when every target is masked."""
+    if not extra_metrics or target is None:
+        return {}
+    y_true, y_pred = model.task_adapter.extra_metric_inputs(output.detach(), target)
+    if len(y_true) == 0:
+        return {}
+    return {name: float(fn(y_true, y_pred)) for name, fn in extra_metrics.items()}
+
+
+def with_extra(record: NNEvaluationDataPoint, values: Mapping[str, float]
+               ) -> NNEvaluationDataPoint:
+    """``record`` with ``values`` added to its ``extra`` (they win a name clash, as in
+    evaluate())."""
+    if not values:
+        return record
+    return dataclasses.replace(record, extra={**record.extra, **values})

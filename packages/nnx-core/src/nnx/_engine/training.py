@@ -21,7 +21,11 @@ from nnx._engine.update_engine import OptimizerSlot
 from nnx._engine.update_owner import LoopView, OwnerBuild
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.run import NNRun
-from nnx.objectives.ownership import check_precision_owner, check_update_owner
+from nnx.objectives.ownership import (
+    check_precision_owner,
+    check_step_model,
+    check_update_owner,
+)
 from nnx.params.train import NNTrainParams
 from nnx.tasks.protocol import check_train, objective_task, refuse_default_path, task_identity
 from nnx.tasks.runtime import task_source
@@ -59,6 +63,7 @@ class ModelStepOwner:
 
     def build(self, loop: LoopView) -> OwnerBuild:
         params, model = self.params, loop.model
+        check_step_model(self.step_fn if self.objective is None else None, model)
         optimizer = build_optimizer(model.net, params.optim)
         precision = resolve_precision(model.params, model.device)
         if self.custom_step:  # before any run is reserved (§6.1)
@@ -106,7 +111,7 @@ class ModelStepOwner:
                 scaler=loop.scaler, grad_clip_norm=self.params.optim.grad_clip_norm,
                 accumulate_grad_batches=loop.accumulate, window=window,
                 _on_update=self._report, summary=self.step_summary, distributed=loop.dist,
-                train_net=loop.ddp_net)
+                train_net=loop.ddp_net, extra_metrics=self.params.extra_metrics)
             if not self.custom_step:  # the default step keeps no context: one per epoch
                 self._step_ctx = ctx
         else:

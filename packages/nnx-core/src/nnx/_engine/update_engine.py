@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from nnx._engine.nonfinite import NonFiniteSkips
+from nnx._engine.steps import batch_extra_metrics, with_extra
 from nnx._engine.update_window import GradientBuffer, WindowStepper
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx.objectives._core import ObjectiveContext, ObjectiveResult, UpdateEvent, nonfinite_policy
@@ -90,8 +91,10 @@ class UpdateEngine:
     def __init__(self, *, model: TrainableModel, objective: Any, slots: Sequence[OptimizerSlot],
                  precision: ResolvedPrecision, scaler: torch.amp.GradScaler | None,
                  accumulate: int, counter: Any, on_commit: CommitHook,
-                 session: Any = None) -> None:
+                 session: Any = None,
+                 extra_metrics: Mapping[str, Callable[..., Any]] | None = None) -> None:
         self.model, self.objective = model, objective
+        self.extra_metrics = dict(extra_metrics or {})  # scored on each microbatch (§20)
         self.slots = list(slots)
         self.precision, self.scaler = precision, scaler
         self.accumulate = accumulate
@@ -303,6 +306,9 @@ class UpdateEngine:
         if result.output is not None and result.target is not None:
             adapter = self.model.task_adapter
             edp = adapter.record(result.output, result.target, loss=loss, validate=False)
+            if self.extra_metrics:  # the run's, on this microbatch's valid targets (§20)
+                edp = with_extra(edp, batch_extra_metrics(
+                    self.model, result.output, result.target, self.extra_metrics))
         else:
             edp = NNEvaluationDataPoint(loss=loss)
         if result.metrics:

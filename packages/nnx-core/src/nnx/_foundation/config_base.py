@@ -144,6 +144,18 @@ class Params:
             out[f.name] = encode(value)
         return out
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle and ``copy.deepcopy`` support, runtime fields (loaders) included.
+
+        Read-only mapping fields are ``MappingProxyType``, which neither pickles nor
+        deep-copies; they travel as plain dicts and are made read-only again on arrival.
+        The fields are set as they are, without re-running ``__post_init__``: they were
+        validated when this object was built. A subclass's own ``__reduce__`` wins.
+        """
+        values = {f.name: _portable(getattr(self, f.name))
+                  for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        return (_rebuild_params, (type(self), values))
+
     def omit_from_state(self, name: str, value: Any) -> bool:
         """Hook: True leaves field ``name`` (at ``value``) out of ``state()``.
 
@@ -187,6 +199,29 @@ class Params:
 
 def _identity(value: Any) -> Any:
     return value
+
+
+class _ProxiedDict(dict):  # type: ignore[type-arg]
+    """A read-only mapping field in transit (see :meth:`Params.__reduce__`)."""
+
+
+def _portable(value: Any) -> Any:
+    if isinstance(value, MappingProxyType):
+        return _ProxiedDict({k: _portable(v) for k, v in value.items()})
+    return value
+
+
+def _restored(value: Any) -> Any:
+    if isinstance(value, _ProxiedDict):
+        return MappingProxyType({k: _restored(v) for k, v in value.items()})
+    return value
+
+
+def _rebuild_params(cls: type[P], values: Mapping[str, Any]) -> P:
+    obj = object.__new__(cls)
+    for name, value in values.items():
+        object.__setattr__(obj, name, _restored(value))
+    return obj
 
 
 def enum_decoder(enum_cls: type[enum.Enum]) -> Callable[[Any], Any]:

@@ -17,8 +17,10 @@ imports another. Explicit ``register`` calls win over entry points, and
 
 from __future__ import annotations
 
+import dis
 import importlib
 import re
+import sys
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from types import ModuleType
@@ -28,6 +30,7 @@ from nnx._foundation.catalog import GROUP_KINDS, distribution_for
 
 __all__ = [
     "EntryPointRegistry",
+    "MissingDistributionAttributeError",
     "MissingDistributionError",
     "VersionedRegistry",
     "missing",
@@ -37,15 +40,58 @@ __all__ = [
 ]
 
 
+def _hint(what: str, distribution: str) -> str:
+    return (f"{what} is provided by the {distribution} distribution, which is not installed; "
+            f"install it with: pip install {distribution}")
+
+
 class MissingDistributionError(ImportError):
-    """A name belongs to an nnx distribution that is not installed."""
+    """A name belongs to an nnx distribution that is not installed (the import form:
+    ``from nnx import X``, ``Nets["X"]``, :func:`require_distribution`, reading a
+    configuration that names it). Attribute access raises its twin
+    :class:`MissingDistributionAttributeError` instead, so ``hasattr`` is False."""
 
     def __init__(self, what: str, distribution: str) -> None:
-        super().__init__(
-            f"{what} is provided by the {distribution} distribution, which is not installed; "
-            f"install it with: pip install {distribution}"
-        )
-        self.distribution = distribution
+        super().__init__(_hint(what, distribution))
+        self.what, self.distribution = what, distribution
+
+    def attribute_error(self) -> MissingDistributionAttributeError:
+        """The same hint as an AttributeError (for ``nnx.X`` and ``Nets.X``)."""
+        return MissingDistributionAttributeError(self.what, self.distribution)
+
+
+class MissingDistributionAttributeError(AttributeError):
+    """The attribute-access form of :class:`MissingDistributionError` (``nnx.X``,
+    ``Nets.X``): the same message, ``what`` and ``distribution``, as an AttributeError,
+    because ``hasattr`` and ``getattr(obj, name, default)`` only absorb AttributeError.
+    One class cannot be both: ImportError and AttributeError have conflicting C layouts."""
+
+    def __init__(self, what: str, distribution: str) -> None:
+        super().__init__(_hint(what, distribution))
+        self.what, self.distribution = what, distribution
+
+
+_IMPORT_FROM = dis.opmap["IMPORT_FROM"]
+
+
+def for_module_access(err: MissingDistributionError, depth: int = 2) -> Exception:
+    """What a module ``__getattr__`` raises for a missing add-on name: ``err`` itself
+    when the frame ``depth`` levels up is executing ``from module import name``, else its
+    attribute form.
+
+    ``from m import X`` reports an AttributeError from the module's ``__getattr__`` as a
+    bare "cannot import name" and drops the hint, so that statement gets the ImportError;
+    every other access (``m.X``, ``hasattr``, ``getattr(m, X, default)``) gets the
+    AttributeError. The statement is recognised by its opcode, which CPython keeps in
+    the frame (``f_lasti``, a byte offset); anywhere that cannot be read, the
+    AttributeError form is the answer, and hasattr stays right.
+    """
+    try:
+        frame = sys._getframe(depth)
+        importing = frame.f_lasti >= 0 and frame.f_code.co_code[frame.f_lasti] == _IMPORT_FROM
+    except (AttributeError, ValueError, IndexError):
+        importing = False
+    return err if importing else err.attribute_error()
 
 
 def missing(kind: str, name: str, what: str) -> MissingDistributionError | None:

@@ -23,6 +23,10 @@ A directory with no run.yaml is listed only when it is an empty reservation
 before it wrote run.yaml): ``incomplete`` (``running`` while its lease is
 held), with no net, epochs or BEST. It is not damage (a plain retry reclaims
 it), so it does not change ``nnx runs list``'s exit status.
+
+A run of an add-on that is not installed (an nnx-lm run in a core-only install) is
+listed like any other, its net as ``TRANSFORMER (needs nnx-lm)``
+(:mod:`nnx._persistence.add_on_run`).
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -38,12 +41,11 @@ from typing import Any
 
 from nnx._foundation.bounded import load_yaml
 from nnx._foundation.locking import lock_is_held
-from nnx._foundation.records import NNIterationDataPoint
+from nnx._foundation.plugins import MissingDistributionError
 from nnx._foundation.safe_paths import is_link
 from nnx._foundation.validation import check_run_id
+from nnx._persistence.add_on_run import AddOnRun, best_score, read_add_on_run, read_record_of
 from nnx._persistence.best import BEST_NAME
-from nnx._persistence.checkpoint import CHECKPOINT_FORMAT
-from nnx._persistence.checkpoint_format import read_record
 from nnx._persistence.history_completeness import LastMark
 from nnx._persistence.history_ends import check_history_ends
 from nnx._persistence.reservation import is_empty_reservation
@@ -51,7 +53,6 @@ from nnx._persistence.resume_point import manifest_path, read_point
 from nnx._persistence.run import NNRun
 from nnx._persistence.run_damage import DamagedRun, RunDamagedError
 from nnx._persistence.run_damage import reading as _reading
-from nnx._persistence.run_render import score_label
 from nnx.enums.nets import Nets
 from nnx.provenance import read_provenance
 
@@ -80,16 +81,9 @@ def _yaml(path: Path) -> Any:
     return load_yaml(path)
 
 
-def _record(run_id: str, path: Path) -> Mapping[str, Any]:
-    with _reading(run_id, path):
-        record = read_record(path)
-        if record.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"not an NNx checkpoint ({CHECKPOINT_FORMAT})")
-        int(record["epoch"])
-    return record
-
-
-def _net(run: NNRun) -> str:
+def _net(run: NNRun | AddOnRun) -> str:
+    if isinstance(run, AddOnRun):  # TRANSFORMER (needs nnx-lm)
+        return run.net_label
     net = run.model_params.net
     if isinstance(net, Nets):
         return net.name
@@ -97,7 +91,7 @@ def _net(run: NNRun) -> str:
     return str(label) if label else str(getattr(net, "module", "module")).rsplit(".", 1)[-1]
 
 
-def _planned(run: NNRun, last: Path) -> tuple[int, bool]:
+def _planned(run: NNRun | AddOnRun, last: Path) -> tuple[int, bool]:
     """(the plan's end, whether LAST records a deliberate stop) as LAST's manifest
     says; the configured n_epochs and no stop without one. A manifest that is there but
     cannot be read (damaged, huge, nested too deeply, a symbolic link) is damage of the
@@ -112,14 +106,14 @@ def _planned(run: NNRun, last: Path) -> tuple[int, bool]:
     return int(run.loop_params.n_epochs), False
 
 
-def _attempt_status(run: NNRun) -> str | None:
+def _attempt_status(run: NNRun | AddOnRun) -> str | None:
     with warnings.catch_warnings():  # unreadable provenance is ignored here as everywhere
         warnings.simplefilter("ignore", RuntimeWarning)
         prov = read_provenance(run.path)
     return None if prov is None or prov.attempt is None else prov.attempt.status
 
 
-def _status(run: NNRun, epochs: int, planned: int, stopped: bool) -> str:
+def _status(run: NNRun | AddOnRun, epochs: int, planned: int, stopped: bool) -> str:
     # FitLoop._reserve holds this lease for the whole fit.
     if lock_is_held(run.root / ".leases" / f"{run.id}.lock"):
         return "running"
@@ -138,31 +132,22 @@ def _created(path: Path) -> datetime | None:
     return None
 
 
-def _best(run_id: str, path: Path) -> tuple[int | None, str | None, float | None]:
-    if not path.is_file():
-        return None, None, None
-    record = _record(run_id, path)
-    with _reading(run_id, path):
-        idp = None if record.get("idp") is None else NNIterationDataPoint.from_state(
-            record["idp"])
-    found = score_label(idp, named_monitor=bool(record.get("named_monitor", False)),
-                        monitor_value=record.get("monitor_value"))
-    what, value = (None, None) if found is None else found
-    return int(record["epoch"]), what, value
-
-
 def summarize_run(root: str | os.PathLike[str], run_id: str) -> RunSummary:
     """One run's row; :class:`RunDamagedError` names the file that cannot be read."""
     path = Path(root) / check_run_id("run_id", run_id)
     with _reading(run_id, path / "run.yaml"):
-        run = NNRun._from_document(_yaml(path / "run.yaml"), path, root)
+        doc = _yaml(path / "run.yaml")
+        try:
+            run: NNRun | AddOnRun = NNRun._from_document(doc, path, root)
+        except MissingDistributionError as exc:  # an add-on's run, listed without it
+            run = read_add_on_run(doc, path, root, exc)
     if (path / "metadata.yaml").is_file():
         with _reading(run_id, path / "metadata.yaml"):
             _yaml(path / "metadata.yaml")
     last = run.checkpoints_dir / "last.pt"
     mark = None
     if last.is_file():
-        record = _record(run_id, last)
+        record = read_record_of(run_id, last)
         with _reading(run_id, last):
             mark = LastMark.of(record)
     check_history_ends(run.id, run.path, mark)  # a history cut short of LAST is damage
@@ -170,7 +155,7 @@ def summarize_run(root: str | os.PathLike[str], run_id: str) -> RunSummary:
     epochs = 0 if committed is None else committed + 1
     planned, stopped = (_planned(run, last) if committed is not None
                         else (int(run.loop_params.n_epochs), False))
-    best_epoch, what, value = _best(run_id, run.checkpoints_dir / "best.pt")
+    best_epoch, what, value = best_score(run_id, run.checkpoints_dir / "best.pt")
     return RunSummary(run_id=run.id, created=_created(path), net=_net(run), epochs=epochs,
                       planned=planned, status=_status(run, epochs, planned, stopped),
                       best_epoch=best_epoch, best_what=what, best_value=value,

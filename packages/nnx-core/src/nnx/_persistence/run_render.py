@@ -18,8 +18,8 @@ from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
 from nnx.params.optim_factory import NNOptimFactoryParams
 
-__all__ = ["RenderedRun", "epoch_rows", "format_score", "render_html", "render_text",
-           "score_label"]
+__all__ = ["RenderedRun", "best_line", "epoch_rows", "format_score", "loop_lines",
+           "render_html", "render_lines", "render_text", "score_label"]
 
 
 class RenderedRun(Protocol):
@@ -78,8 +78,12 @@ def format_score(what: str, value: float) -> str:
 
 
 def epoch_rows(run: RenderedRun) -> list[tuple[str, ...]]:
+    return _rows(run.epoch_records())
+
+
+def _rows(records: list[NNIterationDataPoint]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
-    for idp in run.epoch_records():
+    for idp in records:
         train = idp.train_summary or idp.train_edp
         val = idp.val_edp
         rows.append((
@@ -101,25 +105,40 @@ def _describe(run: RenderedRun) -> list[tuple[str, str]]:
         p = run.net_params
         lines.append(("shape", f"{p.input_dim} → {list(p.hidden_dims)} → {p.output_dim}, "
                                f"{p.activation.name}, dropout {p.dropout_prob:g}"))
-    named = dict(train.optims) if run.trainer_params is not None else {"optimizer": train.optim}
-    for label, o in named.items():  # a Trainer run shows each named optimizer
-        kind = o.factory.label if isinstance(o, NNOptimFactoryParams) else o.name.name
-        lines.append((label, f"{kind} max_lr={o.max_lr:g} weight_decay={o.weight_decay:g}"))
-    lines.append(("epochs", str(train.n_epochs)))
-    if run.salt:
-        lines.append(("salt", run.salt))
+    lines += loop_lines(train, trainer=run.trainer_params is not None, salt=run.salt)
     best = run.best_checkpoint()
     if best is not None:
-        found = score_label(best.idp, named_monitor=best.named_monitor,
-                            monitor_value=best.monitor_value)
-        scored = "no finite score" if found is None else f"{found[0]} {format_score(*found)}"
-        lines.append(("best", f"epoch {best.epoch} ({scored})"))
+        lines.append(best_line(best.epoch, score_label(
+            best.idp, named_monitor=best.named_monitor, monitor_value=best.monitor_value)))
     return lines
 
 
+def loop_lines(loop: Any, *, trainer: bool, salt: str | None) -> list[tuple[str, str]]:
+    """The optimizer(s), the epochs and the salt lines of a run's head."""
+    lines = []
+    named = dict(loop.optims) if trainer else {"optimizer": loop.optim}
+    for label, o in named.items():  # a Trainer run shows each named optimizer
+        kind = o.factory.label if isinstance(o, NNOptimFactoryParams) else o.name.name
+        lines.append((label, f"{kind} max_lr={o.max_lr:g} weight_decay={o.weight_decay:g}"))
+    lines.append(("epochs", str(loop.n_epochs)))
+    if salt:
+        lines.append(("salt", salt))
+    return lines
+
+
+def best_line(epoch: int, found: tuple[str, float] | None) -> tuple[str, str]:
+    scored = "no finite score" if found is None else f"{found[0]} {format_score(*found)}"
+    return "best", f"epoch {epoch} ({scored})"
+
+
 def render_text(run: RenderedRun) -> str:
-    head = [f"{k:>10}: {v}" for k, v in _describe(run)]
-    rows = epoch_rows(run)
+    return render_lines(_describe(run), run.epoch_records())
+
+
+def render_lines(described: list[tuple[str, str]], records: list[NNIterationDataPoint]) -> str:
+    """A head of ``name: value`` lines, then one table row per epoch record."""
+    head = [f"{k:>10}: {v}" for k, v in described]
+    rows = _rows(records)
     widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c)
               for i, c in enumerate(_COLUMNS)]
     table = ["  ".join(c.rjust(w) for c, w in zip(_COLUMNS, widths, strict=True))]

@@ -14,6 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nnx._foundation.plugins import MissingDistributionError
 from nnx._foundation.validation import check_run_id
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def _tags(row: RunSummary) -> str:
     return " ".join(tags) or "-"
 
 
-def _list_row(row: RunSummary, mark: str, tags_width: int) -> str:
+def _list_row(row: RunSummary, mark: str, tags_width: int, net_width: int = 8) -> str:
     from nnx._persistence.run_render import format_score  # lazy: loads torch
 
     created = "-" if row.created is None else row.created.strftime("%Y-%m-%d %H:%M")
@@ -91,7 +92,7 @@ def _list_row(row: RunSummary, mark: str, tags_width: int) -> str:
     else:
         best = f"{row.best_what} {format_score(row.best_what, row.best_value)} @ epoch " \
                f"{row.best_epoch}"
-    return (f"{row.run_id:<32}  {row.net:<8}  {row.epochs:>6}  {row.status:<11}  "
+    return (f"{row.run_id:<32}  {row.net:<{net_width}}  {row.epochs:>6}  {row.status:<11}  "
             f"{best:<28}  {created:<16}  {_tags(row):<{tags_width}}  {mark}").rstrip()
 
 
@@ -108,10 +109,12 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         return 0
     best = current_best(Path(args.root))
     width = max([len("salt / data"), *(len(_tags(row)) for row in rows)])
+    # As wide as the widest net: "TRANSFORMER (needs nnx-lm)" keeps the columns aligned.
+    net_width = max([8, *(len(row.net) for row in rows)])
     lines = {d.run_id: _damaged_row(d.run_id, d.path, d.reason) for d in damaged}
     for row in rows:
-        lines[row.run_id] = _list_row(row, "*" if row.run_id == best else "", width)
-    print(f"{'run id':<32}  {'net':<8}  {'epochs':>6}  {'status':<11}  "
+        lines[row.run_id] = _list_row(row, "*" if row.run_id == best else "", width, net_width)
+    print(f"{'run id':<32}  {'net':<{net_width}}  {'epochs':>6}  {'status':<11}  "
           f"{'best (what it scores)':<28}  {'created':<16}  {'salt / data':<{width}}  best")
     for run_id in sorted(lines):
         print(lines[run_id])
@@ -137,14 +140,19 @@ def _resolve(args: argparse.Namespace) -> str | None:
 def cmd_runs_show(args: argparse.Namespace) -> int:
     """One run (by its id or a unique prefix); a missing, damaged or malformed id, or an
     ambiguous prefix, is reported on stderr with exit 1."""
-    from nnx._persistence.run import NNRun  # lazy: loads torch (module docstring)
+    # lazy: both load torch (module docstring)
+    from nnx._persistence.add_on_run import render_add_on_run
+    from nnx._persistence.run import NNRun
 
     run_id = _resolve(args)
     if run_id is None:
         return 1
     try:
-        run = NNRun.load(run_id, root=args.root)
-        text = str(run)  # rendering reads BEST and the history: damage surfaces here too
+        try:
+            run = NNRun.load(run_id, root=args.root)
+            text = str(run)  # rendering reads BEST and the history: damage surfaces here too
+        except MissingDistributionError as missing:  # an add-on's run, shown without it
+            text = render_add_on_run(args.root, run_id, missing)
     except (FileNotFoundError, ValueError) as exc:  # RunDamagedError is a ValueError
         print(exc, file=sys.stderr)
         return 1

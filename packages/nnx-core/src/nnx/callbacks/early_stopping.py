@@ -127,9 +127,13 @@ class EarlyStopping(Callback):
                 if not self._warned:
                     self._warned = True
                     what = self.selected_monitor or "val_edp.error / val_edp.loss"
-                    warnings.warn(f"EarlyStopping: {what} is missing this epoch (no validation "
-                                  "loader, or the evaluator never sets it); the epoch does not "
-                                  "count toward patience", RuntimeWarning, stacklevel=2)
+                    # The run id makes the text per run: Python's default filter shows one
+                    # text once per call site, which would silence every later run (§6.2).
+                    run_id = getattr(ctx.run, "id", None)
+                    warnings.warn(f"EarlyStopping (run {run_id}): {what} is missing this "
+                                  "epoch (no validation loader, or the evaluator never sets "
+                                  "it); the epoch does not count toward patience",
+                                  RuntimeWarning, stacklevel=2)
                 return
             improved = self._improved(value)
             if improved:

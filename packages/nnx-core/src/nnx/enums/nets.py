@@ -3,8 +3,11 @@
 Core members are built in. Members implemented by add-ons (``TRANSFORMER`` in
 nnx-lm, ``GRAPH_CONV`` in nnx-graph, …) resolve on first access through the
 ``nnx.nets`` entry-point group, whose entries point at a
-:class:`NetRegistration`. Accessing one whose distribution is absent raises
-:class:`~nnx._foundation.plugins.MissingDistributionError` naming what to install.
+:class:`NetRegistration`. One whose distribution is absent names what to install:
+``Nets["X"]`` raises :class:`~nnx._foundation.plugins.MissingDistributionError` (an
+ImportError), ``Nets.X`` its twin
+:class:`~nnx._foundation.plugins.MissingDistributionAttributeError` (an
+AttributeError, so ``hasattr(Nets, "X")`` is False), with the same message.
 
 ``Nets`` behaves like an enum (``Nets["FEED_FWD"]``, iteration, ``.name``,
 identity comparison, pickling by name) but can grow members at runtime, which
@@ -20,7 +23,7 @@ from typing import Any, ClassVar
 
 from torch import nn
 
-from nnx._foundation.plugins import missing, registry
+from nnx._foundation.plugins import MissingDistributionError, missing, registry
 
 __all__ = ["NetRegistration", "Nets"]
 
@@ -47,7 +50,10 @@ class _NetsMeta(type):
     def __getattr__(cls, name: str) -> Nets:
         if name.startswith("_"):
             raise AttributeError(name)
-        return cls._resolve(name)
+        try:
+            return cls._resolve(name)
+        except MissingDistributionError as exc:  # hasattr(Nets, name) is then False
+            raise exc.attribute_error() from None
 
     def __getitem__(cls, name: str) -> Nets:
         if not isinstance(name, str):

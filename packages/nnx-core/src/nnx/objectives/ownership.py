@@ -15,7 +15,8 @@ from torch import nn
 
 from nnx.objectives._core import Objective
 
-__all__ = ["check_precision_owner", "check_strict_ownership", "check_update_owner",
+__all__ = ["check_precision_owner", "check_step_model", "check_strict_ownership",
+           "check_update_owner",
            "full_precision_only", "imperative_step", "is_full_precision_only",
            "is_imperative_step"]
 
@@ -68,6 +69,19 @@ def check_precision_owner(step_fn: Any, precision: Any, *, step_name: str,
                          f"cannot accumulate: accumulate_grad_batches={accumulate}; set it to "
                          "1, or train its objective counterpart, whose shared update engine "
                          "accumulates exactly")
+
+
+def check_step_model(step_fn: Any, model: Any) -> None:
+    """Call a step function's own ``check_model(model)`` hook, if it defines one.
+
+    NNModel.train calls it first thing in the build, before the optimizer is built
+    and before any run is reserved, so a step that cannot train this model (a
+    distillation step whose teacher is the student) refuses before anything changes
+    and before a later check could fail on the step's own side effects.
+    """
+    check = getattr(step_fn, "check_model", None)
+    if step_fn is not None and callable(check):
+        check(model)
 
 
 def _hidden_objective(fn: Any) -> bool:

@@ -30,22 +30,45 @@ class FrozenTeacher:
                             f"{type(teacher).__name__}")
         self.teacher, self.net, self.who = teacher, net, who
         self.frozen = False
+        # What freeze() changed: each parameter's requires_grad and each module's mode.
+        self._before: tuple[list[tuple[Any, bool]], list[tuple[nn.Module, bool]]] = ([], [])
 
     def freeze(self) -> None:
         """Freeze the teacher's parameters and put its net in eval (once)."""
         if not self.frozen:
+            self._before = ([(p, p.requires_grad) for p in self.net.parameters()],
+                            [(m, m.training) for m in self.net.modules()])
             for p in self.net.parameters():
                 p.requires_grad_(False)
             self.net.eval()
             self.frozen = True
 
+    def _thaw(self) -> None:
+        """Undo freeze(): every flag and mode it changed goes back to what it was."""
+        if self.frozen:
+            params, modules = self._before
+            for p, flag in params:
+                p.requires_grad_(flag)
+            for m, mode in modules:
+                m.training = mode
+            self._before, self.frozen = ([], []), False
+
     def check_student(self, student_net: nn.Module) -> None:
-        """Refuse a teacher that is, or shares parameters with, the student's net."""
+        """Refuse a teacher that is, or shares parameters with, the student's net.
+
+        A teacher frozen before the student was known (the paradigm step factories
+        freeze on call, spec §10.1) is thawed first, so a refusal leaves every
+        ``requires_grad`` flag and module mode of both nets as it was before the freeze.
+        """
         if self.net is student_net:
-            raise ValueError(f"{self.who}: the teacher must not be the student's own net")
-        student = {id(p) for p in student_net.parameters()}
-        if any(id(p) in student for p in self.net.parameters()):
-            raise ValueError(f"{self.who}: the teacher shares parameters with the student")
+            problem = "the teacher must not be the student's own net"
+        else:
+            student = {id(p) for p in student_net.parameters()}
+            shared = any(id(p) in student for p in self.net.parameters())
+            problem = "the teacher shares parameters with the student" if shared else ""
+        if problem:
+            self._thaw()
+            raise ValueError(f"{self.who}: {problem}")
 
     @contextlib.contextmanager
     def _precision(self, device: torch.device) -> Iterator[None]:

@@ -35,8 +35,8 @@ def _net(value: Any) -> Nets | ModelDescriptor:
 
 
 def _net_named(name: str) -> Nets:
-    try:  # attribute lookup keeps an add-on member's install hint
-        return getattr(Nets, name.upper())  # type: ignore[no-any-return]
+    try:  # an absent add-on member's install hint (an ImportError) passes through
+        return Nets._resolve(name.upper())
     except AttributeError as exc:
         raise ValueError(f"NNModelParams.net {name!r}: {exc}") from None
 

@@ -65,6 +65,10 @@ RESUME_REFUSALS = {
     "scheduler_type": (
         GAN_OPTIMS, {**GAN_SCHEDULES, "D": _step_lr()},
         ComponentRestoreError, "optimizer 'D' schedule: saved REDUCE_LR_ON_PLATEAU, now STEP"),
+    "schedule_dropped": (
+        GAN_OPTIMS, {"G": PLATEAU}, ComponentRestoreError,
+        "optimizer 'D' schedule: the checkpoint has a schedule (REDUCE_LR_ON_PLATEAU) and this "
+        "run has none; resume with the same scheduler, or pass resume_mode='weights_only'"),
     "one_cycle_without_total_steps": (
         GAN_OPTIMS, {**GAN_SCHEDULES, "G": _one_cycle()}, ValueError,
         "resuming a ONE_CYCLE schedule needs an explicit total_steps covering the original "

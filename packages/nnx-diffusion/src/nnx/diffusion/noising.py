@@ -1,7 +1,7 @@
 """The forward process shared by the train step and the objective (spec §9.3, §6.5).
 
 x_t = √ᾱ_t · x_0 + √(1 − ᾱ_t) · ε, and the one-input batch rule: the batch is split
-by the model's adapter, which must yield exactly one positional input (x_0).
+by the model's adapter, which must yield exactly one input (x_0), positional or keyword.
 """
 
 from __future__ import annotations
@@ -16,13 +16,19 @@ __all__ = ["add_noise", "clean_input"]
 
 
 def clean_input(model: Any, batch: Any, who: str) -> torch.Tensor:
-    """x_0 of ``batch``, on the model's device: the adapter's one positional input."""
+    """x_0 of ``batch``, on the model's device: the adapter's one input.
+
+    That input may be positional or keyword (``KeywordInputs("x", target=None)``); its
+    name only says which batch entry is x_0, since the net is always called as
+    ``net(x_t, t)`` (§9.2).
+    """
     inputs, _ = model.split_batch(batch)
-    if len(inputs) != 1 or getattr(inputs, "kwargs", None):
-        raise ValueError(f"{who} needs batches with exactly one positional input (x_0); the "
-                         f"batch adapter yielded {len(inputs)} positional and "
-                         f"{len(getattr(inputs, 'kwargs', None) or {})} keyword input(s)")
-    x0 = inputs[0]
+    kwargs = getattr(inputs, "kwargs", None) or {}
+    if len(inputs) + len(kwargs) != 1:
+        raise ValueError(f"{who} needs batches with exactly one input (x_0); the batch "
+                         f"adapter yielded {len(inputs)} positional and {len(kwargs)} "
+                         "keyword input(s)")
+    x0 = inputs[0] if len(inputs) else next(iter(kwargs.values()))
     if not isinstance(x0, torch.Tensor) or not x0.is_floating_point() or x0.dim() < 1:
         got = f"{x0.dtype} of shape {tuple(x0.shape)}" if isinstance(x0, torch.Tensor) else (
             type(x0).__name__)

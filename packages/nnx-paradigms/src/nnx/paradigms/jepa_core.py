@@ -139,12 +139,14 @@ class JEPACore:
     @staticmethod
     def patches(model: Any, batch: Any, who: str) -> torch.Tensor:
         inputs, _ = model.split_batch(batch)
-        if len(inputs) != 1 or getattr(inputs, "kwargs", None):
-            raise ValueError(f"{who} needs batches with exactly one positional input (the "
-                             f"patches); the batch adapter yielded {len(inputs)} positional "
-                             f"and {len(getattr(inputs, 'kwargs', None) or {})} keyword "
-                             "input(s)")
-        x = inputs[0]
+        # One input, positional or keyword (spec §6.5): a keyword only names which batch
+        # entry holds the patches, since the encoders are always called positionally.
+        kwargs = getattr(inputs, "kwargs", None) or {}
+        if len(inputs) + len(kwargs) != 1:
+            raise ValueError(f"{who} needs batches with exactly one input (the patches); "
+                             f"the batch adapter yielded {len(inputs)} positional and "
+                             f"{len(kwargs)} keyword input(s)")
+        x = inputs[0] if len(inputs) else next(iter(kwargs.values()))
         if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() != 3:
             got = f"{x.dtype} of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else (
                 type(x).__name__)

@@ -65,7 +65,9 @@ def kd_train_step_factory(teacher: Any, *, alpha: float = 0.5,
                           temperature: float = 4.0) -> TrainStepFn:
     """A ``train_step_fn`` distilling ``teacher`` (an NNModel or nn.Module) into the model.
 
-    The teacher's parameters are frozen and its net set to eval now, on call.
+    The teacher's parameters are frozen and its net set to eval now, on call (§10.1);
+    a run that finds the teacher is, or shares a parameter with, its student refuses
+    before its optimizer is built and undoes that freeze.
     """
     who = "kd_train_step_factory"
     alpha, temperature = _check(who, alpha, temperature)
@@ -99,6 +101,10 @@ def _record(loss: float, output: torch.Tensor, target: Any, loss_fn: Any,
 
 
 def _describe(step: Any, frozen: FrozenTeacher, alpha: float, temperature: float) -> None:
+    # NNModel.train calls it before building the optimizer: a teacher that is, or shares
+    # a parameter with, the student is refused there with the freeze undone (the one
+    # check kd_objective runs), not after the run found a frozen student.
+    step.check_model = lambda model: frozen.check_student(model.net)
     step.teacher = frozen.teacher
     step.alpha = alpha
     step.temperature = temperature
