@@ -6,12 +6,15 @@ interpreter) with a 60 s limit, and must exit 0 without printing a
 traceback; the scripts assert their own claims, so exit 0 means they held.
 The second run starts in the directory the first left behind, as a user who
 runs an example again would: what it wrote (runs, pointers) must not make it
-fail.
+fail. Decoded text an example prints (its ``greedy:`` / ``sampled:`` lines) must
+read like text, not noise ("keeperssss…", a line of spaces), and a seeded
+example decodes the same text on the second run.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +38,7 @@ def test_example_runs(script: Path, tmp_path: Path) -> None:
     # Tiny nets gain nothing from intra-op threads; CI's two cores are shared.
     env["OMP_NUM_THREADS"] = "1"
     env.pop("PYTHONPATH", None)  # the installed nnx, as a user would run it
+    decoded_per_run = []
     for attempt in ("first", "second"):
         proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=60)
@@ -43,3 +47,17 @@ def test_example_runs(script: Path, tmp_path: Path) -> None:
                                       f"{proc.returncode}:\n{output[-4000:]}")
         assert "Traceback" not in output, output[-4000:]
         assert proc.stdout.strip(), f"{script.name} printed nothing"
+        decoded_per_run.append(decoded_text(proc.stdout))
+    if ".generate(" in script.read_text(encoding="utf-8"):  # an LM example shows its text
+        assert decoded_per_run[0], f"{script.name} printed no greedy: / sampled: line"
+    assert decoded_per_run[0] == decoded_per_run[1]
+    for text in decoded_per_run[0]:
+        words = re.findall(r"[A-Za-z]+", text)
+        assert len(words) >= 5, text
+        assert not re.search(r"(.)\1{3,}", text), text  # no "ssss", no run of spaces
+        assert max(words.count(w) for w in words) <= len(words) // 2, text
+
+
+def decoded_text(stdout: str) -> list[str]:
+    return [line.split(": ", 1)[1] for line in stdout.splitlines()
+            if line.startswith(("greedy:", "sampled:"))]
