@@ -177,3 +177,25 @@ def test_old_dora_and_ia3_checkpoints_name_their_recipes(tmp_path: Path) -> None
     assert "DoRA adapters, rebuilt by nnx.dora_recipe(model.net, 'layers.0', r=2," in message
     assert "nnx.ia3_recipe(model.net, 'layers.1', feedforward=['layers.1'])" in message
     assert "nnx.lora_recipe" not in message  # a DoRA layer is not a LoRA one
+
+
+def test_a_live_lora_run_split_at_an_epoch_boundary_resumes_bit_for_bit(
+        tmp_path: Path) -> None:
+    def live(seed: int = 0) -> NNModel:
+        model = tiny_model(seed)
+        apply_lora_to(model.net, "layers.*", r=2, alpha=4.0, dropout=0.25)
+        return model
+
+    def params(**changes: object) -> NNTrainParams:
+        return dataclasses.replace(plan(), **changes)  # type: ignore[arg-type]
+
+    whole = live()
+    whole.train(params(n_epochs=2), verbose=False, root=tmp_path / "whole")
+    head = live().train(params(n_epochs=1), verbose=False, root=tmp_path / "split")
+    resumed = live(seed=5)  # other init: the checkpoint replaces it
+    tail = resumed.train(params(n_epochs=1, resume_from_run_id=head.id,
+                                resume_mode="stateful"), verbose=False, root=tmp_path / "split")
+    assert tail.resume_status.mode == "stateful"
+    expected, got = whole.net.state_dict(), resumed.net.state_dict()
+    assert expected.keys() == got.keys()
+    assert all(torch.equal(expected[k], got[k]) for k in expected)

@@ -22,10 +22,13 @@ from torch import nn
 from nnx import (
     NNCheckpoint,
     NNModel,
+    NNTrainerParams,
     NNTrainParams,
+    Trainer,
     TransformCompatibilityError,
     TransformRecipe,
     register_transform,
+    supervised_objective,
 )
 from nnx._foundation.plugins import versioned_registry
 from nnx.extend import RecognizingTransform
@@ -194,3 +197,17 @@ def test_the_extending_md_block_runs() -> None:
                          re.M | re.S)
     exec(compile(code, "docs/extending.md, Changes made in place", "exec"),
          {"__name__": "__extending_doc__"})
+
+
+def test_a_trainer_records_and_refuses_alike(tmp_path: Path) -> None:
+    params = NNTrainerParams(n_epochs=1, train_loader=tiny_batches(), optims={"all": sgd()})
+    with pytest.raises(LiveTopologyError, match=r"Trainer\.train: model\.net is not the net"):
+        Trainer(gained("layers.0")).train(params, objective=supervised_objective(),
+                                          verbose=False, root=tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
+    register_transform("test.gain", 1, GAIN)
+    model = gained("layers.0")
+    run = Trainer(model).train(params, objective=supervised_objective(), verbose=False,
+                               root=tmp_path / "runs")
+    assert run.state()["transforms"] == [
+        {"op": "test.gain", "version": 1, "config": {"targets": ["layers.0"]}}]
