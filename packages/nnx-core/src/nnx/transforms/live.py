@@ -169,7 +169,7 @@ def live_recipes(net: nn.Module, reference: nn.Module, *, what: str,
     differences = tree_differences(live, module_tree(reference))
     shown = "; ".join(differences[:_SHOWN]) + ("; ..." if len(differences) > _SHOWN else "")
     apis = [t.recipe_api for _, t in recognizers if t.recipe_api]
-    builders = f" ({', '.join(apis)} build adapter recipes)" if apis else ""
+    builders = f" (recipe builders registered here: {', '.join(apis)})" if apis else ""
     why = f" ({'; '.join(reasons)})" if reasons else ""
     if salt is not None:
         warnings.warn(
