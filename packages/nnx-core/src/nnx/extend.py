@@ -45,7 +45,9 @@ unchanged, so an add-on (and the reference plugin under
   :func:`full_precision_only`;
 * net params: :class:`NNParams` with its public hooks ``validate``, ``omit_from_state``
   and ``field_name``;
-* transform recipes: :class:`TransformRecipe` and :func:`config_targets`;
+* transform recipes: :class:`TransformRecipe` and :func:`config_targets`, and
+  :class:`RecognizingTransform` (an op that also recognises its modules in a net
+  changed in place, so ``train`` records that change as the run's recipe);
 * crossing to another add-on: :func:`require_distribution` (the one install hint);
 * driving the epoch loop with a run of one's own (an LR sweep, a search trial):
   :func:`run_fit_loop` given an :class:`UpdateOwner` (it reads the loop through
@@ -143,6 +145,7 @@ from nnx.params.net import NNParams
 from nnx.tasks.protocol import Task
 from nnx.tasks.runtime import TaskRuntime, resolve_task
 from nnx.transforms import register_transform, registered_transforms, unregister_transform
+from nnx.transforms.live import RecognizingTransform
 from nnx.transforms.recipe import TransformRecipe, config_targets
 
 __all__ = [
@@ -171,6 +174,7 @@ __all__ = [
     "OptimizerSlot",
     "OwnerBuild",
     "Params",
+    "RecognizingTransform",
     "ResolvedPrecision",
     "Task",
     "TaskRuntime",

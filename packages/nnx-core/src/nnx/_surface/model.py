@@ -32,10 +32,11 @@ from nnx._foundation.modes import preserved_state
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.run import DEFAULT_ROOT, NNRun
+from nnx._surface.live_changes import recording_live_changes
 from nnx.enums.nets import Nets
 from nnx.enums.precision import Precision
 from nnx.models.construct import build_net, check_checkpoint_module, check_rebuild_fits
-from nnx.models.topology import check_weights_fit
+from nnx.models.topology import WeightsMismatchError, check_weights_fit
 from nnx.params._loaders import check_loader, refuse_dataset
 from nnx.params.descriptors import ModelSpec
 from nnx.params.model import NNModelParams
@@ -52,6 +53,7 @@ from nnx.transforms import (
     refuse_runtime,
     replay_transforms,
 )
+from nnx.transforms.live import unrecorded_weights_error
 
 if TYPE_CHECKING:
     from nnx._contracts.trainable import TrainableModel
@@ -222,12 +224,19 @@ class NNModel:
         ``objective`` run by the shared update engine (§6.5), never two of them.
         ``callbacks`` / ``components`` None mean none. ``verbose=False`` prints nothing
         (no progress bar, no ``Run saved to`` line).
+
+        A net changed in place since its params built it (``apply_lora_to(model.net,
+        ...)``) is recorded as the transform recipes a registered op recognises, so the
+        run id tells the variants apart and ``from_checkpoint`` rebuilds them; any other
+        change raises :class:`~nnx.transforms.LiveTopologyError` before the run is
+        reserved, unless ``salt`` names the variant (spec §11.1, docs/peft.md).
         """
-        return train_model(self, params, train_step_fn=train_step_fn, objective=objective,
-                           eval_step_fn=eval_step_fn, callbacks=list(callbacks or ()), salt=salt,
-                           verbose=verbose, root=os.fspath(root),
-                           components=list(components or ()), history=history,
-                           provenance=provenance, distributed=distributed)
+        with recording_live_changes(self, salt=salt, what=f"{type(self).__name__}.train"):
+            return train_model(self, params, train_step_fn=train_step_fn, objective=objective,
+                               eval_step_fn=eval_step_fn, callbacks=list(callbacks or ()),
+                               salt=salt, verbose=verbose, root=os.fspath(root),
+                               components=list(components or ()), history=history,
+                               provenance=provenance, distributed=distributed)
 
     def _build_scheduler(self, optimizer: torch.optim.Optimizer, params: NNSchedulerParams,
                          n_epochs: int, *, updates_per_epoch: int | None = None,
@@ -420,6 +429,29 @@ class NNModel:
         def replay(net: nn.Module) -> object:
             return replay_transforms(net, recipes, base=params.net)
 
+        try:
+            model = cls._rebuild(checkpoint, params, recipes, replay, what, module=module,
+                                 batch_adapter=batch_adapter, task=task)
+        except WeightsMismatchError as exc:
+            # No recorded recipe rebuilds what the weights hold: a run of a net changed in
+            # place, written before such changes were recorded. Name the recipe if a
+            # registered op recognises the saved modules.
+            unrecorded = None if recipes else unrecorded_weights_error(
+                what, exc.missing,
+                {k: tuple(checkpoint.state_dict[k].shape) for k in exc.unexpected})
+            if unrecorded is None:
+                raise
+            raise unrecorded from None
+        model.net.load_state_dict(checkpoint.state_dict)
+        return model
+
+    @classmethod
+    def _rebuild(cls, checkpoint: NNCheckpoint, params: NNModelParams,
+                 recipes: tuple[TransformRecipe, ...], replay: Callable[[nn.Module], object],
+                 what: str, *, module: nn.Module | None, batch_adapter: BatchAdapter | None,
+                 task: Task | None) -> NNModel:
+        """The model a checkpoint describes, recipes replayed and checked against the
+        saved weights' names and shapes (WeightsMismatchError), nothing loaded yet."""
         if isinstance(params.net, ModelSpec):  # its recorded config, checked on meta first
             check_rebuild_fits(None, params, checkpoint.state_dict,
                                f"checkpoint of {params.net.label}", replay)
@@ -436,7 +468,6 @@ class NNModel:
             model = cls(net_params=net_params, params=params, batch_adapter=batch_adapter,
                         task=task)
             model.transforms = replay_transforms(model.net, recipes, base=model.params.net)
-        model.net.load_state_dict(checkpoint.state_dict)
         return model
 
 

@@ -31,6 +31,7 @@ from nnx._engine.update_engine import OptimizerSlot
 from nnx._engine.update_owner import LoopView, OwnerBuild
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.run import DEFAULT_ROOT, NNRun
+from nnx._surface.live_changes import recording_live_changes
 from nnx._surface.model import NNModel
 from nnx.callbacks.base import CallbackContext
 from nnx.enums.precision import Precision
@@ -92,11 +93,13 @@ class Trainer:
         ``distributed=nnx.distributed.DDP(...)`` trains on every rank of a torchrun launch.
         ``callbacks`` / ``components`` None mean none; ``verbose=False`` prints nothing."""
         owner = TrainerOwner(self, params, step_fn=trainer_step_fn, objective=objective)
-        return run_fit_loop(owner, self.model, params, objective=objective,
-                            eval_step_fn=eval_step_fn, callbacks=list(callbacks or ()),
-                            salt=salt, verbose=verbose, root=os.fspath(root),
-                            components=list(components or ()), history=history,
-                            provenance=provenance, distributed=distributed)
+        # A net changed in place is recorded (or refused) as NNModel.train does (§11.1).
+        with recording_live_changes(self.model, salt=salt, what="Trainer.train"):
+            return run_fit_loop(owner, self.model, params, objective=objective,
+                                eval_step_fn=eval_step_fn, callbacks=list(callbacks or ()),
+                                salt=salt, verbose=verbose, root=os.fspath(root),
+                                components=list(components or ()), history=history,
+                                provenance=provenance, distributed=distributed)
 
     def __repr__(self) -> str:
         return f"Trainer(model={self.model!r})"

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from nnx.params.model import NNModelParams
     from nnx.params.net import NNParams
 
-__all__ = ["build_net", "check_checkpoint_module", "check_rebuild_fits"]
+__all__ = ["build_net", "build_reference", "check_checkpoint_module", "check_rebuild_fits"]
 
 Built = tuple[nn.Module, "NNModelParams", torch.device]
 
@@ -101,6 +101,31 @@ def check_rebuild_fits(net_params: NNParams | None, params: NNModelParams,
     finally:
         restore_rng_state(rng)
     check_weights_fit(skeleton, state_dict, what)
+
+
+def build_reference(net_params: NNParams | None, params: NNModelParams) -> nn.Module | None:
+    """The net ``params`` describe as freshly built, for comparing a live net's module
+    tree with it (``NNModel.train``, spec §11.1); None for a runtime module, which no
+    factory builds.
+
+    Built on the meta device (no storage, no initialization). A registered factory
+    that cannot build there is built for real instead. Every RNG stream is put back,
+    so the caller's streams never move.
+    """
+    if isinstance(params.net, RuntimeModule):
+        return None
+    build = _builder(net_params, params)
+    rng = capture_rng_state()
+    try:
+        try:
+            with torch.device("meta"):
+                return build()
+        except Exception:
+            if not isinstance(params.net, ModelSpec):
+                raise
+            return build()  # the factory reads real tensors while building (§3.2)
+    finally:
+        restore_rng_state(rng)
 
 
 def _wrap(net_params: NNParams | None, params: NNModelParams, module: nn.Module) -> Built:

@@ -20,7 +20,8 @@ from torch.nn.parameter import is_lazy
 from nnx._foundation.hashing import canonical_bytes, sha256_hex
 from nnx.params.descriptors import RuntimeModule
 
-__all__ = ["check_weights_fit", "runtime_descriptor", "topology_fingerprint"]
+__all__ = ["WeightsMismatchError", "check_weights_fit", "runtime_descriptor",
+           "topology_fingerprint"]
 
 
 def _entries(named: Iterable[tuple[str, torch.Tensor]]) -> list[list[Any]]:
@@ -43,16 +44,29 @@ def runtime_descriptor(module: nn.Module) -> RuntimeModule:
     return RuntimeModule(module=f"{cls.__module__}.{cls.__qualname__}", fingerprint=fingerprint)
 
 
+class WeightsMismatchError(ValueError):
+    """Saved weights whose names or shapes differ from the module's; ``missing`` and
+    ``unexpected`` list every differing name, so a caller can explain the difference
+    (``NNModel.from_checkpoint`` asks the transform ops whether they recognise it)."""
+
+    def __init__(self, message: str, *, missing: list[str], unexpected: list[str]) -> None:
+        super().__init__(message)
+        self.missing, self.unexpected = missing, unexpected
+
+
 def check_weights_fit(module: nn.Module, state_dict: Mapping[str, torch.Tensor],
                       what: str) -> None:
-    """Refuse (ValueError) saved weights whose names or shapes differ from ``module``'s."""
+    """Refuse (:class:`WeightsMismatchError`, a ValueError) saved weights whose names or
+    shapes differ from ``module``'s."""
     expected = {k: tuple(v.shape) for k, v in module.state_dict().items()}
     saved = {k: tuple(v.shape) for k, v in state_dict.items()}
     if expected == saved:
         return
-    missing = sorted(set(expected) - set(saved))[:5]
-    extra = sorted(set(saved) - set(expected))[:5]
+    missing = sorted(set(expected) - set(saved))
+    extra = sorted(set(saved) - set(expected))
     shapes = [f"{k} {saved[k]} vs {expected[k]}"
               for k in sorted(set(expected) & set(saved)) if expected[k] != saved[k]][:5]
-    raise ValueError(f"{what}: the saved weights do not fit the module (missing {missing}, "
-                     f"unexpected {extra}, other shapes {shapes}); nothing was loaded")
+    raise WeightsMismatchError(
+        f"{what}: the saved weights do not fit the module (missing {missing[:5]}, "
+        f"unexpected {extra[:5]}, other shapes {shapes}); nothing was loaded",
+        missing=missing, unexpected=extra)

@@ -7,6 +7,11 @@ entry-point group, named ``op@vN``) with its JSON-like config.
 model; the run id and every checkpoint carry it, and
 ``NNModel.from_checkpoint`` replays it on the rebuilt base before loading the
 weights. Core ships ``nnx.low_rank`` v1 (:mod:`nnx.transforms.low_rank`).
+
+A net changed in place after its params built it (an adapter applied to
+``model.net``) is recorded too: ``train`` asks the ops that are a
+:class:`RecognizingTransform` for the recipes that reproduce the change
+(:mod:`nnx.transforms.live`) and refuses a change none reproduces.
 """
 
 from nnx.transforms.apply import (
@@ -15,6 +20,7 @@ from nnx.transforms.apply import (
     refuse_runtime,
     replay_transforms,
 )
+from nnx.transforms.live import LiveTopologyError, RecognizingTransform
 from nnx.transforms.low_rank import LowRankLinear, materialize_low_rank
 from nnx.transforms.recipe import TransformRecipe, config_targets
 from nnx.transforms.registry import (
@@ -27,7 +33,9 @@ from nnx.transforms.registry import (
 )
 
 __all__ = [
+    "LiveTopologyError",
     "LowRankLinear",
+    "RecognizingTransform",
     "TransformCompatibilityError",
     "TransformOp",
     "TransformRecipe",

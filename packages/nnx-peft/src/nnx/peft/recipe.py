@@ -18,6 +18,10 @@ Announced to nnx-core through ``nnx.transforms`` entry points (``nnx.lora@v1``,
 ``nnx.dora@v1``, ``nnx.ia3@v1`` in the pyproject), so a checkpoint replays without
 importing nnx.peft first. :func:`lora_recipe` / :func:`dora_recipe` /
 :func:`ia3_recipe` resolve ``apply_*_to``'s globs to the explicit targets.
+
+Each op is a :class:`~nnx.extend.RecognizingTransform`: ``train`` on a net whose
+adapters were applied in place (``apply_lora_to(model.net, ...)``) asks it for the
+recipe that rebuilds them (:mod:`nnx.peft.live`) and records that as the run's recipe.
 """
 
 from __future__ import annotations
@@ -28,9 +32,15 @@ from typing import Any
 
 from torch import nn
 
-from nnx.extend import TransformRecipe, config_targets
+from nnx.extend import RecognizingTransform, TransformRecipe, config_targets
 from nnx.peft.dora import DoRALinear
 from nnx.peft.ia3 import IA3Linear, feedforward_patterns
+from nnx.peft.live import (
+    explain_ia3_weights,
+    low_rank_explainer,
+    low_rank_recognizer,
+    recognize_ia3,
+)
 from nnx.peft.lora import LoRALinear, check_lora_args
 from nnx.peft.targeting import Slot, replace_slots, select_linear_slots
 
@@ -70,11 +80,15 @@ def _low_rank_op(op: str, wrapper: type[LoRALinear]) -> Callable[..., None]:
     return materialize
 
 
-materialize_lora = _low_rank_op(LORA_OP, LoRALinear)
-materialize_dora = _low_rank_op(DORA_OP, DoRALinear)
+materialize_lora = RecognizingTransform(
+    _low_rank_op(LORA_OP, LoRALinear), recognize=low_rank_recognizer(LoRALinear),
+    explain_weights=low_rank_explainer(LoRALinear), recipe_api="nnx.lora_recipe")
+materialize_dora = RecognizingTransform(
+    _low_rank_op(DORA_OP, DoRALinear), recognize=low_rank_recognizer(DoRALinear),
+    explain_weights=low_rank_explainer(DoRALinear), recipe_api="nnx.dora_recipe")
 
 
-def materialize_ia3(net: nn.Module, config: Mapping[str, Any], *, source: bool = True) -> None:
+def _materialize_ia3(net: nn.Module, config: Mapping[str, Any], *, source: bool = True) -> None:
     """Wrap every target Linear of ``net`` in an IA3Linear, scaling the input of those in
     ``feedforward`` (the registered ``nnx.ia3@v1`` op). The scalings start at one, which
     draws from no RNG stream, so replay and a fresh application build the same layers."""
@@ -88,6 +102,11 @@ def materialize_ia3(net: nn.Module, config: Mapping[str, Any], *, source: bool =
     slots = _target_slots(net, label, targets)
     ff = {id(s.module) for s in slots if any(p in feedforward for p in s.paths)}
     replace_slots(slots, lambda linear: IA3Linear(linear, feedforward=id(linear) in ff))
+
+
+materialize_ia3 = RecognizingTransform(_materialize_ia3, recognize=recognize_ia3,
+                                       explain_weights=explain_ia3_weights,
+                                       recipe_api="nnx.ia3_recipe")
 
 
 def _recipe_slots(what: str, net: nn.Module, patterns: Sequence[str]) -> list[Slot]:
