@@ -141,3 +141,11 @@ def test_the_spec_example_runs_from_a_saved_plan(tmp_path):
     rows = sum(len(xb) for xb, _ in dataset.train_loader)
     assert rows == len(plan.train)
     assert isinstance(next(iter(dataset.train_loader))[0], torch.Tensor)
+
+
+def test_a_zero_proportion_leaves_its_loader_none():
+    df = _frame()
+    plan = plan_split(df["row_id"], strategy="group", groups=df["patient"],
+                      proportions=(0.75, 0.25, 0.0), seed=2)
+    ds = _dataset(df, plan)
+    assert plan.test == () and ds.test_loader is None and ds.val_loader is not None

@@ -33,6 +33,12 @@ class NNTabularDataset(NNDataset):
     sorted order (``classes`` holds the original labels); a regression target
     must be numeric and finite and becomes a ``feature_dtype`` vector. The
     DataFrame is read, never modified, and not kept.
+
+    ``split=`` (a ``nnx.data_splits.SplitManifest``) decides membership instead of
+    ``val_proportion`` / ``test_proportion``: the plan is resolved against the ids
+    in ``id_col`` (or the row count, for a positional plan) and ``source_identity``
+    before any tensor is built, and only its admitted rows are read, so gap rows
+    reach no loader. ``split_indices`` are then positions among those rows.
     """
 
     def __init__(
