@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 import torch
 
@@ -10,10 +9,12 @@ from nnx import NNTabularDataset
 from nnx.data_splits import SplitError, SplitManifest, plan_split
 from nnx.provenance import hash_bytes
 
+pd = pytest.importorskip("pandas")  # NNTabularDataset's `tabular` extra
+
 SOURCE = hash_bytes(b"patients v1")
 
 
-def _frame(n: int = 24) -> pd.DataFrame:
+def _frame(n: int = 24):
     return pd.DataFrame({
         "row_id": [f"row{i:03d}" for i in range(n)],
         "patient": [i // 3 for i in range(n)],
@@ -22,7 +23,7 @@ def _frame(n: int = 24) -> pd.DataFrame:
     })
 
 
-def _group_plan(df: pd.DataFrame, **kwargs) -> SplitManifest:
+def _group_plan(df, **kwargs) -> SplitManifest:
     return plan_split(df["row_id"], strategy="group", groups=df["patient"],
                       proportions=(0.5, 0.25, 0.25), seed=7, **kwargs)
 
