@@ -33,7 +33,8 @@ SRC = Path(nnx.__file__).parent
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("nnx._foundation",)),
     ("configuration", ("nnx.params", "nnx.enums", "nnx.models", "nnx.datasets", "nnx.nets")),
-    ("persistence", ("nnx._journal", "nnx._persistence", "nnx.history", "nnx.provenance")),
+    ("persistence", ("nnx._journal", "nnx._persistence", "nnx.history", "nnx.provenance",
+                     "nnx.data_splits")),
     ("engine", ("nnx._contracts", "nnx._engine", "nnx.callbacks", "nnx.tasks", "nnx.metrics",
                 "nnx.objectives", "nnx.transforms")),
     ("surface", ("nnx._surface",)),

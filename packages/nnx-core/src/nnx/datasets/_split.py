@@ -11,14 +11,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 import torch
 from torch.utils.data import Dataset, random_split
 
 from nnx._foundation.validation import UNIT_HALF_OPEN, check_batch_sizes, check_count, check_real
 
-__all__ = ["SplitConfig", "SplitIndices", "check_split_config", "random_split_indices"]
+__all__ = ["PlannedSplit", "SplitConfig", "SplitIndices", "check_split_config",
+           "random_split_indices"]
 
 #: torch.Generator.manual_seed accepts seeds up to 2**64 - 1.
 _MAX_SEED = 2**64 - 1
@@ -31,6 +32,17 @@ class SplitIndices(NamedTuple):
     train: tuple[int, ...]
     val: tuple[int, ...]
     test: tuple[int, ...]
+
+
+class PlannedSplit(Protocol):
+    """What a dataset reads of a split plan (nnx.data_splits.SplitManifest, a layer above)."""
+
+    @property
+    def id_kind(self) -> str: ...
+
+    def resolve(self, ids: Any, *, source_identity: Any = None) -> SplitIndices: ...
+
+    def digest(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,9 +63,7 @@ class NNDataset:
         self._config, self._shuffle = config, shuffle
         self._inputs, self._targets = inputs, targets
         self._n_classes = _count_classes(targets, self._classes)
-        self._indices = random_split_indices(
-            len(inputs), (config.val_proportion, config.test_proportion), config.seed
-        )
+        self._indices = self._split_rows(len(inputs))
         base = TensorDataset(inputs, targets)
         train_bs, val_bs, test_bs = config.batch_sizes
         val_rows, test_rows = self._indices.val, self._indices.test
@@ -123,6 +121,12 @@ class NNDataset:
                 }
             )
         )
+
+    def _split_rows(self, n: int) -> SplitIndices:
+        """Which rows train / validate / test: random_split unless a subclass plans them."""
+        config = self._config
+        return random_split_indices(n, (config.val_proportion, config.test_proportion),
+                                    config.seed)
 
     def _loader(
         self,

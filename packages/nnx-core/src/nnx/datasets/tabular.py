@@ -15,7 +15,7 @@ from torch import Tensor
 
 from nnx._foundation.hashing import plain
 from nnx._foundation.validation import check_choice
-from nnx.datasets._split import check_split_config
+from nnx.datasets._split import PlannedSplit, SplitIndices, check_split_config
 from nnx.datasets._tensors import ClassLabel
 from nnx.datasets.dataset import NNDataset
 
@@ -33,6 +33,12 @@ class NNTabularDataset(NNDataset):
     sorted order (``classes`` holds the original labels); a regression target
     must be numeric and finite and becomes a ``feature_dtype`` vector. The
     DataFrame is read, never modified, and not kept.
+
+    ``split=`` (a ``nnx.data_splits.SplitManifest``) decides membership instead of
+    ``val_proportion`` / ``test_proportion``: the plan is resolved against the ids
+    in ``id_col`` (or the row count, for a positional plan) and ``source_identity``
+    before any tensor is built, and only its admitted rows are read, so gap rows
+    reach no loader. ``split_indices`` are then positions among those rows.
     """
 
     def __init__(
@@ -47,6 +53,9 @@ class NNTabularDataset(NNDataset):
         seed: int | None = None,
         feature_dtype: torch.dtype = torch.float32,
         task: str = "classification",
+        split: PlannedSplit | None = None,
+        id_col: ColumnLabel | None = None,
+        source_identity: Any = None,
     ) -> None:
         owner = type(self).__name__
         config = check_split_config(
@@ -67,6 +76,12 @@ class NNTabularDataset(NNDataset):
             raise TypeError(f"{owner}.df must be a pandas DataFrame; got {type(df).__name__}")
         for col in (*features, target):
             _column(owner, df, col)  # every column exists before any is converted
+        # The plan is resolved before any tensor exists; only its admitted rows are read.
+        planned = _planned_rows(owner, df, split, id_col, source_identity, (*features, target))
+        if planned is not None:
+            df = df.iloc[list(planned[0])]
+        self._planned = None if planned is None else planned[1]
+        self._split_digest = None if split is None else split.digest()
         X = torch.stack([_numeric(owner, pd, df, c, feature_dtype) for c in features], dim=1)
         if task == "classification":
             Y, classes = _encode_labels(owner, df, target)
@@ -104,7 +119,43 @@ class NNTabularDataset(NNDataset):
             "task": self._task,
             "feature_dtype": str(self._feature_dtype).removeprefix("torch."),
         }
+        if self._split_digest is not None:
+            extra["split"] = self._split_digest
         return {**super().state(), **plain(extra)}
+
+    def _split_rows(self, n: int) -> SplitIndices:
+        return super()._split_rows(n) if self._planned is None else self._planned
+
+
+def _planned_rows(owner: str, df: Any, split: Any, id_col: Any, source_identity: Any,
+                  used: tuple[ColumnLabel, ...]) -> tuple[tuple[int, ...], SplitIndices] | None:
+    """The rows a split plan admits (source order) and its splits as positions among them."""
+    if split is None:
+        if id_col is not None or source_identity is not None:
+            raise ValueError(f"{owner}: id_col and source_identity are read only with split=")
+        return None
+    if not callable(getattr(split, "resolve", None)) or not callable(getattr(split, "digest",
+                                                                             None)):
+        raise TypeError(f"{owner}.split must be a SplitManifest (nnx.data_splits); "
+                        f"got {type(split).__name__}")
+    if split.id_kind == "position":
+        if id_col is not None:
+            raise ValueError(f"{owner}: the split plan records row positions, not ids; "
+                             "drop id_col or plan over the ids")
+        ids: Any = len(df)
+    else:
+        if id_col is None:
+            raise ValueError(f"{owner}: a split plan over sample ids needs id_col=, the column "
+                             "that holds them (never the index, which could match other rows)")
+        _check_label(f"{owner}.id_col", id_col)
+        if id_col in used:
+            raise ValueError(f"{owner}: id_col {id_col!r} is also a feature or the target")
+        ids = _column(owner, df, id_col)
+    indices: SplitIndices = split.resolve(ids, source_identity=source_identity)
+    admitted = sorted((*indices.train, *indices.val, *indices.test))
+    where = {row: i for i, row in enumerate(admitted)}
+    local = SplitIndices(*(tuple(where[r] for r in rows) for rows in indices))
+    return tuple(admitted), local
 
 
 def _import_pandas() -> Any:
