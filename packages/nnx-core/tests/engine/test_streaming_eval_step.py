@@ -122,3 +122,13 @@ def test_a_wrapping_step_refuses_at_its_first_call_before_reading_a_batch():
                           extra_metrics={"n": lambda t, p: len(t)}, epoch_idx=0)
     with pytest.raises(UnboundedMetricError, match="extra_metrics"):
         wrapper(ctx)
+
+
+def test_every_problem_is_reported_with_its_path(stored_metric):
+    from nnx._engine.evaluation import streaming_step_problems
+
+    problems = streaming_step_problems({"n": len}, (stored_metric, MetricSpec("f1"),
+                                                    stored_metric))
+    assert [path for path, _ in problems] == ["train.extra_metrics", "train.metrics[0]",
+                                              "train.metrics[2]"]
+    assert streaming_step_problems({}, METRICS) == []

@@ -238,3 +238,9 @@ def test_constructor_refusals():
         StreamingMetrics([MetricSpec("accuracy")], "bernoulli", threshold=1.0)
     with pytest.raises(TypeError):
         StreamingMetrics.for_task(CAT, "categorical")
+
+
+def test_merge_takes_only_a_streaming_metrics():
+    m = StreamingMetrics(CAT, "categorical")
+    with pytest.raises(TypeError):
+        m.merge({"count": 3})

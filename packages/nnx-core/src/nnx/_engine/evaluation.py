@@ -21,7 +21,8 @@ from nnx._foundation.modes import preserved_state
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx.metrics import MetricSpec, resolve_metric
 
-__all__ = ["evaluate_loader", "preflight_eval_step", "streaming_eval_step"]
+__all__ = ["evaluate_loader", "preflight_eval_step", "streaming_eval_step",
+           "streaming_step_problems"]
 
 
 def evaluate_loader(model: Any, loader: Any, metrics: Sequence[Any] = (),
@@ -72,19 +73,30 @@ def _fields(record: NNEvaluationDataPoint) -> dict[str, Any]:
         "status")}
 
 
-def _refusal(extra_metrics: Any, metrics: Sequence[Any]) -> str | None:
-    """Why the streaming step cannot run with these declarations (None: it can)."""
+def streaming_step_problems(extra_metrics: Any, metrics: Sequence[Any]
+                            ) -> list[tuple[str, str]]:
+    """Every declaration streaming_eval_step cannot serve, as ``(path, message)`` pairs
+    (``train.extra_metrics``, ``train.metrics[i]``); empty when it can run."""
+    problems: list[tuple[str, str]] = []
     if extra_metrics:
-        return ("streaming_eval_step refuses extra_metrics (callables on the full arrays "
-                f"hold every target): drop {sorted(extra_metrics)} or use the default "
-                "validation")
+        problems.append(("train.extra_metrics", (
+            "streaming_eval_step refuses extra_metrics (callables on the full arrays hold "
+            f"every target): drop {sorted(extra_metrics)} or use the default validation")))
     for i, spec in enumerate(metrics):
         if isinstance(spec, MetricSpec):
             registration = resolve_metric(spec)
             if not accumulator_is_bounded(registration.factory(spec.config)):
-                return (f"streaming_eval_step refuses train.metrics[{i}] ({spec.label!r}): "
-                        "it stores every score; use the default validation")
-    return None
+                problems.append((f"train.metrics[{i}]", (
+                    f"streaming_eval_step refuses train.metrics[{i}] ({spec.label!r}): it "
+                    "stores every score (no merge(), or stores_scores = True); use the "
+                    "default validation")))
+    return problems
+
+
+def _refuse(extra_metrics: Any, metrics: Sequence[Any]) -> None:
+    problems = streaming_step_problems(extra_metrics, metrics)
+    if problems:
+        raise UnboundedMetricError("; ".join(message for _, message in problems))
 
 
 def streaming_eval_step(ctx: Any) -> NNEvaluationDataPoint:
@@ -94,9 +106,7 @@ def streaming_eval_step(ctx: Any) -> NNEvaluationDataPoint:
     (``NNModel.train`` checks both before reserving the run). An empty validation
     loader gives the empty record (count 0) instead of evaluate()'s error.
     """
-    why = _refusal(ctx.extra_metrics, ctx.metrics)
-    if why is not None:
-        raise UnboundedMetricError(why)
+    _refuse(ctx.extra_metrics, ctx.metrics)
     return evaluate_loader(ctx.model, ctx.val_loader, ctx.metrics, allow_empty=True)
 
 
@@ -107,8 +117,5 @@ def preflight_eval_step(eval_fn: Any, extra_metrics: Any, metrics: Sequence[Any]
     fn = eval_fn
     while isinstance(fn, functools.partial):
         fn = fn.func
-    if fn is not streaming_eval_step:
-        return
-    why = _refusal(extra_metrics, metrics)
-    if why is not None:
-        raise UnboundedMetricError(why)
+    if fn is streaming_eval_step:
+        _refuse(extra_metrics, metrics)

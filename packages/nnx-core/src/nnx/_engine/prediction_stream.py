@@ -22,6 +22,7 @@ from nnx._engine.prediction import (
     PredictionResult,
     PredictResult,
     ProbabilitySpec,
+    _as_sample_ids,
     class_axis_in,
     decode_on_axis,
     net_class_axis,
@@ -167,9 +168,7 @@ class PredictionStream:
                 axis: int | None) -> PredictionBatch | PredictionResult:
         if not self._rich:
             classes = decode_on_axis(task.decode, logits, axis)
-            ids = np.asarray(ids, dtype=np.int64)
-            ids.flags.writeable = False
-            return PredictionBatch(logits, classes, ids)
+            return PredictionBatch(logits, classes, _as_sample_ids(ids, int(logits.shape[0])))
         spec = self._spec
         if spec is not None and self._spec_axis is not None:
             spec = dataclasses.replace(spec, class_axis=class_axis_in(logits, self._spec_axis))

@@ -326,7 +326,7 @@ class NNModel:
             ids = np.arange(len(logits))
         return prediction_from_logits(logits, spec, sample_ids=ids)  # spec None: regression
 
-    def iter_predict(self, loader: Any, spec: ProbabilitySpec | None = None, *,
+    def iter_predict(self, loader: Any, spec: ProbabilitySpec | None = None,
                      rich: bool = False) -> PredictionStream:
         """``predict()`` one batch at a time, as a context-managed stream (spec §21).
 
