@@ -37,6 +37,7 @@ from nnx._contracts.precision import ResolvedPrecision
 from nnx._engine.control_signal import epoch_signal, monitor_tracker
 from nnx._engine.distributed import DistributedSession, MemoryHistory
 from nnx._engine.epoch_commit import EpochCommit, keep_best_score
+from nnx._engine.evaluation import preflight_eval_step
 from nnx._engine.loop_state import LoopState, MonitorComponent, UpdateCounters, primary_slot
 from nnx._engine.loop_support import (
     EngineSummary,
@@ -256,6 +257,8 @@ class FitLoop:
 
     def _check_declarations(self) -> None:
         check_metric_inputs(self.metrics, self.model.task_adapter)
+        # streaming_eval_step's refusals, here rather than at its first call (§21).
+        preflight_eval_step(self.eval_fn, self.params.extra_metrics, self.metrics)
         self.tracker = monitor_tracker(self.params, self.metrics, custom_step=self.custom_step)
 
     def plateau_rule(self) -> tuple[str, float, str] | None:

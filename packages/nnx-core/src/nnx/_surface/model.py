@@ -16,6 +16,7 @@ from torch import nn
 from nnx._contracts.batch_adapters import BatchAdapter, ModelInputs, default_batch_adapter
 from nnx._contracts.precision import ResolvedPrecision, resolve_precision
 from nnx._engine import finetune
+from nnx._engine.evaluation import evaluate_loader
 from nnx._engine.prediction import (
     PredictionResult,
     PredictResult,
@@ -26,6 +27,7 @@ from nnx._engine.prediction import (
     prediction_from_logits,
     warn_if_shuffled,
 )
+from nnx._engine.prediction_stream import PredictionStream, open_prediction_stream
 from nnx._engine.schedule import build_scheduler
 from nnx._engine.training import train_model
 from nnx._foundation.modes import preserved_state
@@ -324,6 +326,16 @@ class NNModel:
             ids = np.arange(len(logits))
         return prediction_from_logits(logits, spec, sample_ids=ids)  # spec None: regression
 
+    def iter_predict(self, loader: Any, spec: ProbabilitySpec | None = None,
+                     rich: bool = False) -> PredictionStream:
+        """``predict()`` one batch at a time, as a context-managed stream (spec §21).
+
+        Each batch is a :class:`~nnx.streaming.PredictionBatch` (logits, classes,
+        sample_ids), or with ``spec`` / ``rich=True`` the PredictionResult that
+        ``predict_proba()`` would build for it. Use it once, in a ``with`` block.
+        """
+        return open_prediction_stream(self, loader, spec, rich)
+
     def evaluate(self, loader: Any, metrics: Sequence[Any] = (),
                  extra_metrics: Mapping[str, Callable[..., Any]] | None = None
                  ) -> NNEvaluationDataPoint:
@@ -334,43 +346,8 @@ class NNModel:
         that yields no batch raises ValueError: there is nothing to score.
         """
         check_loader("evaluate", loader, training=False)
-        adapter = self.task_adapter
-        refuse_default_path(adapter, "evaluate")
-        acc = adapter.accumulator(metrics=tuple(metrics))
-        truths: list[np.ndarray] = []
-        preds: list[np.ndarray] = []
-        summed = adapter.reduction(self.loss_fn) == "sum"
-        total, batches = 0.0, 0
-        with (preserved_state(self.net, mode="eval"), torch.no_grad(),
-              self.inference_precision().autocast()):
-            for batch in loader:
-                inputs, target = self.split_batch(batch)
-                if target is None:
-                    raise ValueError("evaluate needs (X, Y) batches; got no target")
-                output = self.forward_raw(inputs).float()
-                adapter.validate(output, target)
-                num, den = adapter.loss_parts(output, target, self.loss_fn)
-                numerator = float(num)
-                total += numerator
-                batches += 1
-                acc.update(output, target, loss_numerator=numerator,
-                           loss_denominator=float(den), validate=False)
-                if extra_metrics:
-                    y_true, y_pred = adapter.extra_metric_inputs(output, target)
-                    truths.append(y_true)
-                    preds.append(y_pred)
-        if batches == 0:
-            raise ValueError("evaluate: the loader yielded no batch, so there is nothing to "
-                             "score (an empty validation split?)")
-        record: NNEvaluationDataPoint = acc.result()
-        if summed:  # the loader's total, whatever the batch size
-            record = NNEvaluationDataPoint(**{**_fields(record), "loss": total})
-        if extra_metrics and truths:
-            y_true, y_pred = np.concatenate(truths), np.concatenate(preds)
-            extra = {**record.extra, **{name: float(fn(y_true, y_pred))
-                                        for name, fn in extra_metrics.items()}}
-            record = NNEvaluationDataPoint(**{**_fields(record), "extra": extra})
-        return record
+        refuse_default_path(self.task_adapter, "evaluate")
+        return evaluate_loader(self, loader, metrics, extra_metrics)
 
     # -- fine-tuning ------------------------------------------------------------------
     def freeze(self, *patterns: str) -> list[str]:
@@ -476,12 +453,6 @@ def _to(value: Any, device: torch.device) -> Any:
     if isinstance(value, torch.Tensor) and value.device != device:
         return value.to(device)
     return value
-
-
-def _fields(record: NNEvaluationDataPoint) -> dict[str, Any]:
-    return {name: getattr(record, name) for name in (
-        "loss", "error", "accuracy", "f1", "recall", "precision", "metrics", "kind", "count",
-        "status")}
 
 
 if TYPE_CHECKING:

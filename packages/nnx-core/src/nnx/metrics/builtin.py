@@ -63,6 +63,10 @@ class _Mean:
     def result(self) -> float:
         return _ratio(self.total, self.n)
 
+    def merge(self, other: _Mean) -> None:
+        self.total += other.total
+        self.n += other.n
+
 
 class Accuracy:
     """Fraction of labels predicted exactly."""
@@ -76,6 +80,10 @@ class Accuracy:
 
     def result(self) -> float:
         return self._mean.result()
+
+    def merge(self, other: Any) -> None:
+        """Add ``other``'s sums (spec §21: bounded, order-free)."""
+        self._mean.merge(other._mean)
 
 
 class F1:
@@ -114,7 +122,15 @@ class F1:
         labels = set(self.n_true) | set(self.n_pred)
         if not labels:
             return math.nan
-        return float(np.mean([self._f1(label) for label in labels]))
+        # Sorted, as scikit-learn orders its labels, so the mean sums in the same order.
+        return float(np.mean([self._f1(label) for label in sorted(labels)]))
+
+    def merge(self, other: F1) -> None:
+        """Add ``other``'s confusion counts (spec §21); its dicts are never shared."""
+        for mine, theirs in ((self.tp, other.tp), (self.n_true, other.n_true),
+                             (self.n_pred, other.n_pred)):
+            for label, count in theirs.items():
+                mine[label] = mine.get(label, 0) + count
 
 
 def _probability_pair(
@@ -154,6 +170,10 @@ class NLL:
     def result(self) -> float:
         return self._mean.result()
 
+    def merge(self, other: Any) -> None:
+        """Add ``other``'s sums (spec §21: bounded, order-free)."""
+        self._mean.merge(other._mean)
+
 
 class Brier:
     """Mean Brier score: squared error summed over classes (categorical), or per
@@ -175,6 +195,10 @@ class Brier:
     def result(self) -> float:
         return self._mean.result()
 
+    def merge(self, other: Any) -> None:
+        """Add ``other``'s sums (spec §21: bounded, order-free)."""
+        self._mean.merge(other._mean)
+
 
 class MSE:
     """Mean squared error over every valid output."""
@@ -189,6 +213,10 @@ class MSE:
     def result(self) -> float:
         return self._mean.result()
 
+    def merge(self, other: Any) -> None:
+        """Add ``other``'s sums (spec §21: bounded, order-free)."""
+        self._mean.merge(other._mean)
+
 
 class MAE:
     """Mean absolute error over every valid output."""
@@ -202,6 +230,10 @@ class MAE:
 
     def result(self) -> float:
         return self._mean.result()
+
+    def merge(self, other: Any) -> None:
+        """Add ``other``'s sums (spec §21: bounded, order-free)."""
+        self._mean.merge(other._mean)
 
 
 def _no_config(metric: str) -> Any:
