@@ -15,9 +15,11 @@ from torch import Tensor
 
 from nnx._foundation.hashing import plain
 from nnx._foundation.validation import check_choice
-from nnx.datasets._split import check_split_config
+from nnx.datasets._split import SplitIndices, check_split_config
 from nnx.datasets._tensors import ClassLabel
 from nnx.datasets.dataset import NNDataset
+from nnx.preprocessing._schema import PreprocessingError, data_matrix
+from nnx.preprocessing.standardizer import Standardizer
 
 __all__ = ["TASKS", "NNTabularDataset"]
 
@@ -33,6 +35,12 @@ class NNTabularDataset(NNDataset):
     sorted order (``classes`` holds the original labels); a regression target
     must be numeric and finite and becomes a ``feature_dtype`` vector. The
     DataFrame is read, never modified, and not kept.
+
+    ``standardize=True`` fits a :class:`~nnx.preprocessing.Standardizer` on the
+    training split's rows of the feature columns (after the split, which draws
+    exactly as without it) and the loaders serve standardized features;
+    ``standardize=<fitted Standardizer>`` applies one without refitting. Either
+    way ``standardizer`` holds it (spec §13.4).
     """
 
     def __init__(
@@ -47,6 +55,7 @@ class NNTabularDataset(NNDataset):
         seed: int | None = None,
         feature_dtype: torch.dtype = torch.float32,
         task: str = "classification",
+        standardize: bool | Standardizer = False,
     ) -> None:
         owner = type(self).__name__
         config = check_split_config(
@@ -62,12 +71,24 @@ class NNTabularDataset(NNDataset):
                 f"{owner}.feature_dtype must be a floating torch.dtype; got {feature_dtype!r}"
             )
         features, target = _check_columns(owner, feature_cols, target_col)
+        fitted = _check_standardize(owner, standardize, features, feature_dtype)
         pd = _import_pandas()
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"{owner}.df must be a pandas DataFrame; got {type(df).__name__}")
         for col in (*features, target):
             _column(owner, df, col)  # every column exists before any is converted
-        X = torch.stack([_numeric(owner, pd, df, c, feature_dtype) for c in features], dim=1)
+        self._standardizer: Standardizer | None = None
+        self._fit_source: tuple[Any, Any] | None = None
+        if standardize is False:
+            X = torch.stack([_numeric(owner, pd, df, c, feature_dtype) for c in features], dim=1)
+        elif fitted is not None:
+            self._standardizer = fitted
+            X = fitted.transform(df.loc[:, list(features)])
+        else:
+            # Every row is checked before the split; the fit reads the training rows only.
+            raw, _ = data_matrix(df.loc[:, list(features)], features)
+            self._fit_source = (df, raw)
+            X = torch.zeros((), dtype=feature_dtype).expand(len(raw), len(features))
         if task == "classification":
             Y, classes = _encode_labels(owner, df, target)
         else:
@@ -84,6 +105,20 @@ class NNTabularDataset(NNDataset):
             classes=classes,
         )
 
+    def _prepare_inputs(self, inputs: Tensor, indices: SplitIndices) -> Tensor:
+        if self._fit_source is None:
+            return inputs
+        (df, raw), self._fit_source = self._fit_source, None  # the DataFrame is not kept
+        self._standardizer = Standardizer.fit(df, rows=indices.train,
+                                              columns=list(self._feature_cols),
+                                              dtype=self._feature_dtype)
+        return self._standardizer.transform(raw)
+
+    @property
+    def standardizer(self) -> Standardizer | None:
+        """The Standardizer the loaders' features went through, or None."""
+        return self._standardizer
+
     @property
     def feature_cols(self) -> list[ColumnLabel]:
         return list(self._feature_cols)
@@ -98,13 +133,33 @@ class NNTabularDataset(NNDataset):
 
     def state(self) -> dict[str, Any]:
         """NNDataset's state plus the column selection, task and feature dtype."""
-        extra = {
+        extra: dict[str, Any] = {
             "feature_cols": list(self._feature_cols),
             "target_col": self._target_col,
             "task": self._task,
             "feature_dtype": str(self._feature_dtype).removeprefix("torch."),
         }
+        if self._standardizer is not None:
+            extra["standardizer"] = self._standardizer.state()
         return {**super().state(), **plain(extra)}
+
+
+def _check_standardize(owner: str, standardize: Any, features: tuple[ColumnLabel, ...],
+                       dtype: torch.dtype) -> Standardizer | None:
+    """A fitted Standardizer must match feature_cols and feature_dtype (before the split)."""
+    if isinstance(standardize, bool):
+        return None
+    if not isinstance(standardize, Standardizer):
+        raise TypeError(f"{owner}.standardize must be a bool or a fitted Standardizer; "
+                        f"got {type(standardize).__name__}")
+    if standardize.columns != list(features):
+        raise PreprocessingError(f"{owner}: the standardizer's columns "
+                                 f"{standardize.columns!r} must equal feature_cols "
+                                 f"{list(features)!r}")
+    if standardize.dtype != dtype:
+        raise PreprocessingError(f"{owner}: the standardizer's dtype {standardize.dtype} must "
+                                 f"equal feature_dtype {dtype}")
+    return standardize
 
 
 def _import_pandas() -> Any:
