@@ -51,23 +51,6 @@ def fitted(**kw: Any) -> Standardizer:
 
 # -- the fit ----------------------------------------------------------------------------
 
-def test_worked_numbers_population_statistics_and_constant_column():
-    s = fitted()
-    # a: mean 5, population std 2 (the sample std would be sqrt(32/7)).
-    # b: constant 0.1 keeps exactly 0.1 (an average of eight 0.1 is 0.09999999999999999)
-    # c: mean 2, population std 1 (not sqrt(8/7)).
-    assert s.mean == (5.0, 0.1, 2.0)
-    assert s.scale == (2.0, 1.0, 1.0)
-    assert sum([0.1] * 8) / 8 != 0.1  # why the constant rule keeps the value itself
-    assert s.columns == ["a", "b", "c"] and s.n_rows == 8 and s.dtype == torch.float32
-    out = s.transform(frame())
-    assert out.dtype == torch.float32
-    assert out[:8].tolist() == [[-1.5, 0.0, -1.0], [-0.5, 0.0, 1.0], [-0.5, 0.0, -1.0],
-                                [-0.5, 0.0, 1.0], [0.0, 0.0, -1.0], [0.0, 0.0, 1.0],
-                                [1.0, 0.0, -1.0], [2.0, 0.0, 1.0]]
-    assert out[9].tolist() == [-4.0, 59.900001525878906, 7.0]  # (60 - 0.1) / 1 in float32
-
-
 def test_the_fit_reads_no_held_out_row():
     rows = frame()[["a", "b", "c"]].to_numpy().tolist()
     train = (1, 3, 4, 6)
