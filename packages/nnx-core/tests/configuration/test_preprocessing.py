@@ -8,13 +8,14 @@ import pickle
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 
 from nnx import NNModel, NNModelParams, NNParams
 from nnx.preprocessing import FORMAT, PreprocessingError, Standardizer
 from nnx.provenance import ExperimentManifest, declared, hash_bytes
+
+pd = pytest.importorskip("pandas")  # the tabular extra; the fit itself needs no pandas
 
 TRAIN = (0, 1, 2, 3, 4, 5, 6, 7)
 

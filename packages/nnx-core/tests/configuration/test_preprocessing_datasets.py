@@ -6,13 +6,14 @@ import pickle
 from typing import Any, NamedTuple
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 from torch.utils.data import DataLoader
 
 from nnx.datasets import NNDataset, NNTabularDataset
 from nnx.preprocessing import PreprocessingError, SplitView, Standardizer, describe_transform
+
+pd = pytest.importorskip("pandas")  # the tabular extra; the fit itself needs no pandas
 
 FEATURES = ["x1", "x2"]
 

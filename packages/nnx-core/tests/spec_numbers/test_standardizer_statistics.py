@@ -3,18 +3,18 @@ constant column keeps its exact value as the mean with scale 1."""
 
 from __future__ import annotations
 
-import pandas as pd
+import numpy as np
 import torch
 
 from nnx.preprocessing import Standardizer
 
 
 def test_population_statistics_and_the_constant_column():
-    df = pd.DataFrame({
-        "a": [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0, 1e6, -3.0],
-        "b": [0.1] * 8 + [50.0, 60.0],
-        "c": [1, 3, 1, 3, 1, 3, 1, 3, 7, 9],
-    })
+    df = np.array([
+        [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0, 1e6, -3.0],
+        [0.1] * 8 + [50.0, 60.0],
+        [1, 3, 1, 3, 1, 3, 1, 3, 7, 9],
+    ]).T  # ten rows of (a, b, c); rows 8 and 9 are held out
     s = Standardizer.fit(df, rows=range(8), columns=["a", "b", "c"])
     # a: mean 5, population std 2 (the sample std would be sqrt(32/7)).
     # b: constant 0.1 keeps exactly 0.1 and scale 1; an average of eight 0.1 is not 0.1.
