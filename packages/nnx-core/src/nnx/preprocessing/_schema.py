@@ -59,6 +59,8 @@ def check_labels(field: str, columns: Any) -> tuple[ColumnLabel, ...]:
 
 def check_positions(field: str, rows: Any) -> tuple[int, ...]:
     """Integer row positions: 1-D, non-empty, non-negative, no repeats."""
+    if hasattr(rows, "to_numpy") and not isinstance(rows, torch.Tensor):  # a pandas Index
+        rows = rows.to_numpy()
     if isinstance(rows, torch.Tensor):
         if rows.dtype.is_floating_point or rows.dtype.is_complex or rows.dtype == torch.bool:
             raise PreprocessingError(f"{field} must hold integer positions; got {rows.dtype}")
@@ -148,10 +150,7 @@ def _numeric_array(value: Any) -> np.ndarray:
         if not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
             raise PreprocessingError(f"cannot read rows from a {type(value).__name__}; pass a "
                                      "DataFrame, a tensor, an array or a 1-D row")
-        value = np.asarray(value, dtype=object)
-        for item in value.reshape(-1):
-            if not isinstance(item, numbers.Real):
-                raise PreprocessingError(f"values must be real numbers; got {item!r}")
+        value = np.asarray(value, dtype=object)  # checked item by item below
     elif value.dtype.kind not in "biuf" and value.dtype != object:
         raise PreprocessingError(f"values must be real numbers; got an array of {value.dtype}")
     if value.dtype == object:
