@@ -32,7 +32,8 @@ SRC = Path(nnx.__file__).parent
 #: Lowest first. A module belongs to the first layer one of whose prefixes it has.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("nnx._foundation",)),
-    ("configuration", ("nnx.params", "nnx.enums", "nnx.models", "nnx.datasets", "nnx.nets")),
+    ("configuration", ("nnx.params", "nnx.enums", "nnx.models", "nnx.datasets", "nnx.nets",
+                       "nnx.preprocessing")),
     ("persistence", ("nnx._journal", "nnx._persistence", "nnx.history", "nnx.provenance",
                      "nnx.data_splits")),
     ("engine", ("nnx._contracts", "nnx._engine", "nnx.callbacks", "nnx.tasks", "nnx.metrics",

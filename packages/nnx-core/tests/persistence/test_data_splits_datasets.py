@@ -150,3 +150,18 @@ def test_a_zero_proportion_leaves_its_loader_none():
                       proportions=(0.75, 0.25, 0.0), seed=2)
     ds = _dataset(df, plan)
     assert plan.test == () and ds.test_loader is None and ds.val_loader is not None
+
+
+def test_a_standardizer_under_a_plan_fits_the_plans_training_rows_and_names_the_plan():
+    """split= and standardize=True together: the statistics are the planned training
+    rows' (population, float64) and the fit's membership is the plan's digest."""
+    df = _frame()
+    plan = _group_plan(df, source=SOURCE)
+    ds = _dataset(df, plan, source_identity=SOURCE, standardize=True)
+    train_ages = torch.tensor(sorted(_planned_ages(df, plan.train)), dtype=torch.float64)
+    state = ds.standardizer.state()
+    assert state["mean"] == [float(train_ages.mean())]
+    assert state["scale"] == [float(train_ages.std(unbiased=False))]
+    assert state["membership"] == {"identity": "digest", "value": plan.digest()}
+    served = torch.cat([xb[:, 0] for xb, _ in ds.train_loader]).double()
+    assert abs(float(served.mean())) < 1e-6  # the loaders serve standardized features

@@ -7,11 +7,12 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torch.utils.data import DataLoader, Subset, TensorDataset
+from torch.utils.data import DataLoader, Dataset, Subset, TensorDataset
 
 from nnx._foundation.hashing import canonical_bytes, plain, sha256_hex
 from nnx.datasets._split import SplitConfig, SplitIndices, check_split_config, random_split_indices
 from nnx.datasets._tensors import ClassLabel, as_rows, check_classes, is_index_dtype
+from nnx.preprocessing.views import SplitView, Transform, check_transform, describe_transform
 
 __all__ = ["NNDataset"]
 
@@ -28,6 +29,11 @@ class NNDataset:
     batch. An empty validation or test split publishes a ``None`` loader. The
     train loader shuffles (``shuffle=True``) with its own generator derived
     from ``seed``; validation and test never shuffle.
+
+    ``train_transform`` / ``eval_transform`` (spec §13.4) wrap the training /
+    the validation and test splits in a :class:`~nnx.preprocessing.SplitView`
+    whose transform applies to each sample's input only; the base rows,
+    targets and order are never modified.
     """
 
     def __init__(
@@ -41,6 +47,8 @@ class NNDataset:
         seed: int | None = None,
         shuffle: bool = True,
         classes: Any = None,
+        train_transform: Transform | None = None,
+        eval_transform: Transform | None = None,
     ) -> None:
         owner = type(self).__name__
         config = check_split_config(
@@ -52,6 +60,8 @@ class NNDataset:
         )
         if not isinstance(shuffle, bool):
             raise ValueError(f"{owner}.shuffle must be a bool; got {shuffle!r}")
+        self._transforms = (check_transform(f"{owner}.train_transform", train_transform),
+                            check_transform(f"{owner}.eval_transform", eval_transform))
         inputs, targets = as_rows(f"{owner}.X", X), as_rows(f"{owner}.Y", Y)
         if len(inputs) != len(targets):
             raise ValueError(
@@ -64,13 +74,23 @@ class NNDataset:
         self._inputs, self._targets = inputs, targets
         self._n_classes = _count_classes(targets, self._classes)
         self._indices = self._split_rows(len(inputs))
-        base = TensorDataset(inputs, targets)
+        inputs = self._prepare_inputs(inputs, self._indices)
+        self._inputs = inputs
+        base = _Rows(inputs, targets, classes=self.classes)
         train_bs, val_bs, test_bs = config.batch_sizes
         val_rows, test_rows = self._indices.val, self._indices.test
+        train_tf, eval_tf = self._transforms
         # random_split_indices never leaves train empty; val / test may be.
-        self._train = self._loader(base, self._indices.train, train_bs, shuffle=shuffle)
-        self._val = self._loader(base, val_rows, val_bs, shuffle=False) if val_rows else None
-        self._test = self._loader(base, test_rows, test_bs, shuffle=False) if test_rows else None
+        self._train = self._loader(base, self._indices.train, train_bs, train_tf, shuffle=shuffle)
+        self._val = (self._loader(base, val_rows, val_bs, eval_tf, shuffle=False)
+                     if val_rows else None)
+        self._test = (self._loader(base, test_rows, test_bs, eval_tf, shuffle=False)
+                      if test_rows else None)
+
+    def _prepare_inputs(self, inputs: Tensor, indices: SplitIndices) -> Tensor:
+        """The features the loaders serve, once the split is known (a subclass hook:
+        NNTabularDataset standardizes on the training rows here)."""
+        return inputs
 
     @property
     def train_loader(self) -> Loader:
@@ -109,9 +129,13 @@ class NNDataset:
     def state(self) -> dict[str, Any]:
         """JSON-like description of the split settings; never the data."""
         config: SplitConfig = self._config
+        transforms = {name: describe_transform(t) for name, t in
+                      zip(("train_transform", "eval_transform"), self._transforms, strict=True)
+                      if t is not None}
         return dict(
             plain(
                 {
+                    **transforms,
                     "n_rows": len(self._inputs),
                     "val_proportion": config.val_proportion,
                     "test_proportion": config.test_proportion,
@@ -133,16 +157,29 @@ class NNDataset:
         base: TensorDataset,
         rows: tuple[int, ...],
         batch_size: int | None,
+        transform: Transform | None,
         *,
         shuffle: bool,
     ) -> Loader:
-        subset: Subset[tuple[Tensor, ...]] = Subset(base, list(rows))
+        subset: Dataset[Any]
+        if any(t is not None for t in self._transforms):
+            subset = SplitView(base, rows, transform)
+        else:  # no split transforms: exactly the loaders NNDataset always built
+            subset = Subset(base, list(rows))
         size = len(rows) if batch_size is None else batch_size
         if not shuffle:
             return DataLoader(subset, batch_size=size, shuffle=False)
         seed = self._config.seed
         generator = None if seed is None else torch.Generator().manual_seed(_shuffle_seed(seed))
         return DataLoader(subset, batch_size=size, shuffle=True, generator=generator)
+
+
+class _Rows(TensorDataset):
+    """The base rows, carrying the class names a SplitView forwards as ``view.classes``."""
+
+    def __init__(self, *tensors: Tensor, classes: list[ClassLabel] | None) -> None:
+        super().__init__(*tensors)
+        self.classes = classes
 
 
 def _count_classes(targets: Tensor, classes: tuple[ClassLabel, ...] | None) -> int | None:

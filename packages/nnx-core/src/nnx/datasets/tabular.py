@@ -18,6 +18,8 @@ from nnx._foundation.validation import check_choice
 from nnx.datasets._split import PlannedSplit, SplitIndices, check_split_config
 from nnx.datasets._tensors import ClassLabel
 from nnx.datasets.dataset import NNDataset
+from nnx.preprocessing._schema import PreprocessingError, data_matrix
+from nnx.preprocessing.standardizer import Standardizer
 
 __all__ = ["TASKS", "NNTabularDataset"]
 
@@ -39,6 +41,12 @@ class NNTabularDataset(NNDataset):
     in ``id_col`` (or the row count, for a positional plan) and ``source_identity``
     before any tensor is built, and only its admitted rows are read, so gap rows
     reach no loader. ``split_indices`` are then positions among those rows.
+
+    ``standardize=True`` fits a :class:`~nnx.preprocessing.Standardizer` on the
+    training split's rows of the feature columns (after the split, which draws
+    exactly as without it) and the loaders serve standardized features;
+    ``standardize=<fitted Standardizer>`` applies one without refitting. Either
+    way ``standardizer`` holds it (spec §13.4).
     """
 
     def __init__(
@@ -56,6 +64,7 @@ class NNTabularDataset(NNDataset):
         split: PlannedSplit | None = None,
         id_col: ColumnLabel | None = None,
         source_identity: Any = None,
+        standardize: bool | Standardizer = False,
     ) -> None:
         owner = type(self).__name__
         config = check_split_config(
@@ -71,6 +80,7 @@ class NNTabularDataset(NNDataset):
                 f"{owner}.feature_dtype must be a floating torch.dtype; got {feature_dtype!r}"
             )
         features, target = _check_columns(owner, feature_cols, target_col)
+        fitted = _check_standardize(owner, standardize, features, feature_dtype)
         pd = _import_pandas()
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"{owner}.df must be a pandas DataFrame; got {type(df).__name__}")
@@ -82,7 +92,19 @@ class NNTabularDataset(NNDataset):
             df = df.iloc[list(planned[0])]
         self._planned = None if planned is None else planned[1]
         self._split_digest = None if split is None else split.digest()
-        X = torch.stack([_numeric(owner, pd, df, c, feature_dtype) for c in features], dim=1)
+        self._split_plan = split  # the fit's membership identity when it standardizes
+        self._standardizer: Standardizer | None = None
+        self._fit_source: tuple[Any, Any] | None = None
+        if standardize is False:
+            X = torch.stack([_numeric(owner, pd, df, c, feature_dtype) for c in features], dim=1)
+        elif fitted is not None:
+            self._standardizer = fitted
+            X = fitted.transform(df.loc[:, list(features)])
+        else:
+            # Every row is checked before the split; the fit reads the training rows only.
+            raw, _ = data_matrix(df.loc[:, list(features)], features)
+            self._fit_source = (df, raw)
+            X = torch.zeros((), dtype=feature_dtype).expand(len(raw), len(features))
         if task == "classification":
             Y, classes = _encode_labels(owner, df, target)
         else:
@@ -99,6 +121,22 @@ class NNTabularDataset(NNDataset):
             classes=classes,
         )
 
+    def _prepare_inputs(self, inputs: Tensor, indices: SplitIndices) -> Tensor:
+        if self._fit_source is None:
+            return inputs
+        (df, raw), self._fit_source = self._fit_source, None  # the DataFrame is not kept
+        # Under a split plan the training membership is that plan's training split.
+        self._standardizer = Standardizer.fit(df, rows=indices.train,
+                                              columns=list(self._feature_cols),
+                                              dtype=self._feature_dtype,
+                                              membership=self._split_plan)
+        return self._standardizer.transform(raw)
+
+    @property
+    def standardizer(self) -> Standardizer | None:
+        """The Standardizer the loaders' features went through, or None."""
+        return self._standardizer
+
     @property
     def feature_cols(self) -> list[ColumnLabel]:
         return list(self._feature_cols)
@@ -113,7 +151,7 @@ class NNTabularDataset(NNDataset):
 
     def state(self) -> dict[str, Any]:
         """NNDataset's state plus the column selection, task and feature dtype."""
-        extra = {
+        extra: dict[str, Any] = {
             "feature_cols": list(self._feature_cols),
             "target_col": self._target_col,
             "task": self._task,
@@ -121,6 +159,8 @@ class NNTabularDataset(NNDataset):
         }
         if self._split_digest is not None:
             extra["split"] = self._split_digest
+        if self._standardizer is not None:
+            extra["standardizer"] = self._standardizer.state()
         return {**super().state(), **plain(extra)}
 
     def _split_rows(self, n: int) -> SplitIndices:
@@ -156,6 +196,24 @@ def _planned_rows(owner: str, df: Any, split: Any, id_col: Any, source_identity:
     where = {row: i for i, row in enumerate(admitted)}
     local = SplitIndices(*(tuple(where[r] for r in rows) for rows in indices))
     return tuple(admitted), local
+
+
+def _check_standardize(owner: str, standardize: Any, features: tuple[ColumnLabel, ...],
+                       dtype: torch.dtype) -> Standardizer | None:
+    """A fitted Standardizer must match feature_cols and feature_dtype (before the split)."""
+    if isinstance(standardize, bool):
+        return None
+    if not isinstance(standardize, Standardizer):
+        raise TypeError(f"{owner}.standardize must be a bool or a fitted Standardizer; "
+                        f"got {type(standardize).__name__}")
+    if standardize.columns != list(features):
+        raise PreprocessingError(f"{owner}: the standardizer's columns "
+                                 f"{standardize.columns!r} must equal feature_cols "
+                                 f"{list(features)!r}")
+    if standardize.dtype != dtype:
+        raise PreprocessingError(f"{owner}: the standardizer's dtype {standardize.dtype} must "
+                                 f"equal feature_dtype {dtype}")
+    return standardize
 
 
 def _import_pandas() -> Any:
