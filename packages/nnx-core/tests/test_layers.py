@@ -43,7 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 FACES = frozenset({
     "nnx", "nnx._step_helpers", "nnx.cli", "nnx.components", "nnx.distributed", "nnx.extend",
     "nnx.finetune", "nnx.monitors", "nnx.optimizers", "nnx.testing", "nnx.trainer",
-    "nnx.result",
+    "nnx.plans", "nnx.result",
 })
 
 
