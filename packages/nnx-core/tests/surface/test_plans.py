@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from nnx import (
+    Callback,
     Devices,
     EarlyStopping,
     LRMonitor,
@@ -374,3 +375,33 @@ def test_a_one_rank_group_behaves_as_no_group(tmp_path: Path) -> None:
     finally:
         torch.distributed.destroy_process_group()
     assert fitted.run.path.is_dir()
+
+
+class Counter(Callback):
+    def __init__(self) -> None:
+        self.epochs = 0
+
+    def on_epoch_end(self, ctx) -> None:
+        self.epochs += 1
+
+
+def test_borrowed_objects_are_shared_by_every_fit_and_factories_give_fresh_ones() -> None:
+    borrowed = Counter()
+    made: list[Counter] = []
+    p = plan(n_epochs=1).with_callbacks(borrowed).with_callback_factories(
+        lambda: made.append(Counter()) or made[-1])
+    p.fit(verbose=False)
+    p.fit(verbose=False)
+    assert borrowed.epochs == 2 and [c.epochs for c in made] == [1, 1]
+
+
+def test_probe_touches_no_factory_callback_or_loader_and_writes_nothing() -> None:
+    calls = []
+    p = (plan().with_data(lambda: calls.append("data") or tiny_batches(), val=Exploding())
+         .with_callback_factories(lambda: calls.append("cb") or LRMonitor())
+         .with_callbacks(Counter()))
+    x, y = tiny_batches(1)[0]
+    p.probe((x, y))
+    assert calls == [] and p.callbacks[0].epochs == 0 and written() == []
+    masked = p.probe((x, torch.full_like(y, -100)))  # every target at ignore_index
+    assert masked.loss is None and masked.output_shape == (4, 3)

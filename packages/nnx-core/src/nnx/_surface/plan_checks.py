@@ -267,12 +267,17 @@ def _train(out: list[Diagnostic], train: NNTrainParams, plan: Any, adapter: Any,
                 check_metric_inputs((spec,), adapter)
             except (TypeError, ValueError, LookupError) as exc:
                 out.append(Diagnostic(f"train.metrics[{i}]", str(exc)))
-    try:  # the run's monitor, as the loop reads it: needs validation data for split "val"
-        monitor_tracker(SimpleNamespace(monitor=train.monitor, val_loader=plan.data.val),
-                        train.metrics, custom_step=plan.train_step_fn is not None or
-                        plan.objective is not None)
-    except (TypeError, ValueError) as exc:
-        out.append(Diagnostic("train.monitor", str(exc)))
+    monitor = train.monitor
+    if monitor is not None and monitor.split == "val" and plan.data.val is None:
+        out.append(Diagnostic("train.monitor", "a validation-split MonitorSpec needs validation "
+                                               "data: with_data(val=...)"))
+    else:
+        try:  # the run's monitor as the loop reads it (a custom step and split "train")
+            monitor_tracker(SimpleNamespace(monitor=monitor, val_loader=plan.data.val),
+                            train.metrics, custom_step=plan.train_step_fn is not None or
+                            plan.objective is not None)
+        except (TypeError, ValueError) as exc:
+            out.append(Diagnostic("train.monitor", str(exc)))
     resume = plan.resume if _resume(out, train, plan.resume) else None
     try:  # what the callbacks' check_run sees (a broken resume reported above is left out)
         return training_params(train, seed=seed, data=data, resume=resume)
