@@ -234,6 +234,15 @@ def test_a_factory_returning_no_batches_raises_plan_error_before_a_model_is_buil
     with pytest.raises(PlanError, match=r"data\.train: the factory returned a bare Tensor"):
         p.fit(verbose=False)
     assert calls == [] and written() == []
+    with pytest.raises(PlanError, match=r"data\.train: the factory returned None"):
+        plan().with_data(lambda: None).fit(verbose=False)
+    assert plan().with_data(np.zeros((4, 4))).validate().paths == ("data.train",)
+    assert plan().with_data({"x": 1}).validate().diagnostics[0].message.startswith(
+        "a mapping iterates its keys")
+    dataset = torch.utils.data.TensorDataset(torch.zeros(4, 4), torch.zeros(4))
+    assert "map-style Dataset" in plan().with_data(val=dataset).validate().diagnostics[
+        0].message
+    assert written() == []
     bad_callback = plan().with_callback_factories(
         lambda: EarlyStopping(monitor=MonitorSpec(metric="nll")))
     with pytest.raises(PlanError, match=r"callback_factories\[0\]"):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -86,7 +86,7 @@ class ExperimentPlan:
     model: NNModelParams
     train: NNTrainParams
     net: Any = None
-    data: PlanData = field(default_factory=PlanData)
+    data: PlanData = None  # type: ignore[assignment]  # None: train's loaders and data_id
     seed: int | None = None
     callbacks: tuple[Any, ...] = ()
     callback_factories: tuple[Callable[[], Any], ...] = ()
@@ -101,9 +101,10 @@ class ExperimentPlan:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        if self.data == PlanData() and isinstance(self.train, NNTrainParams):
-            set_(self, "data", PlanData(self.train.train_loader, self.train.val_loader,
-                                        self.train.data_id))
+        if self.data is None:
+            train = self.train
+            set_(self, "data", PlanData(*(getattr(train, name, None) for name in (
+                "train_loader", "val_loader", "data_id"))))
         if not isinstance(self.data, PlanData):
             raise TypeError(f"data must be a PlanData (use with_data); got "
                             f"{type(self.data).__name__}")
@@ -275,7 +276,8 @@ class ExperimentPlan:
                                        ("data.val", self.data.val, False)):
             if source is not None and is_factory(source):
                 source = source()
-                problem = data_problem(source, training=training, field=path)
+                problem = ("None" if training and source is None else
+                           data_problem(source, training=training, field=path))
                 if problem is not None:
                     raise PlanError((Diagnostic(path, f"the factory returned {problem}"),))
             sources.append(source)
