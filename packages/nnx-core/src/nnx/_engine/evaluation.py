@@ -21,7 +21,7 @@ from nnx._foundation.modes import preserved_state
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx.metrics import MetricSpec, resolve_metric
 
-__all__ = ["evaluate_loader", "preflight_eval_step", "streaming_eval_step",
+__all__ = ["evaluate_loader", "is_streaming_step", "preflight_eval_step", "streaming_eval_step",
            "streaming_step_problems"]
 
 
@@ -114,8 +114,13 @@ def preflight_eval_step(eval_fn: Any, extra_metrics: Any, metrics: Sequence[Any]
     """Refuse, before any run is reserved, what the streaming step would refuse at its
     first call: only for streaming_eval_step itself or a functools.partial of it (a step
     that wraps it is a step of its own)."""
+    if is_streaming_step(eval_fn):
+        _refuse(extra_metrics, metrics)
+
+
+def is_streaming_step(eval_fn: Any) -> bool:
+    """``eval_fn`` is streaming_eval_step itself or a functools.partial of it."""
     fn = eval_fn
     while isinstance(fn, functools.partial):
         fn = fn.func
-    if fn is streaming_eval_step:
-        _refuse(extra_metrics, metrics)
+    return fn is streaming_eval_step

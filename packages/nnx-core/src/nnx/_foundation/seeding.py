@@ -21,7 +21,8 @@ import torch
 
 from nnx._foundation.validation import check_count, check_seed
 
-__all__ = ["capture_rng_state", "dataloader_worker_init_fn", "restore_rng_state", "set_seed"]
+__all__ = ["capture_rng_state", "dataloader_worker_init_fn", "restore_rng_state", "seed_streams",
+           "set_seed"]
 
 _STATE_VERSION = 1
 _STATE_KEYS = frozenset({"version", "python", "numpy", "torch", "cuda"})
@@ -42,17 +43,27 @@ def set_seed(seed: int, *, strict: bool = False) -> None:
     value = check_seed("seed", seed)
     if not isinstance(strict, bool):
         raise ValueError(f"strict must be a bool; got {strict!r}")
-    random.seed(value)
-    np.random.seed(value)
-    torch.manual_seed(value)
-    torch.cuda.manual_seed_all(value)  # lazy: queued until CUDA initializes, free without it
-    os.environ["PYTHONHASHSEED"] = str(value)
-    torch.backends.cudnn.deterministic = True
-    torch.backends.cudnn.benchmark = False
+    seed_streams(value, cuda=True)
     if strict:
         # cuBLAS reads this when its handle is created; set it before any GPU matmul.
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True)
+
+
+def seed_streams(seed: int, *, cuda: bool) -> None:
+    """:func:`set_seed`'s non-strict part. ``cuda=False`` seeds no CUDA stream at all:
+    ``torch.manual_seed`` would queue a CUDA seed for CUDA's first use, which then
+    re-seeds a stream long after the caller restored its own (a CPU probe, §20)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    if cuda:
+        torch.manual_seed(seed)  # every device's generator
+        torch.cuda.manual_seed_all(seed)  # lazy: queued until CUDA initializes, free without it
+    else:
+        torch.default_generator.manual_seed(seed)  # the CPU generator alone
+    os.environ["PYTHONHASHSEED"] = str(seed)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
 
 
 def dataloader_worker_init_fn(worker_id: int) -> None:
