@@ -86,6 +86,7 @@ def test_an_empty_optional_split_publishes_a_none_loader():
 
 @pytest.mark.parametrize("change, match", [
     ("identity", "source changed"),
+    ("no identity", "pass the same identity"),
     ("duplicate", "repeats the id"),
     ("missing", "missing from the source"),
     ("unexpected", "not in the plan"),
@@ -96,6 +97,8 @@ def test_refusals_come_before_any_tensor(change, match):
     identity = SOURCE
     if change == "identity":
         identity = hash_bytes(b"patients v2")
+    elif change == "no identity":
+        identity = None
     elif change == "duplicate":
         df.loc[1, "row_id"] = "row000"
     elif change == "missing":
@@ -165,3 +168,50 @@ def test_a_standardizer_under_a_plan_fits_the_plans_training_rows_and_names_the_
     assert state["membership"] == {"identity": "digest", "value": plan.digest()}
     served = torch.cat([xb[:, 0] for xb, _ in ds.train_loader]).double()
     assert abs(float(served.mean())) < 1e-6  # the loaders serve standardized features
+
+
+def test_the_spec_example_runs_verbatim_with_hash_file(tmp_path, monkeypatch):
+    """§13.3's example as written: hash_file("rows.csv"), save / load, two features."""
+    monkeypatch.chdir(tmp_path)
+    df = _frame().assign(income=[1000.0 + 10 * i for i in range(24)])
+    df.to_csv("rows.csv", index=False)
+    from nnx import NNTabularDataset
+    from nnx.data_splits import SplitManifest, plan_split
+    from nnx.provenance import hash_file
+
+    source = hash_file("rows.csv")
+    plan = plan_split(df["row_id"], strategy="group", groups=df["patient"],
+                      proportions=(0.7, 0.15, 0.15), seed=7, source=source)
+    plan.save("split.json")
+    dataset = NNTabularDataset(df=df, feature_cols=["age", "income"], target_col="label",
+                               split=SplitManifest.load("split.json"), id_col="row_id",
+                               source_identity=source)
+    assert dataset.state()["split"] == plan.digest()
+    assert sum(len(xb) for xb, _ in dataset.train_loader) == len(plan.train)
+    assert dataset.input_dim == 2
+
+
+def test_ids_come_from_id_col_never_from_the_index():
+    df = _frame()
+    plan = _group_plan(df)
+    # An index holding the same ids, reversed: reading it would place every row wrongly.
+    misleading = df.set_axis(list(reversed(df["row_id"])), axis=0)
+    ds = _dataset(misleading, plan)
+    assert _ages(ds.train_loader) == _planned_ages(df, plan.train)
+    assert _ages(ds.val_loader) == _planned_ages(df, plan.val)
+
+
+def test_gap_rows_are_not_counted_and_a_standardizer_fits_the_admitted_training_rows():
+    """Excluded rows are dropped before any position is taken: n_rows counts the admitted
+    rows, and standardize=True reads training rows by position among them (iloc), also in
+    a shuffled frame whose index labels are no longer positions."""
+    df = _frame(12).assign(t=list(range(12)))
+    plan = plan_split(df["row_id"], strategy="chronological", times=df["t"], cutoffs=(6, 9),
+                      gap=2)
+    assert len(plan.excluded) == 4
+    shuffled = df.sample(frac=1.0, random_state=1)
+    ds = _dataset(shuffled, plan, standardize=True)
+    assert ds.state()["n_rows"] == 8
+    train_ages = torch.tensor(sorted(_planned_ages(df, plan.train)), dtype=torch.float64)
+    assert ds.standardizer.mean == (float(train_ages.mean()),)
+    assert ds.standardizer.n_rows == len(plan.train)

@@ -52,6 +52,10 @@ def test_resolve_returns_positions_in_the_sources_row_order():
     assert {reordered[i] for i in indices.train} == set(plan.train)
     assert {reordered[i] for i in indices.val} == set(plan.val)
     assert {reordered[i] for i in indices.test} == set(plan.test)
+    # SplitIndices feed torch.utils.data.Subset for any map-style dataset.
+    from torch.utils.data import Subset
+
+    assert list(Subset(reordered, indices.val)) == [reordered[i] for i in indices.val]
 
 
 @pytest.mark.parametrize("ids, match", [

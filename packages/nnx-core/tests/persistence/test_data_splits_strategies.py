@@ -252,3 +252,55 @@ def test_plan_split_reads_and_advances_no_global_rng():
     assert after[0] == states[1][0] and np.array_equal(after[1], states[1][1])
     assert after[2:] == states[1][2:]
     assert random.getstate() == states[2]
+
+
+# -- the seeded order, against a hand-rolled reference ------------------------------------
+def _rank(seed, key):
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps([seed, key], separators=(",", ":")).encode()).hexdigest()
+
+
+@pytest.mark.parametrize("seed", [0, 7, 2**64 - 1])
+def test_groups_are_visited_in_their_sha256_order_and_fill_the_split_furthest_below_target(seed):
+    sizes = {"g0": 5, "g1": 1, "g2": 3, "g3": 2, "g4": 4, "g5": 2, "g6": 1, "g7": 3}
+    groups = [g for g, n in sizes.items() for _ in range(n)]
+    ids = list(range(len(groups)))
+    targets = [len(ids) * p for p in (0.6, 0.2, 0.2)]
+    rows, home = [0, 0, 0], {}
+    for g in sorted(sizes, key=lambda g: _rank(seed, g)):
+        k = max(range(3), key=lambda k: (targets[k] - rows[k], -k))
+        home[g], rows[k] = k, rows[k] + sizes[g]
+    plan = plan_split(ids, strategy="group", groups=groups, proportions=(0.6, 0.2, 0.2),
+                      seed=seed)
+    assert all(len(p) for p in (plan.train, plan.val, plan.test))  # no repair needed here
+    for k, members in enumerate((plan.train, plan.val, plan.test)):
+        assert set(members) == {i for i, g in enumerate(groups) if home[g] == k}
+
+
+@pytest.mark.parametrize("seed", [1, 12345])
+def test_stratified_cuts_each_class_in_its_sha256_rank_order(seed):
+    ids = [f"s{i}" for i in range(10)]
+    plan = plan_split(ids, strategy="stratified", labels=["x"] * 10,
+                      proportions=(0.6, 0.2, 0.2), seed=seed)
+    ranked = sorted(ids, key=lambda i: _rank(seed, i))
+    assert set(plan.train) == set(ranked[:6])
+    assert set(plan.val) == set(ranked[6:8]) and set(plan.test) == set(ranked[8:])
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(20, 60), min_size=1, max_size=6),
+       seed=st.integers(0, 2**64 - 1),
+       proportions=st.sampled_from([(0.7, 0.15, 0.15), (0.6, 0.2, 0.2), (0.5, 0.5, 0.0),
+                                    (0.34, 0.33, 0.33), (0.8, 0.0, 0.2)]))
+def test_stratified_totals_follow_the_proportions_within_one_row(sizes, seed, proportions):
+    # Classes of >= 20 rows ask >= 3 rows of every active split: the one-row minimum never
+    # acts, so the carry alone decides and each total is within one row of n * p.
+    labels = [c for c, n in enumerate(sizes) for _ in range(n)]
+    ids = list(range(len(labels)))
+    plan = plan_split(ids, strategy="stratified", labels=labels, proportions=proportions,
+                      seed=seed)
+    for members, p in zip((plan.train, plan.val, plan.test), proportions, strict=True):
+        assert abs(len(members) - len(ids) * p) <= 1
+        assert {labels[i] for i in members} == (set(labels) if p > 0 else set())
