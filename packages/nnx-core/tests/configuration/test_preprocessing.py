@@ -71,6 +71,13 @@ def test_a_non_finite_held_out_row_does_not_stop_the_fit():
         Standardizer.fit(df, rows=(*TRAIN, 9), columns=["a", "b", "c"])
 
 
+def test_a_dataframe_is_read_by_position_through_iloc_never_by_index_label():
+    df = frame()
+    relabelled = df.set_axis(list(range(9, -1, -1)), axis=0)  # label 9 sits at position 0
+    s = Standardizer.fit(relabelled, rows=TRAIN, columns=["a", "b", "c"])
+    assert (s.mean, s.scale) == (fitted().mean, fitted().scale)
+
+
 def test_the_fit_declares_the_column_order_and_transform_then_requires_it():
     s = Standardizer.fit(frame(), rows=TRAIN, columns=["c", "a"])
     assert s.columns == ["c", "a"] and s.mean == (2.0, 5.0)

@@ -190,6 +190,10 @@ def test_sample_containers_keep_their_type_and_only_the_input_changes(kind):
     assert torch.equal(sample[0], torch.tensor([1040.0])) and sample[1] == 0
     assert list(sample[2:]) == list(base[4][2:])
     assert view.classes == ["cat", "dog"] and len(view) == 2
+    assert view.dataset is base and view.indices == (4, 1)
+    assert base.classes == ["cat", "dog"] and torch.equal(base.data, torch.arange(6.0))
+    assert view.state() == {"rows": 2, "transform": describe_transform(view.transform)}
+    assert view.state()["transform"]["reconstructible"] is False
 
 
 def test_dict_samples_and_bad_arguments_are_refused():
