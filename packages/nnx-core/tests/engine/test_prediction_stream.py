@@ -194,3 +194,53 @@ def test_stream_type_is_exported_and_documented():
     stream = tiny_model().iter_predict(tiny_loader())
     assert isinstance(stream, PredictionStream)
     stream.close()
+
+
+def test_continuous_decoding_and_each_rich_batch_equal_the_eager_calls():
+    """§21: continuous decoding is the eager one, and each batch is the PredictionResult
+    predict_proba() builds for that batch alone (its ids offset by the rows before it)."""
+    model = tiny_model(task=TaskSpec.regression(2), loss=Losses.MEAN_SQUARED_ERROR, out=2)
+    loader = [(x, torch.randn(len(x), 2)) for x, _ in tiny_loader(3, 5)]
+    batches = _collect(model, loader, rich=True)
+    joined, eager = concatenate_predictions(batches), model.predict_proba(loader)
+    assert torch.equal(joined.logits, eager.logits)
+    assert torch.equal(joined.decoded, eager.decoded)
+    assert torch.equal(concatenate_predictions(_collect(model, loader)).classes,
+                       model.predict(loader).classes)
+    offset = 0
+    for batch, source in zip(batches, loader, strict=True):
+        alone = model.predict_proba([source])
+        assert batch.spec == alone.spec and torch.equal(batch.decoded, alone.decoded)
+        assert batch.sample_ids.tolist() == (alone.sample_ids + offset).tolist()
+        offset += len(source[0])
+
+
+def test_every_submodules_own_mode_is_restored_after_each_forward():
+    """§21 Mode restoration: a net in mixed modes is put back exactly, batch by batch."""
+    model = tiny_model(dropout=0.5)
+    model.net.train()
+    frozen = [m for m in model.net.modules() if isinstance(m, nn.Dropout)]
+    frozen[0].eval()
+    modes = {name: m.training for name, m in model.net.named_modules()}
+    assert set(modes.values()) == {True, False}
+    with model.iter_predict(tiny_loader(3, 2)) as stream:
+        for _ in stream:
+            assert {n: m.training for n, m in model.net.named_modules()} == modes
+    assert {n: m.training for n, m in model.net.named_modules()} == modes
+
+
+def test_an_error_inside_the_stream_closes_it_without_a_with_block():
+    """§21: an error inside the stream closes it (no context manager needed), and a
+    closed stream cannot be iterated again."""
+    model = tiny_model()
+    bad = [(torch.randn(2, 4), torch.zeros(2)), (torch.randn(2, 7), torch.zeros(2))]
+    stream = model.iter_predict(bad)
+    got = []
+    with pytest.raises(ValueError, match="expects 4 features"):
+        for batch in stream:
+            got.append(batch)
+    assert len(got) == 1 and stream.closed and stream._model is None
+    with pytest.raises(StreamClosedError):
+        iter(stream)
+    with pytest.raises(StreamClosedError):
+        stream.__enter__()
