@@ -152,3 +152,26 @@ def test_a_class_weighted_loss_is_divided_by_the_summed_class_weights():
     assert record.loss == pytest.approx(weighted, rel=1e-6)
     assert record.loss != pytest.approx(batch_means, rel=1e-6)  # the check can fail
     assert record == model.evaluate(_val())
+
+
+def test_without_a_task_multi_output_indicators_are_scored_row_by_row(tmp_path):
+    """§21: a model without a task and a BCEWithLogitsLoss is scored as evaluate() scores
+    it (exact-row accuracy); the streaming record equals the default one."""
+    from nnx import Losses
+
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(12, 4, generator=g)
+    y = (torch.rand(12, 3, generator=g) > 0.5).float()
+    val = [(x[:5], y[:5]), (x[5:], y[5:])]
+    records = []
+    for name, step in (("eager", None), ("streamed", streaming_eval_step)):
+        model = tiny_model(loss=Losses.BINARY_CROSS_ENTROPY)
+        params = NNTrainParams(n_epochs=1, train_loader=val, val_loader=val, optim=sgd(0.3),
+                               scheduler=None)
+        run = model.train(params, eval_step_fn=step, root=tmp_path / name, verbose=False)
+        records.append(run.epoch_records()[-1].val_edp)
+    assert records[0] == records[1]
+    with torch.no_grad():
+        decided = (model.net(x) > 0).float()
+    exact_rows = (decided == y).all(dim=1).float().mean().item()
+    assert records[1].accuracy == pytest.approx(exact_rows)

@@ -536,3 +536,21 @@ def test_split_metric_keys_are_the_names_the_logger_callbacks_log() -> None:
         assert dict(fitted.metrics[split].values) == logged, split
     assert {"loss", "error", "accuracy", "metrics/accuracy", "extra/hits"} <= set(
         fitted.metrics["val"].values)
+
+
+class Named(Callback):
+    def __init__(self, name: str, log: list[str]) -> None:
+        self.name, self.log = name, log
+
+    def on_epoch_end(self, ctx) -> None:
+        self.log.append(self.name)
+
+
+def test_callbacks_run_in_the_scripts_order_borrowed_then_factory_made() -> None:
+    """§20 Fit: the fit matches the script on callback order: the borrowed callbacks in
+    order, then each factory's, as model.train(callbacks=[*borrowed, *made])."""
+    log: list[str] = []
+    p = plan(n_epochs=2).with_callbacks(Named("b1", log), Named("b2", log)) \
+        .with_callback_factories(lambda: Named("f1", log), lambda: Named("f2", log))
+    p.fit(verbose=False)
+    assert log == ["b1", "b2", "f1", "f2"] * 2
