@@ -244,3 +244,52 @@ def test_an_error_inside_the_stream_closes_it_without_a_with_block():
         iter(stream)
     with pytest.raises(StreamClosedError):
         stream.__enter__()
+
+
+class _IdsInColumn3:
+    """A task whose rows carry their own global id in feature column 3 (as graph seed rows
+    carry node indices): sample_ids answers them for a batch or for a list of batches."""
+
+    def objective(self):
+        return None
+
+    def eval_step(self):
+        return None
+
+    def metric_specs(self):
+        return ()
+
+    def sample_ids(self, data, rows):
+        one = isinstance(data, (tuple, list)) and isinstance(data[0], torch.Tensor)
+        batches = [data] if one else list(data)  # a batch, or the eager call's loader
+        return np.concatenate([b[0][:, 3].long().numpy() for b in batches])
+
+    def refuse_default(self, path):
+        return None
+
+
+def test_a_task_that_answers_sample_ids_gives_the_eager_ids_and_never_warns():
+    """§21: ids a task answers per batch concatenate to predict_proba()'s ids, and no
+    shuffled-loader warning is raised for them (they are not iteration positions)."""
+    from nnx import Devices, NNModel, NNModelParams, NNParams
+
+    torch.manual_seed(0)
+    model = NNModel(NNParams(input_dim=4, output_dim=3), NNModelParams(device=Devices.CPU),
+                    task=_IdsInColumn3())
+    x = torch.randn(12, 4)
+    x[:, 3] = torch.arange(100, 112, dtype=torch.float32)
+    y = torch.zeros(12, dtype=torch.long)
+    batches = [(x[i:i + 5], y[i:i + 5]) for i in range(0, 12, 5)]
+    spec = ProbabilitySpec("categorical")
+    joined = concatenate_predictions(_collect(model, batches, spec=spec))
+    eager = model.predict_proba(batches, spec)
+    assert joined.sample_ids.tolist() == eager.sample_ids.tolist() == list(range(100, 112))
+    shuffled = DataLoader(TensorDataset(x, y), batch_size=4, shuffle=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        streamed = _collect(model, shuffled, spec=spec)
+    assert sorted(np.concatenate([b.sample_ids for b in streamed]).tolist()) == list(
+        range(100, 112))
+    for batch in streamed:  # each row's id is its own, whatever the shuffle
+        rows = x[torch.tensor(batch.sample_ids.tolist()) - 100]
+        assert torch.equal(batch.logits, model.predict([(rows,)]).logits)
