@@ -554,3 +554,18 @@ def test_callbacks_run_in_the_scripts_order_borrowed_then_factory_made() -> None
         .with_callback_factories(lambda: Named("f1", log), lambda: Named("f2", log))
     p.fit(verbose=False)
     assert log == ["b1", "b2", "f1", "f2"] * 2
+
+
+def test_validate_names_the_update_owner_and_the_params_objects() -> None:
+    """§20 Validate paths: objective (a step and an objective both own the update), model and
+    train (not the params classes), each reported without building anything."""
+    step, objective = (lambda ctx: None), (lambda ctx: None)
+    both = plan().with_step_fns(step).with_objective(objective).validate()
+    assert both.paths == ("objective",), both.diagnostics
+    assert plan().with_objective(objective).validate().ok
+    wrong = ExperimentPlan(model="cpu", train=train_params(), net=NET, seed=0)  # type: ignore
+    assert wrong.validate().paths == ("model",)
+    bad_train = ExperimentPlan(model=MODEL, train={"n_epochs": 1}, net=NET, seed=0,  # type: ignore
+                               data=PlanData(tiny_batches()))
+    assert bad_train.validate().paths == ("train",)
+    assert written() == []
