@@ -194,3 +194,102 @@ def test_stream_type_is_exported_and_documented():
     stream = tiny_model().iter_predict(tiny_loader())
     assert isinstance(stream, PredictionStream)
     stream.close()
+
+
+def test_continuous_decoding_and_each_rich_batch_equal_the_eager_calls():
+    """§21: continuous decoding is the eager one, and each batch is the PredictionResult
+    predict_proba() builds for that batch alone (its ids offset by the rows before it)."""
+    model = tiny_model(task=TaskSpec.regression(2), loss=Losses.MEAN_SQUARED_ERROR, out=2)
+    loader = [(x, torch.randn(len(x), 2)) for x, _ in tiny_loader(3, 5)]
+    batches = _collect(model, loader, rich=True)
+    joined, eager = concatenate_predictions(batches), model.predict_proba(loader)
+    assert torch.equal(joined.logits, eager.logits)
+    assert torch.equal(joined.decoded, eager.decoded)
+    assert torch.equal(concatenate_predictions(_collect(model, loader)).classes,
+                       model.predict(loader).classes)
+    offset = 0
+    for batch, source in zip(batches, loader, strict=True):
+        alone = model.predict_proba([source])
+        assert batch.spec == alone.spec and torch.equal(batch.decoded, alone.decoded)
+        assert batch.sample_ids.tolist() == (alone.sample_ids + offset).tolist()
+        offset += len(source[0])
+
+
+def test_every_submodules_own_mode_is_restored_after_each_forward():
+    """§21 Mode restoration: a net in mixed modes is put back exactly, batch by batch."""
+    model = tiny_model(dropout=0.5)
+    model.net.train()
+    frozen = [m for m in model.net.modules() if isinstance(m, nn.Dropout)]
+    frozen[0].eval()
+    modes = {name: m.training for name, m in model.net.named_modules()}
+    assert set(modes.values()) == {True, False}
+    with model.iter_predict(tiny_loader(3, 2)) as stream:
+        for _ in stream:
+            assert {n: m.training for n, m in model.net.named_modules()} == modes
+    assert {n: m.training for n, m in model.net.named_modules()} == modes
+
+
+def test_an_error_inside_the_stream_closes_it_without_a_with_block():
+    """§21: an error inside the stream closes it (no context manager needed), and a
+    closed stream cannot be iterated again."""
+    model = tiny_model()
+    bad = [(torch.randn(2, 4), torch.zeros(2)), (torch.randn(2, 7), torch.zeros(2))]
+    stream = model.iter_predict(bad)
+    got = []
+    with pytest.raises(ValueError, match="expects 4 features"):
+        for batch in stream:
+            got.append(batch)
+    assert len(got) == 1 and stream.closed and stream._model is None
+    with pytest.raises(StreamClosedError):
+        iter(stream)
+    with pytest.raises(StreamClosedError):
+        stream.__enter__()
+
+
+class _IdsInColumn3:
+    """A task whose rows carry their own global id in feature column 3 (as graph seed rows
+    carry node indices): sample_ids answers them for a batch or for a list of batches."""
+
+    def objective(self):
+        return None
+
+    def eval_step(self):
+        return None
+
+    def metric_specs(self):
+        return ()
+
+    def sample_ids(self, data, rows):
+        one = isinstance(data, (tuple, list)) and isinstance(data[0], torch.Tensor)
+        batches = [data] if one else list(data)  # a batch, or the eager call's loader
+        return np.concatenate([b[0][:, 3].long().numpy() for b in batches])
+
+    def refuse_default(self, path):
+        return None
+
+
+def test_a_task_that_answers_sample_ids_gives_the_eager_ids_and_never_warns():
+    """§21: ids a task answers per batch concatenate to predict_proba()'s ids, and no
+    shuffled-loader warning is raised for them (they are not iteration positions)."""
+    from nnx import Devices, NNModel, NNModelParams, NNParams
+
+    torch.manual_seed(0)
+    model = NNModel(NNParams(input_dim=4, output_dim=3), NNModelParams(device=Devices.CPU),
+                    task=_IdsInColumn3())
+    x = torch.randn(12, 4)
+    x[:, 3] = torch.arange(100, 112, dtype=torch.float32)
+    y = torch.zeros(12, dtype=torch.long)
+    batches = [(x[i:i + 5], y[i:i + 5]) for i in range(0, 12, 5)]
+    spec = ProbabilitySpec("categorical")
+    joined = concatenate_predictions(_collect(model, batches, spec=spec))
+    eager = model.predict_proba(batches, spec)
+    assert joined.sample_ids.tolist() == eager.sample_ids.tolist() == list(range(100, 112))
+    shuffled = DataLoader(TensorDataset(x, y), batch_size=4, shuffle=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        streamed = _collect(model, shuffled, spec=spec)
+    assert sorted(np.concatenate([b.sample_ids for b in streamed]).tolist()) == list(
+        range(100, 112))
+    for batch in streamed:  # each row's id is its own, whatever the shuffle
+        rows = x[torch.tensor(batch.sample_ids.tolist()) - 100]
+        assert torch.equal(batch.logits, model.predict([(rows,)]).logits)

@@ -132,3 +132,46 @@ def test_every_problem_is_reported_with_its_path(stored_metric):
     assert [path for path, _ in problems] == ["train.extra_metrics", "train.metrics[0]",
                                               "train.metrics[2]"]
     assert streaming_step_problems({}, METRICS) == []
+
+
+def test_a_class_weighted_loss_is_divided_by_the_summed_class_weights():
+    """§21: the loss denominators are the class weights when the loss has them, so the
+    record is the whole loader's weighted mean, not a mean of batch means."""
+    model = tiny_model()
+    weight = torch.tensor([0.2, 1.0, 3.0])
+    model.loss_fn = nn.CrossEntropyLoss(weight=weight)
+    ctx = EvalStepContext(model=model, val_loader=_val(), extra_metrics={}, epoch_idx=0)
+    record = streaming_eval_step(ctx)
+    x = torch.cat([b[0] for b in _val()])
+    y = torch.cat([b[1] for b in _val()])
+    with torch.no_grad():
+        logits = model.net(x)
+        weighted = nn.functional.cross_entropy(logits, y, weight=weight).item()
+        batch_means = np.mean([nn.functional.cross_entropy(model.net(bx), by, weight=weight)
+                               .item() for bx, by in _val()])
+    assert record.loss == pytest.approx(weighted, rel=1e-6)
+    assert record.loss != pytest.approx(batch_means, rel=1e-6)  # the check can fail
+    assert record == model.evaluate(_val())
+
+
+def test_without_a_task_multi_output_indicators_are_scored_row_by_row(tmp_path):
+    """§21: a model without a task and a BCEWithLogitsLoss is scored as evaluate() scores
+    it (exact-row accuracy); the streaming record equals the default one."""
+    from nnx import Losses
+
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(12, 4, generator=g)
+    y = (torch.rand(12, 3, generator=g) > 0.5).float()
+    val = [(x[:5], y[:5]), (x[5:], y[5:])]
+    records = []
+    for name, step in (("eager", None), ("streamed", streaming_eval_step)):
+        model = tiny_model(loss=Losses.BINARY_CROSS_ENTROPY)
+        params = NNTrainParams(n_epochs=1, train_loader=val, val_loader=val, optim=sgd(0.3),
+                               scheduler=None)
+        run = model.train(params, eval_step_fn=step, root=tmp_path / name, verbose=False)
+        records.append(run.epoch_records()[-1].val_edp)
+    assert records[0] == records[1]
+    with torch.no_grad():
+        decided = (model.net(x) > 0).float()
+    exact_rows = (decided == y).all(dim=1).float().mean().item()
+    assert records[1].accuracy == pytest.approx(exact_rows)

@@ -244,3 +244,73 @@ def test_merge_takes_only_a_streaming_metrics():
     m = StreamingMetrics(CAT, "categorical")
     with pytest.raises(TypeError):
         m.merge({"count": 3})
+
+
+@pytest.mark.parametrize("task, metrics", [
+    (TaskSpec.categorical(3, ignore_index=-100), CAT),
+    (TaskSpec.multilabel(3, threshold=0.3),
+     (MetricSpec("accuracy"), MetricSpec("f1", config={"average": "binary"}),
+      MetricSpec("nll"), MetricSpec("brier")))], ids=["categorical", "multilabel"])
+def test_update_logits_batch_by_batch_equals_evaluate(task, metrics):
+    """§21: update_logits derives its inputs from raw outputs as evaluate() does, so the
+    declared metrics of a stream of batches are evaluate()'s record.metrics."""
+    from nnx import Losses
+    from nnx.testing import tiny_model
+
+    loss = Losses.CROSS_ENTROPY if task.kind == "categorical" else Losses.BINARY_CROSS_ENTROPY
+    model = tiny_model(task=task, loss=loss)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(20, 4, generator=g)
+    if task.kind == "categorical":
+        y = torch.randint(0, 3, (20,), generator=g)
+        y[[2, 7]] = -100
+    else:
+        y = (torch.rand(20, 3, generator=g) > 0.5).float()
+        y[3, 1] = float("nan")
+    loader = [(x[i:i + 6], y[i:i + 6]) for i in range(0, 20, 6)]
+    streamed = StreamingMetrics.for_task(metrics, task)
+    for xb, yb in loader:
+        with torch.no_grad():
+            streamed.update_logits(yb, model.net(xb))
+    record = model.evaluate(loader, metrics=metrics)
+    snap = streamed.finalize()
+    declared = [m.label for m in metrics]  # a multilabel record adds the task's own too
+    assert snap.unavailable == () and list(snap.values) == declared
+    for name in declared:
+        assert snap.values[name] == pytest.approx(record.metrics[name], rel=1e-6,
+                                                  abs=1e-9), name
+
+
+def test_a_registered_metric_with_merge_is_bounded_and_merges(rank_metric):
+    """§21: an accumulator with merge() and no stores_scores = True is bounded: accepted
+    without materialize, merged in place (returning None), and a merge's result never sees
+    its inputs' later updates."""
+    class Summed:
+        stores_scores = False
+
+        def __init__(self, config):
+            self.total = 0.0
+
+        def update(self, target, prediction):
+            self.total += float(np.sum(prediction))
+
+        def merge(self, other):
+            self.total += other.total
+
+        def result(self):
+            return self.total
+
+    register_metric("summed", 1, Summed, input="continuous", mode="max")
+    try:
+        a = StreamingMetrics([MetricSpec("summed")], "continuous")
+        b = StreamingMetrics([MetricSpec("summed")], "continuous")
+        a.update(np.zeros(2), values=np.array([1.0, 2.0]))
+        b.update(np.zeros(1), values=np.array([4.0]))
+        merged = a.merge(b)
+        assert merged.finalize().values["summed"] == 7.0
+        a.update(np.zeros(1), values=np.array([10.0]))
+        merged.update(np.zeros(1), values=np.array([100.0]))
+        assert merged.finalize().values["summed"] == 107.0
+        assert a.finalize().values["summed"] == 13.0 and b.finalize().values["summed"] == 4.0
+    finally:
+        unregister_metric("summed", 1)

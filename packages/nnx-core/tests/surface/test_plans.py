@@ -449,3 +449,123 @@ def test_validate_reports_what_streaming_eval_step_refuses_at_the_spec_paths() -
         assert written() == []
     finally:
         unregister_metric("plans.keeps", 1)
+
+
+def test_every_with_method_returns_a_new_plan_and_leaves_the_source_unchanged() -> None:
+    """§20 Branching: each with_* (and resuming / without_resume) returns a new plan with the
+    one change; the source plan is the same object, field for field, afterwards."""
+    base = plan()
+    before = dict(vars(base))
+    step, objective = (lambda ctx: None), (lambda ctx: None)
+    branches = {
+        "net": base.with_net(NNParams(input_dim=4, output_dim=3)),
+        "model": base.with_model(NNModelParams(device=Devices.CPU, task=TaskSpec.categorical(3))),
+        "train": base.with_train(train_params(n_epochs=9)),
+        "callbacks": base.with_callbacks(LRMonitor()),
+        "callback_factories": base.with_callback_factories(LRMonitor),
+        "train_step_fn": base.with_step_fns(step),
+        "eval_step_fn": base.with_step_fns(eval=step),
+        "objective": base.with_objective(objective),
+        "components": base.with_components(Counter()),
+        "provenance": base.with_provenance({"source": "x"}),
+        "batch_adapter": base.with_batch_adapter("adapter"),
+        "resume": base.resuming("r1", "best", "stateful", "planned"),
+        "seed": base.with_seed(1),
+        "data": base.with_data(tiny_batches(1)),
+    }
+    for field, branch in branches.items():
+        assert branch is not base and isinstance(branch, ExperimentPlan)
+        changed = {k for k, v in vars(branch).items() if v is not before[k]}
+        assert changed == {field}, (field, changed)
+    assert branches["resume"].resume.checkpoint == "best"
+    assert branches["resume"].without_resume().resume is None
+    assert branches["eval_step_fn"].train_step_fn is None  # with_step_fns keeps the other
+    for name, branch in (("with_epochs", base.with_epochs(4)),
+                         ("with_optim", base.with_optim(sgd(0.2))),
+                         ("with_scheduler", base.with_scheduler(None)),
+                         ("with_metrics", base.with_metrics((MetricSpec("accuracy"),))),
+                         ("with_extra_metrics", base.with_extra_metrics({"n": len}))):
+        changed = {k for k, v in vars(branch).items() if v is not before[k]}
+        assert changed == {"train"}, (name, changed)
+    assert {k: v for k, v in vars(base).items()} == before
+    assert all(vars(base)[k] is v for k, v in before.items())
+
+
+def test_the_attempt_id_is_folded_into_the_salt_as_plan_attempt_id(tmp_path: Path) -> None:
+    """§20 Attempts: fit(attempt="a1") is model.train(..., salt="plan-attempt:a1")."""
+    fitted = plan(n_epochs=1).fit("a1", verbose=False)
+    set_seed(7)
+    model = NNModel(NET, MODEL)
+    script = model.train(train_params(n_epochs=1, seed=7), salt="plan-attempt:a1",
+                         root=tmp_path / "elsewhere", verbose=False)
+    assert script.id == fitted.run.id
+    other = NNModel(NET, MODEL).train(train_params(n_epochs=1, seed=7), salt="a1",
+                                      root=tmp_path / "other", verbose=False)
+    assert other.id != fitted.run.id  # the prefix is part of the salt
+
+
+def test_the_probe_loss_is_the_train_mode_pass_and_the_shape_the_eval_mode_one() -> None:
+    """§20 Probe: the loss runs in train mode (dropout on) with no gradient; with dropout
+    the eval-mode loss differs, so the check can fail."""
+    net = NNParams(input_dim=4, output_dim=3, hidden_dims=(64,), dropout_prob=0.5)
+    p = ExperimentPlan(model=MODEL, train=train_params(), net=net, seed=7)
+    x, y = tiny_batches(1)[0]
+    probed = p.probe((x, y))
+    set_seed(7)
+    model = NNModel(net, MODEL)
+    with torch.no_grad():
+        model.net.eval()
+        eval_loss = model.loss_fn(model.net(x), y).item()
+        model.net.train()
+        train_loss = model.loss_fn(model.net(x), y).item()
+    assert probed.loss == train_loss and eval_loss != train_loss
+    assert probed.output_shape == (4, 3)
+
+
+def test_split_metric_keys_are_the_names_the_logger_callbacks_log() -> None:
+    """§20 Metrics: values keys are the logged names (loss, error, the classification
+    fields, metrics/<name>, extra/<name>) without the split prefix."""
+    from nnx.callbacks._scalars import edp_scalars
+
+    extra = {"hits": lambda y, p: float((y == p).sum())}
+    fitted = plan(n_epochs=1, metrics=(MetricSpec("accuracy"),)).with_extra_metrics(
+        extra).fit(verbose=False)
+    last = fitted.run.epoch_records()[-1]
+    for split, edp in (("val", last.val_edp), ("train", last.train_summary)):
+        logged = {k.split("/", 1)[1]: v for k, v in edp_scalars(split, edp).items()}
+        assert dict(fitted.metrics[split].values) == logged, split
+    assert {"loss", "error", "accuracy", "metrics/accuracy", "extra/hits"} <= set(
+        fitted.metrics["val"].values)
+
+
+class Named(Callback):
+    def __init__(self, name: str, log: list[str]) -> None:
+        self.name, self.log = name, log
+
+    def on_epoch_end(self, ctx) -> None:
+        self.log.append(self.name)
+
+
+def test_callbacks_run_in_the_scripts_order_borrowed_then_factory_made() -> None:
+    """§20 Fit: the fit matches the script on callback order: the borrowed callbacks in
+    order, then each factory's, as model.train(callbacks=[*borrowed, *made])."""
+    log: list[str] = []
+    p = plan(n_epochs=2).with_callbacks(Named("b1", log), Named("b2", log)) \
+        .with_callback_factories(lambda: Named("f1", log), lambda: Named("f2", log))
+    p.fit(verbose=False)
+    assert log == ["b1", "b2", "f1", "f2"] * 2
+
+
+def test_validate_names_the_update_owner_and_the_params_objects() -> None:
+    """§20 Validate paths: objective (a step and an objective both own the update), model and
+    train (not the params classes), each reported without building anything."""
+    step, objective = (lambda ctx: None), (lambda ctx: None)
+    both = plan().with_step_fns(step).with_objective(objective).validate()
+    assert both.paths == ("objective",), both.diagnostics
+    assert plan().with_objective(objective).validate().ok
+    wrong = ExperimentPlan(model="cpu", train=train_params(), net=NET, seed=0)  # type: ignore
+    assert wrong.validate().paths == ("model",)
+    bad_train = ExperimentPlan(model=MODEL, train={"n_epochs": 1}, net=NET, seed=0,  # type: ignore
+                               data=PlanData(tiny_batches()))
+    assert bad_train.validate().paths == ("train",)
+    assert written() == []
