@@ -8,7 +8,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from mypy import api as mypy_api
 
 import nnx
 from nnx.result import BoundaryError, Err, Ok, Result, UnwrapError
@@ -148,6 +147,8 @@ TYPED = """
 
 
 def _mypy(tmp_path: Path, code: str) -> tuple[str, int]:
+    # mypy is a dev tool of the workspace, not of nnx-core alone (its à-la-carte cell).
+    mypy_api = pytest.importorskip("mypy.api")
     (tmp_path / "snippet.py").write_text(textwrap.dedent(code))
     # Only the result modules are analysed: nnx/__init__ would pull torch's stubs in.
     (tmp_path / "mypy.ini").write_text(
