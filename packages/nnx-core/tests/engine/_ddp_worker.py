@@ -13,10 +13,12 @@ to stop after epoch 1), ``kill`` (rank 1 dies at the start of epoch 1), and
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
 import torch
+from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, TensorDataset
 
 from nnx import (
@@ -128,7 +130,10 @@ def main() -> None:
     objective = supervised_objective() if mode.endswith("objective") else None
     run = model.train(params, objective=objective, callbacks=callbacks, verbose=None,
                       root=os.path.join(out, "runs"), distributed=distributed)
-    torch.save({"weights": model.net.state_dict(), "run_id": run.id,
+    # No DDP wrapper outlives the fit: one left in a reference cycle would take its gloo
+    # work to interpreter finalization, whose teardown aborts the process.
+    wrappers = sum(isinstance(o, DistributedDataParallel) for o in gc.get_objects())
+    torch.save({"weights": model.net.state_dict(), "run_id": run.id, "wrappers": wrappers,
                 "epochs": [r.epoch for r in run.epoch_records()] if rank == 0 else None,
                 "last_epoch": run.idps[-1].epoch},
                os.path.join(out, f"rank{rank}.pt"))

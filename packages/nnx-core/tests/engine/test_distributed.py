@@ -28,7 +28,9 @@ def free_port() -> int:
 
 
 def env() -> dict[str, str]:
-    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    # faulthandler: a rank that aborts prints every thread's Python stack into the report.
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1",
+            "PYTHONFAULTHANDLER": "1"}
 
 
 def torchrun(out: Path, mode: str, batch: int = 8) -> subprocess.CompletedProcess[str]:
@@ -67,6 +69,7 @@ def test_two_ranks_write_one_run_whose_validation_is_the_single_process_value(de
     out, done = default_run
     assert done.stdout.count("Run saved to") == 1  # rank 0 alone reports
     zero, one = ranks(out)
+    assert zero["wrappers"] == one["wrappers"] == 0  # the fit let go of its DDP wrapper
     runs = [p for p in (out / "runs").iterdir()
             if not p.name.startswith(".") and p.is_dir() and not p.is_symlink()]
     assert [p.name for p in runs] == [zero["run_id"]] == [one["run_id"]]

@@ -26,6 +26,7 @@ What each rank does:
 from __future__ import annotations
 
 import datetime
+import gc
 import inspect
 import os
 from collections.abc import Iterable
@@ -104,7 +105,13 @@ class DistributedSession:
         still inside its last collective or its own teardown left gloo's threads to be
         killed at interpreter exit (an abort, "terminate called without an active
         exception"). After a failure no barrier is taken: a dead peer would make it wait
-        for the whole timeout."""
+        for the whole timeout.
+
+        The caller drops its references to the DDP wrapper first; the wrapper sits in
+        reference cycles (its hooks), so a collection runs here. Otherwise it, its reducer
+        and the gloo work they hold outlive the group until interpreter finalization,
+        whose teardown of that work aborts the process."""
+        gc.collect()
         if self.owns_group and dist.is_initialized():
             if completed:
                 dist.barrier()

@@ -504,7 +504,18 @@ class FitLoop:
                 return run
         finally:
             if self.dist is not None:
+                self._drop_wrapper()
                 self.dist.close(completed=completed)
+
+    def _drop_wrapper(self) -> None:
+        """Let go of the DDP wrapper before its group is destroyed (DistributedSession.close):
+        the loop, the engine and the owner's step context each hold it."""
+        self.ddp_net = None
+        if self.engine is not None:
+            self.engine.train_net = None
+        end_fit = getattr(self.owner, "end_fit", None)  # optional: only a caching owner has it
+        if callable(end_fit):
+            end_fit()
 
     def _release(self) -> None:
         """A run that failed before its first commit leaves nothing behind: its directory

@@ -101,6 +101,10 @@ class ModelStepOwner:
             self.step_summary = loop.model.task_adapter.accumulator(metrics=loop.metrics)
         return self.step_summary
 
+    def end_fit(self) -> None:
+        """Drop the cached step context, which carries the DDP wrapper (train_net)."""
+        self.step_summary = self._step_ctx = None
+
     def run_batch(self, loop: LoopView, batch: Any, batch_idx: int, epoch: int,
                   window: UpdateWindow) -> NNEvaluationDataPoint:
         ctx = self._step_ctx
