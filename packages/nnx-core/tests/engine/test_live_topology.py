@@ -211,3 +211,34 @@ def test_a_trainer_records_and_refuses_alike(tmp_path: Path) -> None:
                                root=tmp_path / "runs")
     assert run.state()["transforms"] == [
         {"op": "test.gain", "version": 1, "config": {"targets": ["layers.0"]}}]
+
+
+class Counted(nn.Module):
+    """A Linear whose module keeps non-tensor extra state (get_extra_state)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x)  # type: ignore[no-any-return]
+
+    def get_extra_state(self) -> dict[str, int]:
+        return {"calls": self.calls}
+
+    def set_extra_state(self, state: dict[str, int]) -> None:
+        self.calls = state["calls"]
+
+
+def test_non_tensor_extra_state_is_topology_that_matches_itself(tmp_path: Path) -> None:
+    """The live-topology check reads every state entry; an extra-state dict has no shape
+    (it used to crash with "'dict' object has no attribute 'shape'")."""
+    from nnx import NNModelParams
+    from nnx.transforms.live import module_tree
+
+    assert module_tree(Counted())[1]["_extra_state"] == "<dict>"
+    torch.manual_seed(0)
+    model = NNModel(module=Counted(), params=NNModelParams())
+    run = model.train(plan(), verbose=False, root=tmp_path)
+    assert run.idps[-1].epoch == 1 and model.transforms == ()

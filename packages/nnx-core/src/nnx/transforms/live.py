@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
@@ -86,9 +87,16 @@ def module_tree(net: nn.Module) -> Tree:
     for path, module in net.named_modules(remove_duplicate=False):
         cls = getattr(type(module), "cls_to_become", None) or type(module)
         modules[path] = f"{cls.__module__}.{cls.__qualname__}"
-    tensors = {k: None if is_lazy(v) else tuple(v.shape)
-               for k, v in net.state_dict(keep_vars=True).items()}
+    tensors = {k: _entry_shape(v) for k, v in net.state_dict(keep_vars=True).items()}
     return modules, tensors
+
+
+def _entry_shape(value: Any) -> tuple[int, ...] | str | None:
+    """A state entry's shape; a module's non-tensor extra state (get_extra_state) has
+    none, so its type stands in: present on both sides, it matches."""
+    if not isinstance(value, torch.Tensor):
+        return f"<{type(value).__name__}>"
+    return None if is_lazy(value) else tuple(value.shape)
 
 
 def _fits(a: tuple[int, ...] | str | None, b: tuple[int, ...] | str | None) -> bool:
