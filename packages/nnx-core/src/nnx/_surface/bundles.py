@@ -72,16 +72,16 @@ class ReconstructedBundle:
         Trainer run's, a topology converted at train end, or a model rebuilt with
         exclude_submodules."""
         info = self.info
+        if self.excluded:
+            raise BundleCapabilityError(
+                f"the model was rebuilt without {list(self.excluded)} (exclude_submodules): it "
+                "serves inference and cannot resume its run")
         if info.capability != "resume" or self.training_state is None:
             raise BundleCapabilityError(
                 f"bundle {info.path.as_posix()} is an inference bundle (checkpoint "
                 f"{info.source_checkpoint!r} holds weights only): it rebuilds, it cannot resume")
         if info.resume_refusal is not None:
             raise BundleCapabilityError(f"this bundle cannot resume: {info.resume_refusal}")
-        if self.excluded:
-            raise BundleCapabilityError(
-                f"the model was rebuilt without {list(self.excluded)} (exclude_submodules): it "
-                "serves inference and cannot resume its run")
         for name in ("resume_from_run_id", "resume_from_checkpoint"):
             if getattr(params, name, None) is not None:
                 raise ValueError(f"{name} is set by the bundle; pass params without it")
