@@ -9,8 +9,8 @@ import os
 
 import pytest
 import torch
-
 from _support.bundles import train
+
 from nnx._persistence import bundle_publish
 from nnx.bundles import export_bundle, reconstruct_bundle, validate_bundle
 

@@ -10,8 +10,6 @@ import shutil
 
 import pytest
 import torch
-from torch import nn
-
 from _support.bundles import (
     batches,
     model,
@@ -20,6 +18,8 @@ from _support.bundles import (
     state,
     train,
 )
+from torch import nn
+
 from nnx import (
     ComponentSpec,
     Devices,
