@@ -19,8 +19,16 @@ from pathlib import Path
 
 import torch
 
-from nnx import Devices, EarlyStopping, Losses, NNCheckpoint, NNModel, NNModelParams
-from nnx import NNParams, NNTrainParams
+from nnx import (
+    Devices,
+    EarlyStopping,
+    Losses,
+    NNCheckpoint,
+    NNModel,
+    NNModelParams,
+    NNParams,
+    NNTrainParams,
+)
 from nnx.bundles import export_bundle, inspect_bundle, reconstruct_bundle, validate_bundle
 
 torch.manual_seed(0)
