@@ -93,7 +93,7 @@ class ReconstructedBundle:
         resumed = dataclasses.replace(params, resume_from_run_id=info.source_run,
                                       resume_from_checkpoint=tag, resume_mode="stateful")
         parent = {"run_id": info.source_run,
-                  "attempt_id": self._checkpoint_attempt(),
+                  "attempt_id": info.source_attempt,
                   "checkpoint": tag, "epoch": info.epoch,
                   "generation": self._checkpoint.generation,
                   "bundle_generation": info.generation}
@@ -101,9 +101,6 @@ class ReconstructedBundle:
                                     self.training_state, parent)
         with resume_from_memory(source):
             return self.model.train(resumed, **train_kwargs)
-
-    def _checkpoint_attempt(self) -> Any:
-        return self.info.source_attempt
 
 
 def _problems(bundle: ValidatedBundle, params: NNModelParams | None,
