@@ -48,6 +48,12 @@ unchanged, so an add-on (and the reference plugin under
 * transform recipes: :class:`TransformRecipe` and :func:`config_targets`, and
   :class:`RecognizingTransform` (an op that also recognises its modules in a net
   changed in place, so ``train`` records that change as the run's recipe);
+* run bundles (spec §22): :class:`BundleCalibrator` (what a calibrator shows a bundle:
+  ``to_json()``, ``labels``, ``num_classes``, ``model_id``), :func:`model_fingerprint`
+  (the weights digest a bundle recomputes from its payload) and
+  ``register_calibrator_reader`` / ``registered_calibrator_readers`` /
+  ``unregister_calibrator_reader`` with :data:`CalibratorReader` (how a record of a
+  format, ``nnx.calibration/1``, becomes an object again on reconstruction);
 * crossing to another add-on: :func:`require_distribution` (the one install hint);
 * driving the epoch loop with a run of one's own (an LR sweep, a search trial):
   :func:`run_fit_loop` given an :class:`UpdateOwner` (it reads the loop through
@@ -58,6 +64,14 @@ unchanged, so an add-on (and the reference plugin under
 
 from __future__ import annotations
 
+from nnx._contracts.calibrators import (
+    BundleCalibrator,
+    CalibratorReader,
+    model_fingerprint,
+    register_calibrator_reader,
+    registered_calibrator_readers,
+    unregister_calibrator_reader,
+)
 from nnx._contracts.components import Component, ComponentSpec
 from nnx._contracts.precision import ResolvedPrecision, resolve_precision
 from nnx._contracts.trainable import TrainableModel
@@ -155,6 +169,8 @@ __all__ = [
     "POSITIVE",
     "PROBABILITY",
     "UNIT_HALF_OPEN",
+    "BundleCalibrator",
+    "CalibratorReader",
     "Component",
     "ComponentSpec",
     "Domain",
@@ -215,12 +231,15 @@ __all__ = [
     "imperative_step",
     "inside",
     "load_json",
+    "model_fingerprint",
     "net_class_axis",
     "preserved_state",
+    "register_calibrator_reader",
     "register_metric",
     "register_model_factory",
     "register_optimizer_factory",
     "register_transform",
+    "registered_calibrator_readers",
     "registered_metrics",
     "registered_model_factories",
     "registered_optimizer_factories",
@@ -234,6 +253,7 @@ __all__ = [
     "set_field",
     "sha256_hex",
     "train_mode",
+    "unregister_calibrator_reader",
     "unregister_metric",
     "unregister_model_factory",
     "unregister_optimizer_factory",

@@ -201,6 +201,8 @@ def parent_attempt(root: Path, plan: ResumePlan | None) -> dict[str, Any] | None
     """The provenance parent of a resumed run: the source run's attempt and checkpoint."""
     if plan is None:
         return None
+    if plan.parent is not None:  # a memory source (a bundle) records its own lineage
+        return dict(plan.parent)
     source = root / str(plan.status.source_run)
     prov = read_provenance(source) if source.is_dir() else None
     return {"run_id": plan.status.source_run,

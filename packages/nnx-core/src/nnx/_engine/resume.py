@@ -7,14 +7,23 @@ schedule's shared horizon, and whether the saved optimizer, precision,
 schedule and components fit this run. ``apply_resume`` then restores them
 after the reset hooks ran; if anything fails, the model and every RNG stream
 are put back before the error propagates.
+
+One seam reads a source that is not on disk: :func:`resume_from_memory` makes a
+:class:`MemoryResumeSource` (a checkpoint and its training state already in
+memory, e.g. a run bundle's, spec §22) the source of any resume, within the
+block, whose ``resume_from_run_id`` / ``resume_from_checkpoint`` name it. That
+resume reads, verifies, settles and locks nothing under the runs root, and its
+provenance parent is the source's own record.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +43,8 @@ from nnx._persistence.resume_source import check_resume_source
 from nnx._persistence.resume_status import ResumeStatus
 from nnx.enums.schedulers import Schedulers
 
-__all__ = ["ResumePlan", "ResumeStatus", "apply_resume", "check_resume", "plan_resume"]
+__all__ = ["MemoryResumeSource", "ResumePlan", "ResumeStatus", "apply_resume", "check_resume",
+           "plan_resume", "resume_from_memory"]
 
 
 @dataclass
@@ -45,6 +55,36 @@ class ResumePlan:
     start_epoch: int
     end_epoch: int  # exclusive
     status: ResumeStatus
+    #: The provenance parent when the source is not a run on disk (a memory source).
+    parent: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class MemoryResumeSource:
+    """A resume source held in memory: the run and checkpoint tag a resume names, the
+    checkpoint (weights, configuration, transforms) and its training state (None for
+    weights only), and the provenance parent the resumed attempt links."""
+
+    run_id: str
+    tag: str
+    checkpoint: NNCheckpoint
+    training_state: dict[str, Any] | None
+    parent: Mapping[str, Any] = field(default_factory=dict)
+
+
+_MEMORY: contextvars.ContextVar[MemoryResumeSource | None] = contextvars.ContextVar(
+    "nnx_memory_resume_source", default=None)
+
+
+@contextlib.contextmanager
+def resume_from_memory(source: MemoryResumeSource) -> Iterator[None]:
+    """Within the block, a resume naming ``source.run_id`` / ``source.tag`` reads
+    ``source`` instead of the runs root."""
+    token = _MEMORY.set(source)
+    try:
+        yield
+    finally:
+        _MEMORY.reset(token)
 
 
 _BOUNDED = (Schedulers.ONE_CYCLE, Schedulers.LINEAR_WARMUP_DECAY)
@@ -76,6 +116,10 @@ def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan
     for schedule in schedules:
         _check_horizon(params, schedule)
     source, tag = params.resume_from_run_id, params.resume_from_checkpoint or "last"
+    memory = _MEMORY.get()
+    if memory is not None and (memory.run_id, memory.tag) == (source, tag):
+        return _plan(params, memory.checkpoint, memory.training_state, source, tag, planned,
+                     parent=dict(memory.parent))
     run = resolve_best(source, root)  # "best": the run runs/best names now, by name
     # The source's history must hold what its LAST commits (nnx._persistence.resume_source):
     # a damaged source is refused before anything, the clean-up included, touches it.
@@ -90,7 +134,12 @@ def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan
     verify_point(path, root=root)
 
     checkpoint = NNCheckpoint.from_file(path)
-    state = checkpoint.training_state()
+    return _plan(params, checkpoint, checkpoint.training_state(), source, tag, planned)
+
+
+def _plan(params: Any, checkpoint: NNCheckpoint, state: dict[str, Any] | None, source: str,
+          tag: str, planned: bool, *, parent: Mapping[str, Any] | None = None) -> ResumePlan:
+    """The mode and epochs of a resume from ``checkpoint`` (read from disk or memory)."""
     mode = params.resume_mode
     if mode == "stateful" and state is None:
         raise ValueError(f"resume_mode='stateful' needs training state, but {tag!r} of run "
@@ -100,7 +149,7 @@ def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan
         if state is None:
             warnings.warn(f"checkpoint {tag!r} of run {source} holds weights only: the "
                           "optimizer, schedule, scaler and RNG start fresh", RuntimeWarning,
-                          stacklevel=3)
+                          stacklevel=4)
     if mode == "weights_only":
         state = None
     start = checkpoint.epoch + 1
@@ -120,7 +169,7 @@ def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan
     status = ResumeStatus(mode=mode, source_run=source, source_checkpoint=tag,
                           source_epoch=checkpoint.epoch, source_generation=checkpoint.generation,
                           source_checkpoint_id=checkpoint.checkpoint_id)
-    return ResumePlan(checkpoint, state, mode, start, end, status)
+    return ResumePlan(checkpoint, state, mode, start, end, status, parent=parent)
 
 
 def settle_source(root: Path, source: str) -> None:

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["MAX_DEPTH", "MAX_DOCUMENT_BYTES", "check_shape", "load_json", "load_yaml",
-           "read_bounded"]
+__all__ = ["MAX_DEPTH", "MAX_DOCUMENT_BYTES", "check_nesting", "check_shape", "load_json",
+           "load_yaml", "read_bounded"]
 
 #: Deeper than any document NNx writes (run.yaml nests about 6 levels).
 MAX_DEPTH = 64
@@ -28,6 +29,9 @@ MAX_DEPTH = 64
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 #: Nodes of one document after YAML aliases are expanded (a "billion laughs" guard).
 _MAX_NODES = 1_000_000
+
+#: A JSON string: quote, then non-quote non-backslash characters or escape pairs.
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 # The C parser when PyYAML has it: both build the same plain values.
 _YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -67,20 +71,66 @@ def check_shape(value: Any, where: str, *, max_depth: int = MAX_DEPTH) -> Any:
 def load_json(path: str | os.PathLike[str] | None = None, *, data: bytes | str | None = None,
               where: str | None = None, max_bytes: int = MAX_DOCUMENT_BYTES,
               max_depth: int = MAX_DEPTH,
-              parse_constant: Callable[[str], Any] | None = None) -> Any:
+              parse_constant: Callable[[str], Any] | None = None,
+              strict: bool = False) -> Any:
     """One JSON document from ``path`` (or ``data``), bounded in size and depth; every
     failure (unreadable, too large, not JSON, too deep) is a ValueError or OSError.
     ``parse_constant`` is :func:`json.loads`' hook for NaN / Infinity (a strict reader
-    raises ValueError from it)."""
+    raises ValueError from it).
+
+    ``strict=True`` (documents read from a stranger: a run bundle, spec §22) also
+    refuses a duplicate key in any object and NaN / Infinity, and measures the nesting
+    on the raw text before the parser runs, so a 10,000-deep document never reaches
+    the parser's recursion."""
     name = where or (Path(path).name if path is not None else "document")
     raw = _raw(path, data, name, max_bytes)
+    pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None
+    if strict:
+        check_nesting(raw, name, max_depth=max_depth)
+        pairs_hook = _unique_keys(name)
+        parse_constant = _no_constant(name)
     try:
-        value = json.loads(raw, parse_constant=parse_constant)
+        value = json.loads(raw, parse_constant=parse_constant, object_pairs_hook=pairs_hook)
     except RecursionError:
         raise ValueError(f"{name} nests too deeply to parse") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{name} is not JSON ({exc})") from None
     return check_shape(value, name, max_depth=max_depth)
+
+
+_BRACKETS = b"[]{}"
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in _BRACKETS)
+
+
+def check_nesting(raw: bytes | str, where: str, *, max_depth: int = MAX_DEPTH) -> None:
+    """ValueError when the JSON text ``raw`` opens more than ``max_depth`` brackets at
+    once; one pass over the text, no parser involved. Brackets inside strings are
+    skipped (escapes honoured), so a string of ``[`` never counts."""
+    data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+    if b'"' in data:  # strings first: C-speed removal of every quoted run
+        data = _STRING.sub(b'""', data)
+    depth = 0
+    for byte in data.translate(None, _NOT_BRACKETS):  # only the brackets are left
+        depth += 1 if byte in (0x5B, 0x7B) else -1
+        if depth > max_depth:
+            raise ValueError(f"{where} nests deeper than {max_depth} levels")
+
+
+def _unique_keys(where: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                raise ValueError(f"{where} repeats the key {key!r} in one object")
+            out[key] = value
+        return out
+    return pairs
+
+
+def _no_constant(where: str) -> Callable[[str], Any]:
+    def refuse(token: str) -> Any:
+        raise ValueError(f"{where} holds {token}, which strict JSON does not allow")
+    return refuse
 
 
 def load_yaml(path: str | os.PathLike[str] | None = None, *, data: bytes | str | None = None,

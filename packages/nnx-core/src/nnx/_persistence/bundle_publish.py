@@ -1,0 +1,116 @@
+"""Publishing a run bundle's generation (spec §22, Publication and Directory safety).
+
+A new generation directory is written first (each payload through the one
+atomic writer), then checked as validate_bundle would check it once live, and
+only then does bundle.json, replaced atomically, make it the bundle. An export
+interrupted at any of those steps leaves the previous manifest, and with it the
+previous generation, in place. The generation a new one replaces stays until
+the next export, so a reader that started before it can finish; older
+generations and an interrupted export's leftovers are cleared when an export
+starts. A directory that is neither empty nor a run bundle, or whose bundle.json
+is not a readable NNx manifest, is refused before anything in it changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import stat
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from nnx._foundation.atomic import atomic_write_bytes, fsync_dir
+from nnx._foundation.hashing import sha256_hex
+from nnx._persistence.bundle_format import (
+    BUNDLE_FORMAT,
+    BUNDLE_VERSION,
+    MANIFEST,
+    MANIFEST_TEMP,
+    BundleExportError,
+    BundleValidationError,
+    generation_dir,
+    is_generation_name,
+)
+
+__all__ = ["check_target", "manifest_bytes", "publish_generation"]
+
+def check_target(root: Path, read_manifest: Callable[[Path], Any]) -> str | None:
+    """Refuse (BundleExportError) a target that is neither absent, empty nor a run
+    bundle with a readable manifest; the live generation id, or None for a new bundle."""
+    if os.path.lexists(root):
+        if not stat.S_ISDIR(os.lstat(root).st_mode):
+            raise BundleExportError(f"{root.as_posix()} exists and is not a directory; an export "
+                                    "writes only into an empty directory or a run bundle")
+    else:
+        return None
+    names = [entry.name for entry in os.scandir(root)]
+    if not names:
+        return None
+    if MANIFEST not in names:
+        raise BundleExportError(f"{root.as_posix()} is neither empty nor a run bundle (no "
+                                f"{MANIFEST}); nothing was written")
+    try:
+        manifest = read_manifest(root)
+    except (BundleValidationError, ValueError, OSError) as exc:
+        raise BundleExportError(f"{root / MANIFEST} is not a readable NNx run bundle manifest "
+                                f"({exc}); nothing was written") from None
+    foreign = [n for n in names if n != MANIFEST and not is_generation_name(n)
+               and not MANIFEST_TEMP.fullmatch(n)]
+    if foreign:
+        raise BundleExportError(f"{root.as_posix()} holds {sorted(foreign)[:5]}, which no run "
+                                "bundle holds; nothing was written")
+    generation: str = manifest["generation"]
+    return generation
+
+
+def manifest_bytes(generation: str, files: Mapping[str, bytes]) -> tuple[dict[str, Any], bytes]:
+    """The manifest of ``generation`` holding ``files`` (name → bytes), and its bytes."""
+    folder = generation_dir(generation)
+    manifest = {"format": BUNDLE_FORMAT, "version": BUNDLE_VERSION, "generation": generation,
+                "files": {f"{folder}/{name}": {"sha256": sha256_hex(data), "size": len(data)}
+                          for name, data in sorted(files.items())}}
+    return manifest, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8")
+
+
+def _clear(root: Path, keep: str | None) -> None:
+    """Older generations and an interrupted export's leftovers: every generation
+    directory but the live one, and stranded manifest temps."""
+    for entry in os.scandir(root):
+        if is_generation_name(entry.name) and entry.name != keep:
+            if entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
+                os.unlink(entry.path)
+            else:
+                shutil.rmtree(entry.path)
+        elif MANIFEST_TEMP.fullmatch(entry.name):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+
+
+def write_payload(folder: Path, name: str, data: bytes) -> None:
+    atomic_write_bytes(folder / name, data, follow=False)
+
+
+def replace_manifest(root: Path, data: bytes) -> None:
+    atomic_write_bytes(root / MANIFEST, data, follow=False)
+    fsync_dir(root)
+
+
+def publish_generation(root: Path, generation: str, files: Mapping[str, bytes],
+                       live: str | None,
+                       check_staged: Callable[[Path, Mapping[str, Any]], Any]) -> None:
+    """Stage ``files`` as generation ``generation`` under ``root``, check it with
+    ``check_staged(root, manifest)``, then publish its manifest. ``live``: the generation
+    the target holds now (kept: a reader may still be reading it)."""
+    root.mkdir(parents=True, exist_ok=True)
+    _clear(root, None if live is None else generation_dir(live))
+    folder = root / generation_dir(generation)
+    folder.mkdir()
+    for name, data in sorted(files.items()):
+        write_payload(folder, name, data)
+    fsync_dir(folder)
+    manifest, data = manifest_bytes(generation, files)
+    check_staged(root, manifest)
+    replace_manifest(root, data)
