@@ -16,6 +16,7 @@ when the export raises (the non-destructive contract, §13.2).
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -103,10 +104,13 @@ def export_onnx(net: nn.Module, example: Any, path: str | os.PathLike[str], *,
                 f"{_OWNER} exports a module whose forward returns one tensor; "
                 f"{type(net).__name__} returned {type(probe).__name__}: wrap it in a module "
                 f"that returns the tensor to export")
-        program = torch.onnx.export(net, inputs, None, dynamo=True, input_names=in_names,
-                                    output_names=out_names, opset_version=opset_version,
-                                    dynamic_shapes=dynamic, external_data=False,
-                                    verbose=False)
+        with warnings.catch_warnings():
+            # Several inputs share the one batch axis on purpose; the exporter says so.
+            warnings.filterwarnings("ignore", message=r"# The axis name: .* shares the same")
+            program = torch.onnx.export(net, inputs, None, dynamo=True, input_names=in_names,
+                                        output_names=out_names, opset_version=opset_version,
+                                        dynamic_shapes=dynamic, external_data=False,
+                                        verbose=False)
     if program is None:  # only the legacy exporter (dynamo=False) returns None
         raise RuntimeError(f"{_OWNER}: torch.onnx.export returned no program")
     data = program.model_proto.SerializeToString()
