@@ -196,3 +196,24 @@ def test_bad_arguments_are_refused_before_anything_is_written(tmp_path, kwargs, 
     with pytest.raises(FileNotFoundError, match="does not exist"):
         feed_fwd().to_onnx(tmp_path / "no" / "net.onnx", torch.randn(2, 4))
     assert list(tmp_path.iterdir()) == []
+
+
+class Varargs(nn.Module):
+    """A positional wrapper's shape: ``forward(*tensors)``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = TwoInputs()
+
+    def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+        return self.inner(*tensors)
+
+
+def test_a_varargs_forward_keeps_every_input_batch_dynamic(tmp_path):
+    model = NNModel(module=Varargs())
+    path = model.to_onnx(tmp_path / "net.onnx", (torch.randn(2, 4), torch.randn(2, 2)))
+    x, z = torch.randn(6, 4), torch.randn(6, 2)
+    with torch.no_grad():
+        expected = model.net(x, z).numpy()
+    np.testing.assert_allclose(run(path, {"input_0": x, "input_1": z}), expected, rtol=1e-5,
+                               atol=1e-5)

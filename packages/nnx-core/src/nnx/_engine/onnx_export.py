@@ -15,6 +15,7 @@ when the export raises (the non-destructive contract, §13.2).
 
 from __future__ import annotations
 
+import inspect
 import os
 import warnings
 from collections.abc import Mapping, Sequence
@@ -70,6 +71,29 @@ def _names(label: str, names: Sequence[str] | None, count: int, default: list[st
     return names
 
 
+def _batch_axes(net: nn.Module, inputs: tuple[torch.Tensor, ...]) -> tuple[Any, ...]:
+    """torch.export's ``dynamic_shapes``: axis 0 of every input is the one batch axis.
+
+    Its structure follows the forward's signature, where ``*args`` collects the
+    remaining inputs into one tuple (a positional wrapper's ``forward(*tensors)``)."""
+    batch = torch.export.Dim("batch")
+
+    def axes(x: torch.Tensor) -> dict[int, Any] | None:
+        return {0: batch} if x.dim() > 0 else None
+
+    shapes: list[Any] = []
+    rest = list(inputs)
+    for param in inspect.signature(net.forward).parameters.values():
+        if not rest:
+            break
+        if param.kind is param.VAR_POSITIONAL:
+            shapes.append(tuple(axes(x) for x in rest))
+            rest = []
+        elif param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            shapes.append(axes(rest.pop(0)))
+    return (*shapes, *(axes(x) for x in rest))  # more inputs than parameters: torch says so
+
+
 def export_onnx(net: nn.Module, example: Any, path: str | os.PathLike[str], *,
                 device: torch.device, opset_version: int | None = None,
                 dynamic_batch: bool = True, input_names: Sequence[str] | None = None,
@@ -93,9 +117,7 @@ def export_onnx(net: nn.Module, example: Any, path: str | os.PathLike[str], *,
         raise FileNotFoundError(f"{_OWNER}: the directory {target.parent} does not exist")
     for module in ("onnx", "onnxscript"):  # the exporter imports both
         require_extra(_OWNER, module, "onnx")
-    batch = torch.export.Dim("batch")
-    dynamic = (tuple({0: batch} if x.dim() > 0 else None for x in inputs)
-               if dynamic_batch else None)
+    dynamic = _batch_axes(net, inputs) if dynamic_batch else None
     with preserved_state(net, mode="eval"):
         with torch.no_grad():
             probe = net(*inputs)
