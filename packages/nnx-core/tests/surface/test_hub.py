@@ -292,3 +292,30 @@ def test_without_the_hub_extra_a_repo_id_names_the_install_and_a_directory_still
     with pytest.raises(ImportError, match=hint):
         feed_fwd().push_to_hub("acme/tiny")
     NNModel.from_pretrained(tmp_path / "m")  # a local directory needs nnx-core alone
+
+
+@pytest.mark.slow
+def test_hf_hub_offline_loads_a_cached_repo_id_without_local_files_only(tmp_path):
+    """HF_HUB_OFFLINE=1 (read by huggingface_hub at import, so in a fresh process) serves a
+    repo id from the cache alone, as docs/hub.md says."""
+    import os
+    import subprocess
+
+    pytest.importorskip("huggingface_hub")
+    torch.manual_seed(0)
+    model = feed_fwd()
+    _perturb(model)
+    model.save_pretrained(tmp_path / "m")
+    cache = _cache(tmp_path, tmp_path / "m")
+    x = torch.randn(3, 4)
+    torch.save(x, tmp_path / "x.pt")  # the parent's input, read back by the child
+    code = ("import json, sys, torch\nfrom nnx import NNModel\n"
+            "m = NNModel.from_pretrained('acme/tiny')\n"
+            "x = torch.load(sys.argv[1])\n"
+            "print(json.dumps(m.predict(x).logits.tolist()))\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache),
+           "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "x.pt")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == model.predict(x).logits.tolist()
