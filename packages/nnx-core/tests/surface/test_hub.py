@@ -263,13 +263,18 @@ def _cache(tmp_path, source, repo_id="acme/tiny", revision="main"):
     return cache
 
 
-def test_a_repo_id_loads_offline_from_the_huggingface_hub_cache(tmp_path):
+def _cached(tmp_path, make):
+    """A trained-looking model of ``make`` saved and placed in a cache as acme/tiny."""
     pytest.importorskip("huggingface_hub")
     torch.manual_seed(0)
-    model = registered()
+    model = make()
     _perturb(model)
     model.save_pretrained(tmp_path / "m")
-    cache = _cache(tmp_path, tmp_path / "m")
+    return model, _cache(tmp_path, tmp_path / "m")
+
+
+def test_a_repo_id_loads_offline_from_the_huggingface_hub_cache(tmp_path):
+    model, cache = _cached(tmp_path, registered)
     loaded = NNModel.from_pretrained("acme/tiny", cache_dir=cache, local_files_only=True)
     x = torch.randn(4, 4)
     assert torch.equal(loaded.predict(x).logits, model.predict(x).logits)
@@ -301,12 +306,7 @@ def test_hf_hub_offline_loads_a_cached_repo_id_without_local_files_only(tmp_path
     import os
     import subprocess
 
-    pytest.importorskip("huggingface_hub")
-    torch.manual_seed(0)
-    model = feed_fwd()
-    _perturb(model)
-    model.save_pretrained(tmp_path / "m")
-    cache = _cache(tmp_path, tmp_path / "m")
+    model, cache = _cached(tmp_path, feed_fwd)
     x = torch.randn(3, 4)
     torch.save(x, tmp_path / "x.pt")  # the parent's input, read back by the child
     code = ("import json, sys, torch\nfrom nnx import NNModel\n"
