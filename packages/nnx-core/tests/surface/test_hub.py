@@ -248,6 +248,10 @@ def test_a_save_overwrites_the_files_and_keeps_a_users_model_card(tmp_path):
     loaded = NNModel.from_pretrained(tmp_path / "m")
     assert torch.equal(loaded.predict(x).logits, second.predict(x).logits)
     assert not [p for p in (tmp_path / "m").iterdir() if p.name.startswith(".")]  # no temps
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError, match="is not a directory"):
+        first.save_pretrained(tmp_path / "file")
+    assert (tmp_path / "file").read_text() == "x"
 
 
 # -- repo ids (the hub extra), offline ---------------------------------------------------
@@ -319,3 +323,34 @@ def test_hf_hub_offline_loads_a_cached_repo_id_without_local_files_only(tmp_path
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.splitlines()[-1]) == model.predict(x).logits.tolist()
+
+
+@pytest.mark.slow
+def test_push_to_hub_reaches_huggingface_hub_with_arguments_it_accepts(tmp_path):
+    """No network here: offline mode stops the push at its first request. Before that,
+    NNx's calls must fit the installed huggingface_hub's signatures, and the temporary
+    save is cleaned up."""
+    import inspect
+    import os
+    import subprocess
+
+    hub = pytest.importorskip("huggingface_hub")
+    inspect.signature(hub.HfApi.create_repo).bind(
+        hub.HfApi(), repo_id="acme/tiny", private=None, exist_ok=True)
+    inspect.signature(hub.HfApi.upload_folder).bind(
+        hub.HfApi(), repo_id="acme/tiny", folder_path=str(tmp_path), commit_message="m",
+        revision=None, create_pr=None, allow_patterns=None, ignore_patterns=None,
+        delete_patterns=None)
+    code = ("import json, tempfile, pathlib\nfrom nnx import NNModel, NNParams\n"
+            "m = NNModel(net_params=NNParams(input_dim=4, output_dim=3))\n"
+            "try:\n    m.push_to_hub('acme/tiny')\n"
+            "except Exception as exc:\n    print(type(exc).__name__)\n"
+            "print(json.dumps([p.name for p in pathlib.Path(tempfile.gettempdir()).iterdir()]))\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(tmp_path),
+           "HF_HOME": str(tmp_path / "hf"), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[-2] == "OfflineModeIsEnabled"
+    assert not [n for n in json.loads(lines[-1]) if n.startswith("nnx-hub-")]
