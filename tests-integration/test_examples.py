@@ -61,3 +61,18 @@ def test_example_runs(script: Path, tmp_path: Path) -> None:
 def decoded_text(stdout: str) -> list[str]:
     return [line.split(": ", 1)[1] for line in stdout.splitlines()
             if line.startswith(("greedy:", "sampled:"))]
+
+
+def test_the_onnx_example_exports_a_registered_module(tmp_path: Path) -> None:
+    """examples/04_onnx_export.py::registered_module_variant (spec §3.2), called as a user
+    importing the example would: it asserts onnxruntime matches torch itself."""
+    import importlib.util
+
+    pytest.importorskip("onnxruntime")
+    path = ROOT / "examples" / "04_onnx_export.py"
+    spec = importlib.util.spec_from_file_location("onnx_export_example", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    written = module.registered_module_variant(str(tmp_path))
+    assert written == (tmp_path / "scorer.onnx").resolve() and written.stat().st_size > 0

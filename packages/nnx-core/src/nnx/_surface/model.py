@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -17,6 +17,7 @@ from nnx._contracts.batch_adapters import BatchAdapter, ModelInputs, default_bat
 from nnx._contracts.precision import ResolvedPrecision, resolve_precision
 from nnx._engine import finetune
 from nnx._engine.evaluation import evaluate_loader
+from nnx._engine.onnx_export import export_onnx
 from nnx._engine.prediction import (
     PredictionResult,
     PredictResult,
@@ -34,6 +35,7 @@ from nnx._foundation.modes import preserved_state
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.run import DEFAULT_ROOT, NNRun
+from nnx._surface.hub import load_pretrained, push_to_hub, save_pretrained
 from nnx._surface.live_changes import recording_live_changes
 from nnx.enums.nets import Nets
 from nnx.enums.precision import Precision
@@ -370,6 +372,68 @@ class NNModel:
         """Save ``net.state_dict()`` alone, for consumers that do not use NNx."""
         return finetune.export_state_dict(self.net, path)
 
+    def to_onnx(self, path: str | os.PathLike[str], example_input: Any, *,
+                opset_version: int | None = None, dynamic_batch: bool = True,
+                input_names: Sequence[str] | None = None,
+                output_names: Sequence[str] | None = None) -> Path:
+        """Export ``net`` to an ONNX file traced on ``example_input`` (the ``onnx`` extra).
+
+        Any module whose forward takes positional tensors and returns one tensor exports
+        (built-in, registered or wrapped). ``example_input`` is a tensor or a tuple of
+        them; a mapping (a keyword-input module) is refused (ValueError) before anything
+        is written: wrap such a module in one with a positional forward. The batch axis
+        stays dynamic unless ``dynamic_batch=False``. Every submodule's train / eval mode
+        is restored, even when the export raises, and the file is written atomically.
+        Returns the written path (docs/onnx.md).
+        """
+        return export_onnx(self.net, example_input, path, device=self.device,
+                           opset_version=opset_version, dynamic_batch=dynamic_batch,
+                           input_names=input_names, output_names=output_names)
+
+    # -- Hub ---------------------------------------------------------------------------
+    def save_pretrained(self, save_directory: str | os.PathLike[str], *,
+                        repo_id: str | None = None, push_to_hub: bool = False,
+                        **push_to_hub_kwargs: Any) -> str | None:
+        """Write ``config.json`` and ``model.safetensors`` into ``save_directory``.
+
+        The layout of huggingface-hub's ``ModelHubMixin`` (docs/hub.md): the config
+        holds the model params (net descriptor, loss, task spec), the built-in net's
+        params and the transform recipes; nnx-core alone writes and reads it.
+        ``push_to_hub=True`` then uploads it to ``repo_id`` (the ``hub`` extra;
+        ``push_to_hub_kwargs`` go to :meth:`push_to_hub`) and returns the commit URL.
+        A runtime module is refused (MissingModelFactoryError) before any directory or
+        file exists: no factory could rebuild it from the files.
+        """
+        return save_pretrained(self, save_directory, repo_id=repo_id, push=push_to_hub,
+                               push_kwargs=push_to_hub_kwargs)
+
+    def push_to_hub(self, repo_id: str, **kwargs: Any) -> str:
+        """Save into a temporary directory and upload it to the Hub repo ``repo_id`` as
+        one commit (the ``hub`` extra); returns the commit URL. ``kwargs``:
+        ``commit_message``, ``private``, ``token``, ``branch``, ``create_pr``,
+        ``allow_patterns``, ``ignore_patterns``, ``delete_patterns``."""
+        return push_to_hub(self, repo_id, **kwargs)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike[str], *,
+                        device: Any = None, batch_adapter: BatchAdapter | None = None,
+                        task: Task | None = None, **hub_kwargs: Any) -> NNModel:
+        """The model a :meth:`save_pretrained` directory or Hub repo holds, as ``cls``.
+
+        A local directory needs nnx-core alone; a repo id needs the ``hub`` extra and
+        takes ``revision``, ``cache_dir``, ``force_download``, ``local_files_only``,
+        ``token`` and ``proxies`` (``huggingface_hub.hf_hub_download``'s). Only
+        ``config.json`` and ``model.safetensors`` are read, never a pickle. The net is
+        rebuilt from the config (a registered factory through the registry, the
+        transform recipes replayed) and its parameter names and shapes compared with
+        the saved tensors before any weight is loaded (ValueError on a mismatch); the
+        load is strict. ``device`` overrides the saved ``NNModelParams.device``;
+        ``batch_adapter`` and ``task`` are runtime-only, as for :meth:`from_checkpoint`.
+        """
+        return cast(NNModel, load_pretrained(cls, pretrained_model_name_or_path, device=device,
+                                             batch_adapter=batch_adapter, task=task,
+                                             hub_kwargs=hub_kwargs, init={}))
+
     # -- reloading --------------------------------------------------------------------
     @classmethod
     def from_checkpoint(cls, checkpoint: NNCheckpoint | str | os.PathLike[str],
@@ -407,8 +471,8 @@ class NNModel:
             return replay_transforms(net, recipes, base=params.net)
 
         try:
-            model = cls._rebuild(checkpoint, params, recipes, replay, what, module=module,
-                                 batch_adapter=batch_adapter, task=task)
+            model = cls._rebuild(checkpoint.state_dict, checkpoint.net, params, recipes, replay,
+                                 what, module=module, batch_adapter=batch_adapter, task=task)
         except WeightsMismatchError as exc:
             # No recorded recipe rebuilds what the weights hold: a run of a net changed in
             # place, written before such changes were recorded. Name the recipe if a
@@ -423,27 +487,29 @@ class NNModel:
         return model
 
     @classmethod
-    def _rebuild(cls, checkpoint: NNCheckpoint, params: NNModelParams,
+    def _rebuild(cls, state_dict: Mapping[str, torch.Tensor],
+                 net_state: Mapping[str, Any] | None, params: NNModelParams,
                  recipes: tuple[TransformRecipe, ...], replay: Callable[[nn.Module], object],
                  what: str, *, module: nn.Module | None, batch_adapter: BatchAdapter | None,
-                 task: Task | None) -> NNModel:
-        """The model a checkpoint describes, recipes replayed and checked against the
-        saved weights' names and shapes (WeightsMismatchError), nothing loaded yet."""
+                 task: Task | None, **init: Any) -> NNModel:
+        """The model saved weights describe (a checkpoint's, a pretrained directory's),
+        recipes replayed and checked against the weights' names and shapes
+        (WeightsMismatchError), nothing loaded yet. ``state_dict`` may hold meta tensors:
+        only names and shapes are read. ``init``: a subclass's own constructor arguments."""
         if isinstance(params.net, ModelSpec):  # its recorded config, checked on meta first
-            check_rebuild_fits(None, params, checkpoint.state_dict,
-                               f"checkpoint of {params.net.label}", replay)
+            check_rebuild_fits(None, params, state_dict, f"{what} ({params.net.label})", replay)
         if not isinstance(params.net, Nets):
-            model = cls(params=params, module=module, batch_adapter=batch_adapter, task=task)
+            model = cls(params=params, module=module, batch_adapter=batch_adapter, task=task,
+                        **init)
             model.transforms = replay_transforms(model.net, recipes, base=model.params.net)
-            check_weights_fit(model.net, checkpoint.state_dict,
-                              f"checkpoint of {params.net.label}")
+            check_weights_fit(model.net, state_dict, f"{what} ({params.net.label})")
         else:
-            if checkpoint.net is None:
-                raise ValueError("this checkpoint holds no net params; it cannot be rebuilt")
-            net_params = NNParams.resolve_from_state(checkpoint.net, params.net)
-            check_rebuild_fits(net_params, params, checkpoint.state_dict, what, replay)
+            if net_state is None:
+                raise ValueError(f"{what} holds no net params; it cannot be rebuilt")
+            net_params = NNParams.resolve_from_state(net_state, params.net)
+            check_rebuild_fits(net_params, params, state_dict, what, replay)
             model = cls(net_params=net_params, params=params, batch_adapter=batch_adapter,
-                        task=task)
+                        task=task, **init)
             model.transforms = replay_transforms(model.net, recipes, base=model.params.net)
         return model
 

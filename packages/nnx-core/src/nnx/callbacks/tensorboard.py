@@ -27,8 +27,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nnx._foundation.extras import import_extra, require_extra
 from nnx._foundation.validation import check_count
-from nnx.callbacks._optional import import_extra, require_extra
 from nnx.callbacks._scalars import batch_scalars, epoch_scalars
 from nnx.callbacks.base import Callback, CallbackContext
 

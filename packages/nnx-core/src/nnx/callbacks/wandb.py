@@ -25,7 +25,7 @@ import inspect
 from pathlib import Path
 from typing import Any
 
-from nnx.callbacks._optional import import_extra, require_extra
+from nnx._foundation.extras import import_extra, require_extra
 from nnx.callbacks._scalars import epoch_scalars
 from nnx.callbacks.base import Callback, CallbackContext
 

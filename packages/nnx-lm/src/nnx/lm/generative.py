@@ -68,6 +68,21 @@ class GenerativeNNModel(NNModel):
         model.tokenizer = model._checked_tokenizer(tokenizer)
         return model
 
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike[str], *,
+                        device: Any = None, batch_adapter: Any = None, task: Task | None = None,
+                        tokenizer: NNTokenizerParams | None = None,
+                        **hub_kwargs: Any) -> GenerativeNNModel:
+        """Core's Hub load (``config.json`` + ``model.safetensors``), then ``tokenizer``: a
+        Hub save carries the net, its config and the task spec, not the tokenizer, so pass
+        the one the model was trained with (docs/hub.md)."""
+        _check_task(task)
+        model = super().from_pretrained(pretrained_model_name_or_path, device=device,
+                                        batch_adapter=batch_adapter, task=task, **hub_kwargs)
+        assert isinstance(model, GenerativeNNModel)  # core rebuilds through cls
+        model.tokenizer = model._checked_tokenizer(tokenizer)
+        return model
+
     def _checked_tokenizer(self, tokenizer: NNTokenizerParams | None) -> NNTokenizerParams | None:
         if tokenizer is None:
             return None

@@ -1,8 +1,10 @@
-"""Optional dependencies of the logger callbacks: checked early, imported late.
+"""Optional dependencies (the ``nnx-core[<extra>]`` extras): checked early, imported late.
 
-A callback checks at construction that its extra is installed, so a missing
-extra fails before any run is reserved, and imports it only when the run
-begins, so ``import nnx.callbacks`` never pays for TensorBoard or W&B.
+A logger callback checks at construction that its extra is installed, so a
+missing extra fails before any run is reserved, and imports it only when the
+run begins, so ``import nnx.callbacks`` never pays for TensorBoard or W&B. The
+Hub reader (``hub``) and ``NNModel.to_onnx`` (``onnx``) import theirs the same
+way, on first use.
 """
 
 from __future__ import annotations
