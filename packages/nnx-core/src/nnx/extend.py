@@ -24,7 +24,9 @@ unchanged, so an add-on (and the reference plugin under
   (per-row class-summed squared error): the terms the named ``nll`` / ``brier`` metrics
   average, so an add-on's report (``nnx.calibration``) equals them on the same
   probabilities;
-* reading back: :func:`sha256_hex` (the one content digest) and :func:`cause_line` (an
+* reading back: :func:`sha256_hex` (the one content digest), :func:`canonical_bytes`
+  (the one canonical JSON encoding: sorted keys, compact, NaN refused; what an
+  add-on digests to give an artifact an id) and :func:`cause_line` (an
   underlying error on one line), so an add-on's loader checks and reports a damaged
   file as core's loaders do;
 * modes: :func:`preserved_state` (the §13.2 non-destructive contract: every
@@ -95,7 +97,7 @@ from nnx._foundation.config_base import (
     runtime,
     set_field,
 )
-from nnx._foundation.hashing import sha256_hex
+from nnx._foundation.hashing import canonical_bytes, sha256_hex
 from nnx._foundation.modes import preserved_state
 from nnx._foundation.plugins import (
     MissingDistributionAttributeError,
@@ -196,6 +198,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "brier_terms",
+    "canonical_bytes",
     "cause_line",
     "check_batch_sizes",
     "check_choice",
