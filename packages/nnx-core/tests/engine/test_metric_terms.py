@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+import nnx._foundation.hashing as hashing
 import nnx.extend as extend
 from nnx.metrics.registry import resolve_metric
 from nnx.metrics.terms import METRIC_EPSILON, brier_terms, nll_terms, softmax64
@@ -54,3 +55,5 @@ def test_softmax64_is_float64_on_a_copy_and_agrees_with_predict_proba() -> None:
 def test_nnx_extend_hands_out_the_same_functions() -> None:
     assert extend.softmax64 is softmax64 and extend.nll_terms is nll_terms
     assert extend.brier_terms is brier_terms and extend.METRIC_EPSILON == METRIC_EPSILON
+    assert extend.canonical_bytes is hashing.canonical_bytes
+    assert extend.canonical_bytes({"b": 1.5, "a": [1]}) == b'{"a":[1],"b":1.5}'

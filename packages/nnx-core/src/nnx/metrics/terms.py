@@ -57,4 +57,5 @@ def brier_terms(probabilities: npt.NDArray[np.float64],
     """Per-row squared error against the one-hot target, summed over classes ([0, 2])."""
     onehot = np.zeros_like(probabilities)
     onehot[np.arange(targets.shape[0]), targets] = 1.0
-    return ((probabilities - onehot) ** 2).sum(axis=1)
+    terms: npt.NDArray[np.float64] = ((probabilities - onehot) ** 2).sum(axis=1)
+    return terms

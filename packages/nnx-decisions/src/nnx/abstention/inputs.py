@@ -111,14 +111,14 @@ def _check_distribution(p: npt.NDArray[np.float64]) -> None:
 
 def rows_of(data: Any, schema: Schema, sample_ids: Any) -> Rows:
     """Read the values: the float64 distribution, the predicted classes, the ids."""
-    own_ids = None
+    own_ids: Any = None
+    predicted: Any = None
+    raw: Any = data
     if isinstance(data, CalibratedPrediction):
-        raw, predicted, own_ids = getattr(data, schema.input_field), data.class_indices, \
-            data.sample_ids
+        raw, predicted = getattr(data, schema.input_field), data.class_indices
+        own_ids = data.sample_ids
     elif isinstance(data, nnx.PredictionResult):
         raw, predicted, own_ids = data.probabilities, data.class_indices, data.sample_ids
-    else:
-        raw, predicted = data, None
     p = as_matrix(raw, "probabilities", AbstentionError)
     if p.shape[1] != len(schema.labels):
         raise AbstentionSchemaError(f"probabilities have {p.shape[1]} classes; the labels "
@@ -147,6 +147,8 @@ def rows_of(data: Any, schema: Schema, sample_ids: Any) -> Rows:
 def scores_of(kind: str, p: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """float64 scores: the top probability, or the gap between the top two (0 when tied)."""
     if kind == "max_probability":
-        return p.max(axis=1)
+        scores: npt.NDArray[np.float64] = p.max(axis=1)
+        return scores
     top = np.sort(p, axis=1)[:, -2:]
-    return top[:, 1] - top[:, 0]
+    scores = top[:, 1] - top[:, 0]
+    return scores

@@ -87,7 +87,7 @@ class RiskCoverageCurve:
 
 def _unit(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
-            math.isfinite(value) and 0.0 <= value <= 1.0):
+            math.isfinite(value) and 0.0 <= float(value) <= 1.0):
         raise AbstentionError(f"{name} must be a real in [0, 1]; got {value!r}")
     return float(value)
 

@@ -26,14 +26,15 @@ def as_labels(labels: Any, error: type[ValueError]) -> Labels:
     if labels is None:
         raise error("labels= is required: one label per class, in column order")
     try:
-        checked = nnx.ProbabilitySpec("categorical", labels=labels).labels
+        checked: Labels | None = nnx.ProbabilitySpec("categorical", labels=labels).labels
     except ValueError as exc:
         raise error(str(exc).replace("ProbabilitySpec.labels", "labels")) from None
     assert checked is not None  # labels was not None
     return checked
 
 
-def prediction_labels(prediction: Any, error: type[ValueError]) -> Labels | None:
+def prediction_labels(prediction: nnx.PredictionResult,
+                      error: type[ValueError]) -> Labels | None:
     """A categorical prediction's own labels (None when its spec names none)."""
     spec = prediction.spec
     if spec is None or spec.kind != "categorical" or spec.class_axis != 1:
