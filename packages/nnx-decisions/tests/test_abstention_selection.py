@@ -17,7 +17,7 @@ from nnx.abstention import (
     risk_coverage_curve,
     select_threshold,
 )
-from nnx.calibration import fit_temperature
+from nnx.calibration import CalibratedPrediction, fit_temperature
 from nnx.extend import softmax64
 
 
@@ -173,3 +173,24 @@ def test_a_policy_round_trips_as_nnx_abstention_1_and_refuses_a_bad_threshold(tm
             AbstentionPolicy.from_json(json.dumps({**doc, "threshold": bad}))
     with pytest.raises(AbstentionError, match=r"not a nnx\.abstention/1"):
         AbstentionPolicy.from_json(json.dumps({**doc, "format": "nnx.calibration/1"}))
+
+
+def test_calibrated_view_refusals_come_before_any_probability_is_read() -> None:
+    untouchable = CalibratedPrediction(
+        logits=Untouchable(), probabilities=Untouchable(),
+        calibrated_probabilities=Untouchable(), decoded=Untouchable(),
+        class_indices=Untouchable(), labels=LABELS, sample_ids=Untouchable(),
+        calibrator_id="c" * 64, model_id="m")
+    reads = Untouchable.reads
+    with pytest.raises(AbstentionError, match="input_field="):
+        select_threshold(untouchable, [0], kind="margin", risk_ceiling=0.2, split_id="val",
+                         test_split_id="test")
+    with pytest.raises(AbstentionError, match="input_field="):
+        risk_coverage_curve(untouchable, [0], kind="margin")
+    other = AbstentionPolicy("margin", 0.2, labels=LABELS, model_id="m",
+                             input_field="calibrated_probabilities", calibrator_id="d" * 64)
+    with pytest.raises(AbstentionSchemaError, match="calibrator_id"):
+        other.apply(untouchable)
+    with pytest.raises(AbstentionSchemaError, match="model_id"):
+        AbstentionPolicy("margin", 0.2, labels=LABELS, model_id="n").apply(untouchable)
+    assert Untouchable.reads == reads

@@ -22,7 +22,7 @@ from nnx.calibration.inputs import (
     as_labels,
     as_matrix,
     as_sample_ids,
-    prediction_labels,
+    reconcile_labels,
 )
 
 __all__ = ["FIELDS", "Rows", "Schema", "check_against", "rows_of", "schema_of", "scores_of"]
@@ -79,11 +79,7 @@ def schema_of(data: Any, *, labels: Any, model_id: Any, input_field: str | None)
         raise AbstentionSchemaError(f"input_field={input_field!r} needs a "
                                     "CalibratedPrediction; this input has raw probabilities")
     if isinstance(data, nnx.PredictionResult):
-        own = prediction_labels(data, AbstentionSchemaError)
-        if own is not None and labels is not None and tuple(labels) != own:
-            raise AbstentionSchemaError(f"labels={list(labels)} differ from the "
-                                        f"prediction's spec labels {list(own)}")
-        labels = own if own is not None else labels
+        labels = reconcile_labels(data, labels, AbstentionSchemaError)
     return Schema(as_labels(labels, AbstentionSchemaError), _model(model_id), FIELDS[0], None)
 
 

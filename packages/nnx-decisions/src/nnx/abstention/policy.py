@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -37,8 +36,13 @@ def check_kind(kind: Any) -> str:
 
 
 @dataclass(frozen=True)
-class AbstentionPolicy:
-    """Accept a row when ``score >= threshold`` (1.0 still accepts a score of exactly 1)."""
+class AbstentionPolicy(documents.JsonDocument):
+    """Accept a row when ``score >= threshold`` (1.0 still accepts a score of exactly 1);
+    ``nnx.abstention/1`` JSON (``to_json`` / ``save`` / ``from_json`` / ``load``)."""
+
+    FORMAT: ClassVar[str] = FORMAT
+    KIND: ClassVar[str] = "abstention_policy"
+    ERROR: ClassVar[type[ValueError]] = AbstentionError
 
     kind: str
     threshold: float
@@ -105,26 +109,10 @@ class AbstentionPolicy:
                 "model_id": self.model_id, "tuning_split_id": self.tuning_split_id,
                 "input_field": self.input_field, "calibrator_id": self.calibrator_id}
 
-    def to_json(self) -> str:
-        return documents.dumps(self.document())
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write ``nnx.abstention/1`` JSON atomically (nnx-core's one atomic writer)."""
-        documents.save(path, self.document())
-
-    @classmethod
-    def from_json(cls, text: str) -> AbstentionPolicy:
-        return cls._from_document(documents.read(None, text, FORMAT, "abstention_policy",
-                                                 AbstentionError))
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> AbstentionPolicy:
-        """Reload a saved policy; a threshold outside [0, 1] is refused (AbstentionError)."""
-        return cls._from_document(documents.read(path, None, FORMAT, "abstention_policy",
-                                                 AbstentionError))
-
     @classmethod
     def _from_document(cls, doc: dict[str, Any]) -> AbstentionPolicy:
+        # load / from_json (JsonDocument) end here; __post_init__ refuses a threshold
+        # outside [0, 1] (AbstentionError).
         missing = [k for k in ("policy_kind", "threshold", "labels", "model_id") if k not in doc]
         if missing:
             raise AbstentionError(f"{FORMAT} document misses {missing}")

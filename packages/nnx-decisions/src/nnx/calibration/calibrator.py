@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -28,7 +27,7 @@ from nnx.calibration.inputs import (
     as_sample_ids,
     as_targets,
     frozen,
-    prediction_labels,
+    reconcile_labels,
 )
 from nnx.calibration.metrics import DEFAULT_BINS
 from nnx.calibration.report import CalibrationReport, metrics_of
@@ -60,8 +59,13 @@ class CalibratedPrediction:
 
 
 @dataclass(frozen=True)
-class TemperatureCalibrator:
-    """Temperature, ordered labels, model id, fit config and result, and split ids."""
+class TemperatureCalibrator(documents.JsonDocument):
+    """Temperature, ordered labels, model id, fit config and result, and split ids;
+    ``nnx.calibration/1`` JSON (``to_json`` / ``save`` / ``from_json`` / ``load``)."""
+
+    FORMAT: ClassVar[str] = FORMAT
+    KIND: ClassVar[str] = "temperature_calibrator"
+    ERROR: ClassVar[type[ValueError]] = CalibrationError
 
     temperature: float
     labels: Labels
@@ -104,28 +108,11 @@ class TemperatureCalibrator:
         """The digest of the calibrator's document: changes with anything it holds."""
         return documents.digest(self.document())
 
-    def to_json(self) -> str:
-        return documents.dumps(self.document())
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write ``nnx.calibration/1`` JSON atomically (nnx-core's one atomic writer)."""
-        documents.save(path, self.document())
-
     @classmethod
-    def from_json(cls, text: str) -> TemperatureCalibrator:
-        return cls._from_document(documents.read(None, text, FORMAT, "temperature_calibrator",
-                                                 CalibrationError))
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> TemperatureCalibrator:
-        """Reload a saved calibrator; the temperature is float64-exact. A non-positive or
-        non-finite temperature, duplicate labels, a missing model id and a calibration
-        split equal to the train or test split are refused (CalibrationError)."""
-        return cls._from_document(documents.read(path, None, FORMAT, "temperature_calibrator",
-                                                 CalibrationError))
-
-    @classmethod
-    def _from_document(cls, doc: Mapping[str, Any]) -> TemperatureCalibrator:
+    def _from_document(cls, doc: dict[str, Any]) -> TemperatureCalibrator:
+        # load / from_json (JsonDocument) end here: the temperature reloads float64-exact,
+        # and __post_init__ refuses a non-positive or non-finite temperature, duplicate
+        # labels, a missing model id and a calibration split equal to train or test.
         missing = [k for k in ("temperature", "labels", "model_id", "split") if k not in doc]
         if missing:
             raise CalibrationError(f"{FORMAT} document misses {missing}")
@@ -144,11 +131,7 @@ class TemperatureCalibrator:
         prediction's own sample ids (None for arrays)."""
         own_ids = None
         if isinstance(logits, nnx.PredictionResult):
-            own = prediction_labels(logits, CalibrationError)
-            if own is not None and labels is not None and tuple(labels) != own:
-                raise CalibrationError(f"labels={list(labels)} differ from the prediction's "
-                                       f"spec labels {list(own)}")
-            labels = own if own is not None else labels
+            labels = reconcile_labels(logits, labels, CalibrationError)
             own_ids = logits.sample_ids
             if sample_ids is not None and not np.array_equal(np.asarray(sample_ids), own_ids):
                 raise CalibrationError("sample_ids= must equal the prediction's own sample_ids")

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from nnx.extend import atomic_write_text, canonical_bytes, load_json, sha256_hex
 
-__all__ = ["digest", "dumps", "read", "save"]
+__all__ = ["JsonDocument", "digest", "dumps", "read", "save"]
 
 
 def dumps(document: Mapping[str, Any]) -> str:
@@ -45,3 +45,38 @@ def read(source: str | os.PathLike[str] | None, text: str | None, fmt: str, kind
     if document.get("kind") != kind:
         raise error(f"a {fmt} document of kind {document.get('kind')!r}; expected {kind!r}")
     return document
+
+
+_D = TypeVar("_D", bound="JsonDocument")
+
+
+class JsonDocument:
+    """``to_json`` / ``save`` / ``from_json`` / ``load`` over a class's ``document()`` and
+    ``_from_document``; the class names its format, kind and load error."""
+
+    FORMAT: ClassVar[str]
+    KIND: ClassVar[str]
+    ERROR: ClassVar[type[ValueError]]
+
+    def document(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @classmethod
+    def _from_document(cls: type[_D], doc: dict[str, Any]) -> _D:
+        raise NotImplementedError
+
+    def to_json(self) -> str:
+        return dumps(self.document())
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the document as JSON atomically (nnx-core's one atomic writer)."""
+        save(path, self.document())
+
+    @classmethod
+    def from_json(cls: type[_D], text: str) -> _D:
+        return cls._from_document(read(None, text, cls.FORMAT, cls.KIND, cls.ERROR))
+
+    @classmethod
+    def load(cls: type[_D], path: str | os.PathLike[str]) -> _D:
+        """Reload a saved document; a malformed one raises the class's ERROR."""
+        return cls._from_document(read(path, None, cls.FORMAT, cls.KIND, cls.ERROR))

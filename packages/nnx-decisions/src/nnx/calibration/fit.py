@@ -19,7 +19,7 @@ import numpy.typing as npt
 import nnx
 from nnx.calibration.calibrator import TemperatureCalibrator
 from nnx.calibration.errors import CalibrationError, CalibrationFitError
-from nnx.calibration.inputs import Labels, as_labels, as_matrix, as_targets, prediction_labels
+from nnx.calibration.inputs import Labels, as_labels, as_matrix, as_targets, reconcile_labels
 from nnx.extend import POSITIVE, check_count, check_real
 
 __all__ = ["FAILURE_REASONS", "CalibrationFit", "fit_temperature"]
@@ -108,11 +108,7 @@ def fit_temperature(logits: Any, targets: Any, labels: Any = None, *, split_id: 
         raise CalibrationError(f"min_temperature {lo_t} must be below max_temperature {hi_t}")
     raw = logits
     if isinstance(logits, nnx.PredictionResult):
-        own = prediction_labels(logits, CalibrationError)
-        if own is not None and labels is not None and tuple(labels) != own:
-            raise CalibrationError(f"labels={list(labels)} differ from the prediction's "
-                                   f"spec labels {list(own)}")
-        labels, raw = (own if own is not None else labels), logits.logits
+        labels, raw = reconcile_labels(logits, labels, CalibrationError), logits.logits
     declared: Labels = as_labels(labels, CalibrationError)
 
     z = as_matrix(raw, "logits", CalibrationError)

@@ -15,7 +15,8 @@ import numpy.typing as npt
 
 import nnx
 
-__all__ = ["as_labels", "as_matrix", "as_sample_ids", "as_targets", "frozen", "prediction_labels"]
+__all__ = ["as_labels", "as_matrix", "as_sample_ids", "as_targets", "frozen", "prediction_labels",
+           "reconcile_labels"]
 
 Labels = tuple[str, ...] | tuple[int, ...]
 
@@ -41,6 +42,16 @@ def prediction_labels(prediction: nnx.PredictionResult,
         what = "regression" if spec is None else f"{spec.kind} on axis {spec.class_axis}"
         raise error(f"a PredictionResult here must be categorical on axis 1; this one is {what}")
     return spec.labels
+
+
+def reconcile_labels(prediction: nnx.PredictionResult, labels: Any,
+                     error: type[ValueError]) -> Any:
+    """A prediction's own labels, else ``labels=``; when both are given they must agree."""
+    own = prediction_labels(prediction, error)
+    if own is not None and labels is not None and tuple(labels) != own:
+        raise error(f"labels={list(labels)} differ from the prediction's spec labels "
+                    f"{list(own)}")
+    return own if own is not None else labels
 
 
 def as_matrix(value: Any, what: str, error: type[ValueError]) -> npt.NDArray[np.float64]:

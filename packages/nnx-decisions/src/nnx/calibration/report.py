@@ -7,10 +7,9 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -72,8 +71,13 @@ def outcome_of(before: CalibrationMetrics, after: CalibrationMetrics) -> str:
 
 
 @dataclass(frozen=True)
-class CalibrationReport:
-    """One held-out split's metrics, raw (``before``) and calibrated (``after``)."""
+class CalibrationReport(documents.JsonDocument):
+    """One held-out split's metrics, raw (``before``) and calibrated (``after``);
+    ``nnx.calibration/1`` JSON."""
+
+    FORMAT: ClassVar[str] = FORMAT
+    KIND: ClassVar[str] = "calibration_report"
+    ERROR: ClassVar[type[ValueError]] = CalibrationError
 
     split_id: str
     calibrator_id: str
@@ -114,25 +118,8 @@ class CalibrationReport:
                 "after": self.after.document(), "outcome": self.outcome,
                 "override": None if self.override is None else dict(self.override)}
 
-    def to_json(self) -> str:
-        return documents.dumps(self.document())
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write ``nnx.calibration/1`` JSON atomically."""
-        documents.save(path, self.document())
-
     @classmethod
-    def from_json(cls, text: str) -> CalibrationReport:
-        return cls._from_document(documents.read(None, text, FORMAT, "calibration_report",
-                                                 CalibrationError))
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> CalibrationReport:
-        return cls._from_document(documents.read(path, None, FORMAT, "calibration_report",
-                                                 CalibrationError))
-
-    @classmethod
-    def _from_document(cls, doc: Mapping[str, Any]) -> CalibrationReport:
+    def _from_document(cls, doc: dict[str, Any]) -> CalibrationReport:
         if doc.get("outcome") not in OUTCOMES:
             raise CalibrationError(f"{FORMAT} report outcome must be one of {OUTCOMES}")
         try:
