@@ -18,7 +18,15 @@ unchanged, so an add-on (and the reference plugin under
   :func:`inside` with :class:`UnsafePathError` (the path rule: plain names joined to a
   directory, no symbolic link below it), so an add-on that reads a directory of files
   (a Llama checkpoint's shards) reads it as core reads a run;
-* reading back: :func:`sha256_hex` (the one content digest) and :func:`cause_line` (an
+* probability terms, NumPy only: :func:`softmax64` (row-wise float64 softmax on a
+  copy), :func:`nll_terms` (per-row ``-log p[target]``, clipped to ``[epsilon, 1 -
+  epsilon]``, default :data:`METRIC_EPSILON`; ``None`` exact) and :func:`brier_terms`
+  (per-row class-summed squared error): the terms the named ``nll`` / ``brier`` metrics
+  average, so an add-on's report (``nnx.calibration``) equals them on the same
+  probabilities;
+* reading back: :func:`sha256_hex` (the one content digest), :func:`canonical_bytes`
+  (the one canonical JSON encoding: sorted keys, compact, NaN refused; what an
+  add-on digests to give an artifact an id) and :func:`cause_line` (an
   underlying error on one line), so an add-on's loader checks and reports a damaged
   file as core's loaders do;
 * modes: :func:`preserved_state` (the §13.2 non-destructive contract: every
@@ -103,7 +111,7 @@ from nnx._foundation.config_base import (
     runtime,
     set_field,
 )
-from nnx._foundation.hashing import sha256_hex
+from nnx._foundation.hashing import canonical_bytes, sha256_hex
 from nnx._foundation.modes import preserved_state
 from nnx._foundation.plugins import (
     MissingDistributionAttributeError,
@@ -143,6 +151,7 @@ from nnx.metrics.registry import (
     registered_metrics,
     unregister_metric,
 )
+from nnx.metrics.terms import METRIC_EPSILON, brier_terms, nll_terms, softmax64
 from nnx.models import register_model_factory, registered_model_factories, unregister_model_factory
 from nnx.objectives._core import (
     LossTerm,
@@ -164,6 +173,7 @@ from nnx.transforms.recipe import TransformRecipe, config_targets
 
 __all__ = [
     "MAX_SEED",
+    "METRIC_EPSILON",
     "NON_NEGATIVE",
     "OPEN_UNIT",
     "POSITIVE",
@@ -203,6 +213,8 @@ __all__ = [
     "atomic_write",
     "atomic_write_bytes",
     "atomic_write_text",
+    "brier_terms",
+    "canonical_bytes",
     "cause_line",
     "check_batch_sizes",
     "check_choice",
@@ -233,6 +245,7 @@ __all__ = [
     "load_json",
     "model_fingerprint",
     "net_class_axis",
+    "nll_terms",
     "preserved_state",
     "register_calibrator_reader",
     "register_metric",
@@ -252,6 +265,7 @@ __all__ = [
     "runtime",
     "set_field",
     "sha256_hex",
+    "softmax64",
     "train_mode",
     "unregister_calibrator_reader",
     "unregister_metric",

@@ -25,11 +25,11 @@ import numpy.typing as npt
 
 from nnx._foundation.validation import check_choice
 from nnx.metrics.registry import MetricRegistration, MetricSource, register_metric
+from nnx.metrics.terms import METRIC_EPSILON, brier_terms, nll_terms
 
 __all__ = ["F1_AVERAGES", "register_builtin_metrics"]
 
 F1_AVERAGES = ("macro", "binary")
-_EPS = float(np.finfo(np.float64).eps)
 
 
 def _flat(value: Any, dtype: Any = None) -> npt.NDArray[Any]:
@@ -159,10 +159,10 @@ class NLL:
 
     def update(self, target: Any, prediction: Any) -> None:
         t, p = _probability_pair(target, prediction)
-        p = np.clip(p, _EPS, 1.0 - _EPS)
         if p.ndim == 2:
-            losses = -np.log(p[np.arange(t.size), t])
+            losses = nll_terms(p, t, epsilon=METRIC_EPSILON)
         else:
+            p = np.clip(p, METRIC_EPSILON, 1.0 - METRIC_EPSILON)
             y = t.astype(np.float64)
             losses = -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
         self._mean.add(losses)
@@ -184,12 +184,7 @@ class Brier:
 
     def update(self, target: Any, prediction: Any) -> None:
         t, p = _probability_pair(target, prediction)
-        if p.ndim == 2:
-            onehot = np.zeros_like(p)
-            onehot[np.arange(t.size), t] = 1.0
-            scores = ((p - onehot) ** 2).sum(axis=1)
-        else:
-            scores = (p - t.astype(np.float64)) ** 2
+        scores = brier_terms(p, t) if p.ndim == 2 else (p - t.astype(np.float64)) ** 2
         self._mean.add(scores)
 
     def result(self) -> float:

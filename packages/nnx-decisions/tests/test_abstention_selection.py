@@ -1,0 +1,196 @@
+"""CoverageAccumulator, select_threshold, risk_coverage_curve and nnx.abstention/1."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from _decisions_data import LABELS, SPLITS, Untouchable, overconfident
+
+from nnx.abstention import (
+    MAX_DEFAULT_CANDIDATES,
+    AbstentionError,
+    AbstentionPolicy,
+    AbstentionSchemaError,
+    CoverageAccumulator,
+    risk_coverage_curve,
+    select_threshold,
+)
+from nnx.calibration import CalibratedPrediction, fit_temperature
+from nnx.extend import softmax64
+
+
+def _data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    z, t = overconfident(n, seed=seed, scale=1.5)
+    return softmax64(z), t
+
+
+POLICY = AbstentionPolicy("max_probability", 0.6, labels=LABELS, model_id="m")
+
+
+@pytest.mark.parametrize("threshold", [0.6, 1.0])  # 1.0: zero accepted, chunked too
+def test_the_accumulator_over_chunks_equals_the_eager_report(threshold) -> None:
+    p, t = _data(100, seed=51)
+    policy = AbstentionPolicy("max_probability", threshold, labels=LABELS, model_id="m")
+    eager = policy.apply(p, labels=LABELS, model_id="m").report(t)
+    acc = CoverageAccumulator()
+    for lo in range(0, 100, 30):
+        chunk = policy.apply(p[lo:lo + 30], labels=LABELS, model_id="m",
+                             sample_ids=np.arange(lo, min(lo + 30, 100)))
+        acc.add(chunk, t[lo:lo + 30])
+    assert acc.report() == eager
+
+
+def test_the_accumulator_refuses_a_repeated_id_by_default_and_changes_nothing() -> None:
+    p, t = _data(20, seed=52)
+    acc = CoverageAccumulator()
+    acc.add(POLICY.apply(p[:10], labels=LABELS, model_id="m"), t[:10])
+    before = acc.report()
+    again = POLICY.apply(p[10:], labels=LABELS, model_id="m")  # default ids 0..9 again
+    with pytest.raises(AbstentionError, match="seen before"):
+        acc.add(again, t[10:])
+    assert acc.report() == before
+    within = POLICY.apply(p[:2], labels=LABELS, model_id="m", sample_ids=[50, 50])
+    with pytest.raises(AbstentionError, match=r"\[50\]"):
+        acc.add(within, t[:2])
+    assert acc.report() == before
+    lenient = CoverageAccumulator(allow_repeated_ids=True)
+    lenient.add(POLICY.apply(p[:10], labels=LABELS, model_id="m"), t[:10])
+    lenient.add(again, t[10:])
+    assert lenient.report() == POLICY.apply(p, labels=LABELS, model_id="m",
+                                            sample_ids=[*range(10), *range(10)]).report(t)
+
+
+def test_the_accumulator_refuses_a_chunk_of_another_policy() -> None:
+    p, t = _data(10, seed=53)
+    acc = CoverageAccumulator()
+    acc.add(POLICY.apply(p[:5], labels=LABELS, model_id="m"), t[:5])
+    other = AbstentionPolicy("margin", 0.1, labels=LABELS, model_id="m")
+    with pytest.raises(AbstentionSchemaError, match="same policy"):
+        acc.add(other.apply(p[5:], labels=LABELS, model_id="m", sample_ids=range(5, 10)), t[5:])
+
+
+def test_select_threshold_picks_the_highest_coverage_under_the_ceiling() -> None:
+    # Scores 0.9, 0.8, 0.7, 0.6 (two-class max probabilities); row 2 (0.7) is wrong.
+    p = np.array([[0.9, 0.1], [0.8, 0.2], [0.7, 0.3], [0.6, 0.4]])
+    t = np.array([0, 0, 1, 0])
+    labels = ("no", "yes")
+    selection = select_threshold(p, t, kind="max_probability", risk_ceiling=0.25,
+                                 split_id="val", test_split_id="test", labels=labels,
+                                 model_id="m")
+    rows = [(c.threshold, c.accepted, c.incorrect, c.coverage, c.risk)
+            for c in selection.candidates]
+    assert rows == [(0.6, 4, 1, 1.0, 0.25), (0.7, 3, 1, 0.75, 1 / 3), (0.8, 2, 0, 0.5, 0.0),
+                    (0.9, 1, 0, 0.25, 0.0)]
+    policy = selection.require()
+    assert selection.status == "ok" and policy.threshold == 0.6  # an actual score
+    assert policy.tuning_split_id == "val" and policy.labels == labels
+    tighter = select_threshold(p, t, kind="max_probability", risk_ceiling=0.2,
+                               split_id="val", test_split_id="test", labels=labels,
+                               model_id="m")
+    assert tighter.require().threshold == 0.8
+    none = select_threshold(p, np.array([1, 1, 0, 1]), kind="max_probability",
+                            risk_ceiling=0.0, split_id="val", test_split_id="test",
+                            labels=labels, model_id="m")
+    assert none.status == "no_feasible_policy" and none.policy is None
+    assert none.labels == labels and none.model_id == "m" and len(none.candidates) == 4
+    with pytest.raises(AbstentionError, match="no candidate"):
+        none.require()
+
+
+def test_select_threshold_refuses_the_test_split_before_any_read() -> None:
+    reads = Untouchable.reads
+    with pytest.raises(AbstentionError, match="is the test split"):
+        select_threshold(Untouchable(), [0], kind="margin", risk_ceiling=0.1,
+                         split_id="test", test_split_id="test", labels=LABELS, model_id="m")
+    with pytest.raises(AbstentionError, match="risk_ceiling"):
+        select_threshold(Untouchable(), [0], kind="margin", risk_ceiling=1.5,
+                         split_id="val", test_split_id="test", labels=LABELS, model_id="m")
+    assert Untouchable.reads == reads
+
+
+def test_a_calibrated_prediction_needs_input_field_and_records_its_calibrator() -> None:
+    z, t = overconfident(200, seed=54)
+    calibrator = fit_temperature(z, t, LABELS, model_id="m", **SPLITS).require()
+    zv, tv = overconfident(100, seed=55)
+    prediction = calibrator.transform(zv, labels=LABELS, model_id="m")
+    with pytest.raises(AbstentionError, match="input_field="):
+        select_threshold(prediction, tv, kind="margin", risk_ceiling=0.2, split_id="val",
+                         test_split_id="test")
+    selection = select_threshold(prediction, tv, kind="margin", risk_ceiling=0.2,
+                                 split_id="val", test_split_id="test",
+                                 input_field="calibrated_probabilities")
+    assert selection.calibrator_id == calibrator.calibrator_id
+    policy = selection.require()
+    assert policy.calibrator_id == calibrator.calibrator_id
+    assert policy.apply(prediction).report(tv).selective_risk <= 0.2
+
+
+def test_default_candidates_are_distinct_scores_up_to_1001_then_order_statistics() -> None:
+    assert MAX_DEFAULT_CANDIDATES == 1001
+    for n, expected in ((1001, 1001), (1002, 1001), (5000, 1001), (40, 40)):
+        rng = np.random.default_rng(n)
+        top = rng.uniform(0.5, 1.0, size=n)
+        p = np.stack([top, 1.0 - top], axis=1)
+        t = rng.integers(0, 2, size=n)
+        curve = risk_coverage_curve(p, t, kind="max_probability", labels=("a", "b"),
+                                    model_id="m")
+        thresholds = [c.threshold for c in curve.points[:-1]]
+        assert len(thresholds) == expected
+        assert set(thresholds) <= set(top.tolist())  # each an actual score
+        assert thresholds[0] == top.min() and thresholds[-1] == top.max()
+    explicit = risk_coverage_curve(p, t, kind="max_probability", labels=("a", "b"),
+                                   model_id="m", candidates=[0.9, 0.55, 0.9])
+    assert [c.threshold for c in explicit.points] == [0.55, 0.9, None]
+
+
+def test_the_curve_ascends_coverage_never_rises_and_ends_accept_none() -> None:
+    p, t = _data(300, seed=56)
+    curve = risk_coverage_curve(p, t, kind="margin", labels=LABELS, model_id="m")
+    thresholds = [c.threshold for c in curve.points[:-1]]
+    assert thresholds == sorted(thresholds)
+    coverage = [c.coverage for c in curve.points]
+    assert (np.diff(coverage) <= 0).all()
+    end = curve.endpoint
+    assert (end.threshold, end.accepted, end.coverage, end.risk) == (None, 0, 0.0, None)
+    for c in curve.points[:-1]:  # each point measured, as a policy at it would report
+        report = AbstentionPolicy("margin", c.threshold, labels=LABELS, model_id="m").apply(
+            p, labels=LABELS, model_id="m").report(t)
+        assert (report.coverage, report.selective_risk) == (c.coverage, c.risk)
+
+
+def test_a_policy_round_trips_as_nnx_abstention_1_and_refuses_a_bad_threshold(tmp_path) -> None:
+    policy = AbstentionPolicy("margin", 0.49999999999999994, labels=LABELS, model_id="m",
+                              tuning_split_id="val")
+    policy.save(tmp_path / "policy.json")
+    again = AbstentionPolicy.load(tmp_path / "policy.json")
+    assert again == policy and again.threshold == 0.49999999999999994
+    doc = json.loads(policy.to_json())
+    assert doc["format"] == "nnx.abstention/1"
+    for bad in (1.5, -0.01, None):
+        with pytest.raises(AbstentionError, match=r"threshold must be a real in \[0, 1\]"):
+            AbstentionPolicy.from_json(json.dumps({**doc, "threshold": bad}))
+    with pytest.raises(AbstentionError, match=r"not a nnx\.abstention/1"):
+        AbstentionPolicy.from_json(json.dumps({**doc, "format": "nnx.calibration/1"}))
+
+
+def test_calibrated_view_refusals_come_before_any_probability_is_read() -> None:
+    untouchable = CalibratedPrediction(
+        logits=Untouchable(), probabilities=Untouchable(),
+        calibrated_probabilities=Untouchable(), decoded=Untouchable(),
+        class_indices=Untouchable(), labels=LABELS, sample_ids=Untouchable(),
+        calibrator_id="c" * 64, model_id="m")
+    reads = Untouchable.reads
+    with pytest.raises(AbstentionError, match="input_field="):
+        select_threshold(untouchable, [0], kind="margin", risk_ceiling=0.2, split_id="val",
+                         test_split_id="test")
+    with pytest.raises(AbstentionError, match="input_field="):
+        risk_coverage_curve(untouchable, [0], kind="margin")
+    other = AbstentionPolicy("margin", 0.2, labels=LABELS, model_id="m",
+                             input_field="calibrated_probabilities", calibrator_id="d" * 64)
+    with pytest.raises(AbstentionSchemaError, match="calibrator_id"):
+        other.apply(untouchable)
+    with pytest.raises(AbstentionSchemaError, match="model_id"):
+        AbstentionPolicy("margin", 0.2, labels=LABELS, model_id="n").apply(untouchable)
+    assert Untouchable.reads == reads
