@@ -45,7 +45,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 FACES = frozenset({
     "nnx", "nnx._step_helpers", "nnx.cli", "nnx.components", "nnx.distributed", "nnx.extend",
     "nnx.finetune", "nnx.monitors", "nnx.optimizers", "nnx.plans", "nnx.result",
-    "nnx.streaming", "nnx.testing", "nnx.trainer",
+    "nnx.streaming", "nnx.testing", "nnx.trainer", "nnx.compilation", "nnx.benchmarking",
 })
 
 
