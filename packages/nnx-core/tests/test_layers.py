@@ -43,9 +43,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 #: The public faces at the top of ``nnx/``: each only re-exports from the layers.
 FACES = frozenset({
-    "nnx", "nnx._step_helpers", "nnx.bundles", "nnx.cli", "nnx.components", "nnx.distributed",
-    "nnx.extend", "nnx.finetune", "nnx.monitors", "nnx.optimizers", "nnx.plans", "nnx.result",
-    "nnx.streaming", "nnx.testing", "nnx.trainer",
+    "nnx", "nnx._step_helpers", "nnx.benchmarking", "nnx.bundles", "nnx.cli",
+    "nnx.compilation", "nnx.components", "nnx.distributed", "nnx.extend", "nnx.finetune",
+    "nnx.monitors", "nnx.optimizers", "nnx.plans", "nnx.result", "nnx.streaming", "nnx.testing",
+    "nnx.trainer",
 })
 
 

@@ -80,6 +80,8 @@ class EpochCommit:
             "committed_updates": state.committed_updates,
             "rng": streams["rng"],
         }
+        if state.compile is not None:  # the record as of this commit (§28)
+            saved["compile"] = state.compile.record.state()
         if state.kind == "model":
             saved.update(self.slot_state(state.primary))
         else:
@@ -119,7 +121,15 @@ class EpochCommit:
                         position=position, like=None if like is None else like[0])
         if tag == "last":
             self._saved_last = (checkpoint, training_state)
+            self._record_compile(training_state)
         return checkpoint.generation
+
+    def _record_compile(self, training_state: Mapping[str, Any]) -> None:
+        """metadata.yaml carries the compile record as of the last commit: LAST's."""
+        record = training_state.get("compile")
+        if record is not None and self.run.metadata.get("compile") != record:
+            self.run.metadata["compile"] = record
+            self.run.save_metadata()
 
     def fingerprint(self) -> Any:
         """What LAST's weights and training state are, without copying a tensor: each

@@ -34,6 +34,7 @@ import torch
 
 from nnx._contracts.components import discover_components
 from nnx._contracts.precision import ResolvedPrecision
+from nnx._engine.compilation import CompileSession, check_compile_scope, compiled_fit
 from nnx._engine.control_signal import epoch_signal, monitor_tracker
 from nnx._engine.distributed import DistributedSession, MemoryHistory
 from nnx._engine.epoch_commit import EpochCommit, keep_best_score
@@ -98,7 +99,7 @@ class FitLoop:
                  objective: Any, eval_fn: EvalFn | None, callbacks: Sequence[Any],
                  salt: str | None, verbose: bool | None, root: str,
                  components: Sequence[Any] = (), history: Any = None,
-                 provenance: Any = None, distributed: Any = None) -> None:
+                 provenance: Any = None, distributed: Any = None, compile: Any = None) -> None:
         if not isinstance(owner, UpdateOwner):
             raise TypeError(f"the fit loop needs an UpdateOwner (kind, custom_step, component, "
                             f"build, new_run, schedule_params, run_batch); got "
@@ -111,6 +112,11 @@ class FitLoop:
             raise ValueError(f"{type(params).__name__}.train_loader is required to train")
         if eval_fn is not None and not callable(eval_fn):
             raise TypeError("eval_step_fn must be callable")
+        if compile is not None:  # before a DDP session or anything else exists (§28)
+            check_compile_scope(compile, model, custom_step=owner.custom_step,
+                                callbacks=callbacks, distributed=distributed)
+        # The fit's compiled forward; built and routed only while the fit runs.
+        self.compiled: CompileSession | None = compiled_fit(compile, model)
         self.dist: DistributedSession | None = None
         if distributed is not None:
             self.dist = DistributedSession(distributed, model.device)
@@ -155,6 +161,8 @@ class FitLoop:
         self._build()  # optimizers, schedules, precision: may refuse, before any reservation
         self._check_declarations()
         self.run = self.owner.new_run(self, salt, root)
+        if self.compiled is not None:  # beside the run, never in its id
+            self.run.metadata["compile"] = self.compiled.record.state()
         if objective is not None:
             check_run = getattr(objective, "check_run", None)
             if callable(check_run):
@@ -166,7 +174,7 @@ class FitLoop:
         self.state = LoopState(kind=self.kind, ctx=self.ctx, slots=self.slots,
                                precision=self.precision, scaler=self.scaler,
                                train_loader=params.train_loader, tracker=self.tracker,
-                               transforms=self.transforms)
+                               transforms=self.transforms, compile=self.compiled)
         self.state.components = discover_components(
             [*self.callbacks, self.owner.component, *self._own_components()], components)
         self.resume = plan_resume(params, self.run.root, self.schedule_params())
@@ -224,7 +232,19 @@ class FitLoop:
         if self.engine is not None:
             return self.engine.microbatch(batch, epoch=epoch, batch_idx=batch_idx,
                                           closes=window.closes)
-        return self.owner.run_batch(self, batch, batch_idx, epoch, window)
+        compiled = self.compiled
+        if compiled is None:
+            return self.owner.run_batch(self, batch, batch_idx, epoch, window)
+        compiled.at("train", epoch, batch_idx)
+        try:
+            edp = self.owner.run_batch(self, batch, batch_idx, epoch, window)
+        except BaseException as exc:
+            compiled.step_failed(exc)
+            raise
+        finally:
+            compiled.at("callback", epoch)
+        compiled.step_done()
+        return edp
 
     @property
     def primary(self) -> OptimizerSlot:
@@ -419,6 +439,15 @@ class FitLoop:
         loader = self.params.val_loader
         if loader is None:
             return None
+        if self.compiled is None:
+            return self._validate(loader, epoch)
+        self.compiled.at("validate", epoch)
+        try:
+            return self._validate(loader, epoch)
+        finally:
+            self.compiled.at("callback", epoch)
+
+    def _validate(self, loader: Any, epoch: int) -> NNEvaluationDataPoint:
         if self.eval_fn is None:
             return self.model.evaluate(loader, metrics=self.metrics,
                                        extra_metrics=self.params.extra_metrics)
@@ -496,7 +525,9 @@ class FitLoop:
             with contextlib.ExitStack() as locks:
                 self.reserve(locks)
                 try:
-                    run = self._fit()
+                    with (contextlib.nullcontext() if self.compiled is None
+                          else self.compiled.active(self.model)):
+                        run = self._fit()
                 except BaseException:
                     self._release()  # still under the lease
                     raise
@@ -568,7 +599,8 @@ class FitLoop:
             ctx.error = exc
             if self.attempt is not None:
                 status = "cancelled" if isinstance(exc, KeyboardInterrupt) else "failed"
-                self.attempt.finish(status, exc, suppress_errors=True)
+                self.attempt.finish(status, exc, suppress_errors=True,
+                                    compile=self._compile_state())
             raise
         finally:
             self.progress.close()
@@ -578,13 +610,18 @@ class FitLoop:
             self._run_deferred()  # what on_train_end deferred sees the final LAST
         except BaseException as exc:
             if self.attempt is not None:
-                self.attempt.finish("failed", exc, suppress_errors=True)
+                self.attempt.finish("failed", exc, suppress_errors=True,
+                                    compile=self._compile_state())
             raise
         if self.attempt is not None:
-            self.attempt.finish("completed")
+            self.attempt.finish("completed", compile=self._compile_state())
         if self.is_main and self.verbose is not False:  # verbose=False prints nothing
             print(f"Run saved to {display_path(run.path)}")
         return run
+
+    def _compile_state(self) -> dict[str, Any] | None:
+        """The compile record as of now (attempt.json's, as of the attempt's end)."""
+        return None if self.compiled is None else self.compiled.record.state()
 
     def _epochs(self) -> None:
         ctx = self.ctx
@@ -640,7 +677,7 @@ def run_fit_loop(owner: UpdateOwner, model: TrainableModel, params: Any, *,
                  callbacks: Sequence[Any] = (), salt: str | None = None,
                  verbose: bool | None = None, root: str = "runs",
                  components: Sequence[Any] = (), history: Any = None, provenance: Any = None,
-                 distributed: Any = None) -> NNRun:
+                 distributed: Any = None, compile: Any = None) -> NNRun:
     """Train ``model`` for the run ``owner`` describes and return the committed run: the
     one entry to the epoch loop (NNModel.train and Trainer.train call it with their own
     owners; an add-on passes its own instead of subclassing the loop). Every refusal of
@@ -648,5 +685,5 @@ def run_fit_loop(owner: UpdateOwner, model: TrainableModel, params: Any, *,
     loop = FitLoop(owner, model, params, objective=objective, eval_fn=eval_step_fn,
                    callbacks=callbacks, salt=salt, verbose=verbose, root=root,
                    components=components, history=history, provenance=provenance,
-                   distributed=distributed)
+                   distributed=distributed, compile=compile)
     return loop.execute()

@@ -77,6 +77,7 @@ class LoopState:
     train_loader: Any  # its generators are part of the random streams
     tracker: MonitorTracker | None = None  # the named monitor's best value, when declared
     transforms: tuple[dict[str, Any], ...] = ()
+    compile: Any = None  # the fit's CompileSession under train(compile=...), else None
     components: dict[str, tuple[ComponentSpec, Any]] = field(default_factory=dict)
     start_epoch: int = 0
     end_epoch: int = 0  # exclusive: the plan's last epoch + 1

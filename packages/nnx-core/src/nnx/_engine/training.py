@@ -128,14 +128,15 @@ def train_model(model: TrainableModel, params: NNTrainParams, *,
                 eval_step_fn: EvalFn | None = None,
                 callbacks: Sequence[Any] = (), salt: str | None = None,
                 verbose: bool | None = None, root: str = "runs", components: Sequence[Any] = (),
-                history: Any = None, provenance: Any = None, distributed: Any = None) -> NNRun:
+                history: Any = None, provenance: Any = None, distributed: Any = None,
+                compile: Any = None) -> NNRun:
     train_step_fn, objective, eval_step_fn, components, task = _task_hooks(
         model, params, train_step_fn, objective, eval_step_fn, components)
     owner = ModelStepOwner(params, step_fn=train_step_fn, objective=objective, task=task)
     return run_fit_loop(owner, model, params, objective=objective, eval_step_fn=eval_step_fn,
                         callbacks=callbacks, salt=salt, verbose=verbose, root=root,
                         components=components, history=history, provenance=provenance,
-                        distributed=distributed)
+                        distributed=distributed, compile=compile)
 
 
 def _task_hooks(model: TrainableModel, params: NNTrainParams, step_fn: StepFn | None,

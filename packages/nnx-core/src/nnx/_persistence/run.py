@@ -39,6 +39,7 @@ from nnx._persistence.run_damage import DamagedRun, RunDamagedError, display_pat
 from nnx._persistence.run_damage import reading as _reading
 from nnx._persistence.run_render import render_html, render_text
 from nnx.enums.nets import Nets
+from nnx.params.compile import CompileRecord
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
 from nnx.params.train import NNTrainParams
@@ -127,6 +128,19 @@ class NNRun:
                               yaml.safe_dump(self.state(), sort_keys=False))
             atomic_write_text(self.path / "metadata.yaml",
                               yaml.safe_dump(self.metadata, sort_keys=False))
+
+    def save_metadata(self) -> None:
+        """metadata.yaml alone, as it is (a commit's update of the compile record)."""
+        with file_lock(self.path / ".run.lock", root=self.root):
+            atomic_write_text(self.path / "metadata.yaml",
+                              yaml.safe_dump(self.metadata, sort_keys=False))
+
+    @property
+    def compile(self) -> CompileRecord | None:
+        """What ``train(compile=...)`` asked for and what took effect, as of the last
+        commit (metadata.yaml's record); None for a run trained without it."""
+        state = self.metadata.get("compile")
+        return None if state is None else CompileRecord.from_state(state)
 
     @property
     def has_journal(self) -> bool:

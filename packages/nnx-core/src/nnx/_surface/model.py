@@ -42,6 +42,7 @@ from nnx.enums.precision import Precision
 from nnx.models.construct import build_net, check_checkpoint_module, check_rebuild_fits
 from nnx.models.topology import WeightsMismatchError, check_weights_fit
 from nnx.params._loaders import check_loader, refuse_dataset
+from nnx.params.compile import CompileSpec
 from nnx.params.descriptors import ModelSpec
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
@@ -122,6 +123,9 @@ class NNModel:
     together raise ``ValueError`` (docs/extending.md, "The Task protocol").
     """
 
+    # The compiled forward of a train(compile=...) fit, set for that fit only; never net.
+    _fit_forward: Callable[..., Any] | None = None
+
     def __init__(self, net_params: NNParams | None = None,
                  params: NNModelParams | None = None, *, module: nn.Module | None = None,
                  batch_adapter: BatchAdapter | None = None, task: Task | None = None) -> None:
@@ -189,15 +193,17 @@ class NNModel:
                     net: nn.Module | None = None) -> torch.Tensor:
         """``net(*inputs, **inputs.kwargs)``, its output tensor read by the batch adapter.
 
-        ``net`` None calls ``self.net``; a training step context passes the DDP wrapper
+        ``net`` None calls ``self.net`` (during a ``compile=`` fit, the fit's compiled
+        wrapper of it); a training step context passes the DDP wrapper
         of ``self.net`` (``ctx.train_net``), which ``self.net`` itself never becomes, so
         its parameter names never carry ``module.``.
         """
         kwargs = inputs.kwargs if isinstance(inputs, ModelInputs) else {}
-        if net is None:
-            net = self.net
+        forward: Callable[..., Any] = net if net is not None else (
+            # during a compiled fit, its wrapper of self.net (nnx._engine.compilation)
+            self.net if self._fit_forward is None else self._fit_forward)
         try:
-            raw = net(*inputs, **kwargs)
+            raw = forward(*inputs, **kwargs)
         except RuntimeError as exc:
             hint = _dtype_hint(exc, inputs, kwargs, self.net)
             if hint is None:
@@ -218,8 +224,13 @@ class NNModel:
               salt: str | None = None, verbose: bool | None = None,
               root: str | os.PathLike[str] = DEFAULT_ROOT,
               components: Iterable[Any] | None = None, history: Any = None,
-              provenance: Any = None, distributed: Any = None) -> NNRun:
+              provenance: Any = None, distributed: Any = None,
+              compile: CompileSpec | None = None) -> NNRun:
         """Train on ``params.train_loader``; writes ``runs/<id>/`` and returns the run.
+
+        ``compile=nnx.compilation.CompileSpec(...)`` runs the default step's forward and
+        the fit's validation through ``torch.compile`` (docs/compile.md); ``net`` stays
+        the eager module, and the run id is the same with or without it.
 
         ``distributed=nnx.distributed.DDP(...)`` trains on every rank of a torchrun
         launch; rank 0 alone writes the run (docs/distributed.md).
@@ -240,7 +251,8 @@ class NNModel:
                                eval_step_fn=eval_step_fn, callbacks=list(callbacks or ()),
                                salt=salt, verbose=verbose, root=os.fspath(root),
                                components=list(components or ()), history=history,
-                               provenance=provenance, distributed=distributed)
+                               provenance=provenance, distributed=distributed,
+                               compile=compile)
 
     def _build_scheduler(self, optimizer: torch.optim.Optimizer, params: NNSchedulerParams,
                          n_epochs: int, *, updates_per_epoch: int | None = None,

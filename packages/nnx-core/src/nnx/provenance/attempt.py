@@ -79,8 +79,10 @@ class Attempt:
             last_generation=check_count("committed: generation", generation, minimum=0))
 
     def finish(self, status: str, error: BaseException | None = None, *,
-               suppress_errors: bool = False) -> AttemptRecord:
-        """End the attempt as completed, failed or cancelled, recording ``error``.
+               suppress_errors: bool = False,
+               compile: Mapping[str, Any] | None = None) -> AttemptRecord:
+        """End the attempt as completed, failed or cancelled, recording ``error`` and,
+        for a ``train(compile=...)`` fit, its compile record as of now (§28).
 
         With ``suppress_errors=True`` (the failure path) a problem recording the
         attempt is a RuntimeWarning, so it never replaces the training error.
@@ -92,8 +94,9 @@ class Attempt:
                 raise ValueError(f"finish: error must be an exception; got {error!r}")
             if error is not None and status == "completed":
                 raise ValueError("finish: a completed attempt records no error")
+            extra = {} if compile is None else {"compile": compile}
             return self._update(
-                status=status, finished_at=_now(),
+                **extra, status=status, finished_at=_now(),
                 error_type=None if error is None else _error_type(error),
                 error_message=None if error is None else str(error))
         except Exception as exc:

@@ -19,7 +19,7 @@ FINAL_STATUSES = STATUSES[1:]
 _ID = re.compile(r"[0-9a-f]{32}")
 _FINGERPRINT = re.compile(r"[0-9a-f]{64}")
 _FIELDS = ("attempt_id", "fingerprint", "status", "started_at", "finished_at", "last_tag",
-           "last_epoch", "last_generation", "error_type", "error_message", "parent")
+           "last_epoch", "last_generation", "error_type", "error_message", "parent", "compile")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,6 +42,8 @@ class AttemptRecord:
     error_type: str | None = None
     error_message: str | None = None
     parent: Mapping[str, Any] | None = None
+    #: The fit's compile record (spec §28) as of the attempt's end; None without compile=.
+    compile: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.attempt_id, str) or not _ID.fullmatch(self.attempt_id):
@@ -62,11 +64,17 @@ class AttemptRecord:
             if not isinstance(self.parent, Mapping):
                 raise ValueError(f"parent: must be a mapping; got {type(self.parent).__name__}")
             object.__setattr__(self, "parent", freeze(self.parent, "parent"))
+        if self.compile is not None:
+            if not isinstance(self.compile, Mapping):
+                raise ValueError(f"compile: must be a mapping; got {type(self.compile).__name__}")
+            object.__setattr__(self, "compile", freeze(self.compile, "compile"))
 
     def state(self) -> dict[str, Any]:
         """attempt.json's document."""
         out: dict[str, Any] = {"format": ATTEMPT_FORMAT}
         for name in _FIELDS:
+            if name == "compile" and self.compile is None:
+                continue  # a fit without compile= writes the attempt as it always did
             out[name] = thaw(getattr(self, name))
         return out
 
