@@ -18,6 +18,7 @@ from nnx._persistence.bundle_format import (
     BundleReconstructionError,
     BundleValidationError,
 )
+from nnx._persistence.bundle_boundary import inspect_bundle_result
 from nnx._persistence.bundle_read import BundleInfo, inspect_bundle, validate_bundle
 from nnx._surface.bundle_export import export_bundle
 from nnx._surface.bundles import ReconstructedBundle, reconstruct_bundle
@@ -32,6 +33,7 @@ __all__ = [
     "ReconstructedBundle",
     "export_bundle",
     "inspect_bundle",
+    "inspect_bundle_result",
     "model_fingerprint",
     "reconstruct_bundle",
     "register_calibrator_reader",
