@@ -151,8 +151,9 @@ def _probability_pair(
 
 class NLL:
     """Mean negative log-likelihood: of the true class (categorical), or the
-    Bernoulli NLL of each output (multilabel). Probabilities are clipped to
-    [eps, 1 - eps] as scikit-learn's log_loss does."""
+    Bernoulli NLL of each output (multilabel). A probability is floored at
+    METRIC_EPSILON (1e-12, spec §18): the true class's, or in the Bernoulli case both
+    p and 1 - p (a clip to [eps, 1 - eps])."""
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self._mean = _Mean()

@@ -16,8 +16,9 @@ import numpy.typing as npt
 
 __all__ = ["METRIC_EPSILON", "brier_terms", "nll_terms", "softmax64"]
 
-#: The named ``nll`` metric's clip: float64 machine epsilon, as scikit-learn's log_loss.
-METRIC_EPSILON = float(np.finfo(np.float64).eps)
+#: The named ``nll`` metric's floor on a probability (spec §18: ``epsilon=1e-12``), so a
+#: zero probability scores -log(1e-12) ≈ 27.6 instead of +inf.
+METRIC_EPSILON = 1e-12
 
 
 def softmax64(logits: Any) -> npt.NDArray[np.float64]:
@@ -41,13 +42,13 @@ def nll_terms(probabilities: npt.NDArray[np.float64], targets: npt.NDArray[np.in
               epsilon: float | None = METRIC_EPSILON) -> npt.NDArray[np.float64]:
     """Per-row ``-log p[target]`` of ``(N, C)`` probabilities against class indices.
 
-    With ``epsilon`` the true-class probability is clipped to ``[epsilon, 1 - epsilon]``
-    first (the named metric's rule, scikit-learn's); ``None`` is exact, so a zero
-    true-class probability gives ``+inf``.
+    With ``epsilon`` the true-class probability is floored at ``epsilon`` first (the
+    named metric's rule; a certain right answer still scores exactly 0); ``None`` is
+    exact, so a zero true-class probability gives ``+inf``.
     """
     p = _true_class(probabilities, targets)
     if epsilon is not None:
-        p = np.clip(p, epsilon, 1.0 - epsilon)
+        p = np.maximum(p, epsilon)
     with np.errstate(divide="ignore"):  # log(0) = -inf is the exact answer asked for
         return -np.log(p)
 

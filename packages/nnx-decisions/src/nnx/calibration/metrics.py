@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from nnx.calibration.errors import CalibrationError
 from nnx.calibration.inputs import as_matrix, as_targets
-from nnx.extend import brier_terms, check_count, nll_terms
+from nnx.extend import METRIC_EPSILON, brier_terms, check_count, nll_terms
 
 __all__ = [
     "DEFAULT_BINS",
@@ -27,8 +27,8 @@ __all__ = [
     "reliability_bins",
 ]
 
-#: The default NLL floor (spec §18); ``epsilon=None`` is exact.
-DEFAULT_EPSILON = 1e-12
+#: The default NLL floor (spec §18), the named ``nll`` metric's; ``None`` is exact.
+DEFAULT_EPSILON = METRIC_EPSILON
 DEFAULT_BINS = 15
 
 
@@ -44,9 +44,9 @@ def _checked(probabilities: Any, targets: Any) -> tuple[npt.NDArray[np.float64],
 
 def negative_log_likelihood(probabilities: Any, targets: Any, *,
                             epsilon: float | None = DEFAULT_EPSILON) -> float:
-    """Mean ``-log p[target]``; the true-class probability is clipped to
-    ``[epsilon, 1 - epsilon]`` as the named ``nll`` metric clips (``None``: exact, so a
-    zero true-class probability gives ``+inf``)."""
+    """Mean ``-log p[target]``; the true-class probability is floored at ``epsilon``
+    as the named ``nll`` metric floors it (``None``: exact, so a zero true-class
+    probability gives ``+inf``)."""
     p, t = _checked(probabilities, targets)
     if epsilon is not None and not 0.0 < epsilon < 0.5:
         raise CalibrationError(f"epsilon must be in (0, 0.5) or None; got {epsilon!r}")
