@@ -37,7 +37,8 @@ def train(root: Path, n_epochs: int = 2, **kwargs: Any) -> Any:
 
 class StandInCalibrator:
     """The smallest object with the bundle's calibrator protocol: a temperature bound to
-    a class count, labels and a model id, recorded in the nnx.calibration/1 form."""
+    a class count, labels and a model id, in a format of its own (acme.temperature/1:
+    nnx.calibration/1 is nnx-decisions', whose installed reader would claim it)."""
 
     def __init__(self, labels: list[Any], model_id: str | None, temperature: float = 1.5,
                  num_classes: int | None = None) -> None:
@@ -47,7 +48,7 @@ class StandInCalibrator:
         self.temperature = temperature
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": "nnx.calibration/1", "kind": "temperature", "labels": self.labels,
+        return {"format": "acme.temperature/1", "kind": "temperature", "labels": self.labels,
                 "model_id": self.model_id, "temperature": self.temperature}
 
     @classmethod

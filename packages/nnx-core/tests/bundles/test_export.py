@@ -189,11 +189,11 @@ def test_a_calibrator_ships_and_reconstructs(run_root, tmp_path):
         rebuilt.calibrators[0]["temperature"] = 2.0
     from nnx.bundles import register_calibrator_reader, unregister_calibrator_reader
 
-    register_calibrator_reader("nnx.calibration/1", StandInCalibrator.from_record)
+    register_calibrator_reader("acme.temperature/1", StandInCalibrator.from_record)
     try:
         restored = reconstruct_bundle(tmp_path / "b").calibrators[0]
     finally:
-        unregister_calibrator_reader("nnx.calibration/1")
+        unregister_calibrator_reader("acme.temperature/1")
     assert isinstance(restored, StandInCalibrator)
     assert (restored.labels, restored.model_id) == (["a", "b", "c"], calibrator.model_id)
     declared = StandInCalibrator(["a", "b", "c"], f"{run.id}:LAST")  # a declared id is kept

@@ -4,7 +4,8 @@ A bundle ships calibrators as their JSON records (``calibrator-<n>.json``). Any
 object with this shape can be exported (nnx-decisions' TemperatureCalibrator is
 one):
 
-* ``to_json()`` → its record: a JSON object whose ``"format"`` names its format
+* ``to_json()`` → its record, as JSON text or a mapping: a JSON object whose
+  ``"format"`` names its format
   and version (``"nnx.calibration/1"``), with ``"labels"`` (one per class, in
   order) and ``"model_id"`` (a :func:`model_fingerprint`, a declared id, or None);
   everything else in it is the calibrator's own;
@@ -57,7 +58,7 @@ class BundleCalibrator(Protocol):
     @property
     def model_id(self) -> str | None: ...
 
-    def to_json(self) -> Mapping[str, Any]: ...
+    def to_json(self) -> str | Mapping[str, Any]: ...
 
 
 def _registry() -> VersionedRegistry:

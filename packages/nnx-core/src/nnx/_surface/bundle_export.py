@@ -21,8 +21,10 @@ from typing import Any
 import torch
 
 from nnx._contracts.calibrators import model_fingerprint
+from nnx._foundation.bounded import load_json
 from nnx._persistence import safetensors_codec as codec
 from nnx._persistence.bundle_format import (
+    MAX_JSON_BYTES,
     MODEL,
     STATE,
     STATE_FORMAT,
@@ -196,6 +198,13 @@ def _calibrators(calibrators: Sequence[Any], task: Mapping[str, Any] | None,
             raise BundleExportError(f"{what} ({type(calibrator).__name__}) has no to_json(); "
                                     "see nnx.extend.BundleCalibrator")
         record = to_json()
+        if isinstance(record, (str, bytes)):  # JSON text, as nnx.calibration's to_json gives
+            try:
+                record = load_json(data=record, where=what, max_bytes=MAX_JSON_BYTES,
+                                   strict=True)
+            except ValueError as exc:
+                raise BundleExportError(f"{what}.to_json() is not a strict JSON record: "
+                                        f"{exc}") from None
         record = dict(record) if isinstance(record, Mapping) else record
         found = calibrator_problems(record, task, what)
         if not found and getattr(calibrator, "num_classes", len(record["labels"])) != len(

@@ -24,6 +24,10 @@ from nnx.calibration.metrics import (
 )
 from nnx.calibration.report import OUTCOMES, CalibrationMetrics, CalibrationReport
 
+# The model id that changes whenever the weights do (spec §18); nnx-core owns it, so a
+# run bundle recomputes it from its payload bytes (§22).
+from nnx.extend import model_fingerprint
+
 __all__ = [
     "FAILURE_REASONS",
     "OUTCOMES",
@@ -40,6 +44,7 @@ __all__ = [
     "brier_score",
     "expected_calibration_error",
     "fit_temperature",
+    "model_fingerprint",
     "negative_log_likelihood",
     "reliability_bins",
 ]

@@ -104,6 +104,11 @@ class TemperatureCalibrator(documents.JsonDocument):
                 "config": dict(self.config), "fit": dict(self.fit)}
 
     @property
+    def num_classes(self) -> int:
+        """The class count it calibrates (a run bundle checks it, nnx.extend.BundleCalibrator)."""
+        return len(self.labels)
+
+    @property
     def calibrator_id(self) -> str:
         """The digest of the calibrator's document: changes with anything it holds."""
         return documents.digest(self.document())
@@ -190,3 +195,11 @@ class TemperatureCalibrator(documents.JsonDocument):
             split_id=split_id, calibrator_id=self.calibrator_id, model_id=str(model_id),
             labels=declared, temperature=self.temperature, rows=int(z.shape[0]),
             before=before, after=after, override=record)
+
+
+def read_bundled(record: Mapping[str, Any]) -> TemperatureCalibrator:
+    """A run bundle's ``calibrator-<n>.json`` record back as a calibrator: the reader of
+    the ``nnx.calibration_readers`` entry point ``nnx.calibration@v1`` (spec §22). The
+    record goes through the same strict load as :meth:`TemperatureCalibrator.from_json`,
+    so the temperature is float64-exact and every load refusal applies."""
+    return TemperatureCalibrator.from_json(documents.dumps(record))
