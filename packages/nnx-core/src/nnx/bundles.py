@@ -12,13 +12,13 @@ from nnx._contracts.calibrators import (
     registered_calibrator_readers,
     unregister_calibrator_reader,
 )
+from nnx._persistence.bundle_boundary import inspect_bundle_result
 from nnx._persistence.bundle_format import (
     BundleCapabilityError,
     BundleExportError,
     BundleReconstructionError,
     BundleValidationError,
 )
-from nnx._persistence.bundle_boundary import inspect_bundle_result
 from nnx._persistence.bundle_read import BundleInfo, inspect_bundle, validate_bundle
 from nnx._surface.bundle_export import export_bundle
 from nnx._surface.bundles import ReconstructedBundle, reconstruct_bundle
