@@ -39,7 +39,7 @@ __all__ = ["LiveTopologyError", "RecognizingTransform", "live_recipes", "module_
 
 Recognize = Callable[[nn.Module, nn.Module], Sequence[Mapping[str, Any]]]
 ExplainWeights = Callable[[Sequence[str], Mapping[str, "tuple[int, ...]"]], "str | None"]
-Tree = tuple[dict[str, str], dict[str, "tuple[int, ...] | None"]]
+Tree = tuple[dict[str, str], dict[str, "tuple[int, ...] | str | None"]]
 
 _SHOWN = 6  # differences named in a refusal
 
