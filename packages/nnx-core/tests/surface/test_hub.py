@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch import nn
 
+import nnx._surface.hub as hub_module
 from nnx import (
     Devices,
     Losses,
@@ -152,12 +153,18 @@ def test_a_factory_that_now_builds_another_topology_is_refused_before_any_weight
         NNModel.from_pretrained(tmp_path / "m")
 
 
-def test_a_missing_factory_is_refused_naming_it(tmp_path):
+def test_a_missing_factory_is_refused_naming_it(tmp_path, monkeypatch):
+    """Before the weights are read (for a repo id: downloaded)."""
     registered().save_pretrained(tmp_path / "m")
     unregister_model_factory("hubtest.encoder", 1)
+    fetched = []
+    real_fetch = hub_module.fetch
+    monkeypatch.setattr(hub_module, "fetch",
+                        lambda src, name, kw: fetched.append(name) or real_fetch(src, name, kw))
     try:
         with pytest.raises(MissingModelFactoryError, match=r"hubtest\.encoder@v1"):
             NNModel.from_pretrained(tmp_path / "m")
+        assert fetched == ["config.json"]
     finally:
         register_model_factory("hubtest.encoder", 1, lambda config: Encoder(config["width"]))
 

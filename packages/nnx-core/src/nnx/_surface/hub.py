@@ -35,7 +35,8 @@ from nnx._persistence.hub_format import (
     weight_shapes,
 )
 from nnx._surface.live_changes import recording_live_changes
-from nnx.models import MissingModelFactoryError, RuntimeModule
+from nnx.models import MissingModelFactoryError, ModelSpec, RuntimeModule
+from nnx.models.registry import resolve_model_factory
 from nnx.params.model import NNModelParams
 from nnx.transforms import checkpoint_recipes, replay_transforms
 from nnx.transforms.recipe import transform_states
@@ -149,6 +150,8 @@ def load_pretrained(cls: Any, source: str | os.PathLike[str], *, device: Any = N
             f"that no factory can rebuild; nothing was loaded")
     if device is not None:
         params = dataclasses.replace(params, device=device)
+    if isinstance(params.net, ModelSpec):  # an unknown factory: refused before any download
+        resolve_model_factory(params.net)
     recipes = checkpoint_recipes(config.transforms)  # every one resolvable, or refused here
     weights_path = fetch(source, WEIGHTS_NAME, hub_kwargs)
     shapes = weight_shapes(weights_path)  # names and shapes only: no tensor data read yet
