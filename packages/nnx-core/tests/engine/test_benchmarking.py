@@ -113,6 +113,17 @@ def test_profile_forward_runs_a_finite_schedule_into_its_output_dir(tmp_path):
         profile_forward(model, torch.randn(4, 4), output_dir=tmp_path / "x", active=0)
 
 
+@pytest.mark.parametrize("bad", ["model", "input", "compile"])
+def test_profile_forward_refuses_bad_arguments_before_creating_output_dir(tmp_path, bad):
+    kwargs = {"model_or_module": tiny_model(), "example_input": torch.randn(4, 4),
+              "compile": None}
+    kwargs[{"model": "model_or_module", "input": "example_input", "compile": "compile"}[bad]] = (
+        {"model": object(), "input": [torch.randn(4, 4)], "compile": {"backend": "eager"}}[bad])
+    with pytest.raises(TypeError):
+        profile_forward(output_dir=tmp_path / "never", **kwargs)
+    assert not (tmp_path / "never").exists()
+
+
 class Fails(nn.Module):
     def __init__(self, error, at):
         super().__init__()

@@ -225,12 +225,12 @@ def profile_forward(model_or_module: Any, example_input: Any, *,
     repeat = check_count("profile_forward: repeat", repeat, minimum=1)
     if output_dir is None:
         raise ValueError("profile_forward needs an explicit output_dir")
+    module = _module(model_or_module)  # every argument checked before output_dir exists
+    args, kwargs = _call_args(example_input)
+    forward = _compiled(module, compile)
     out = Path(output_dir)
     before = set(out.rglob("*")) if out.exists() else set()
     out.mkdir(parents=True, exist_ok=True)
-    module = _module(model_or_module)
-    args, kwargs = _call_args(example_input)
-    forward = _compiled(module, compile)
     device = _device(module, _tensors(args, kwargs))
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device.type == "cuda":
