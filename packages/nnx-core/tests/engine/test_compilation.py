@@ -370,6 +370,52 @@ def test_a_failed_backward_compile_is_recorded_and_propagates(tmp_path):
     assert record["effect"] == "failed" and record["stage"] == "backward"
 
 
+_BOOM = {"on": False}
+
+
+class _BoomSGD(torch.optim.SGD):
+    def step(self, closure=None):  # type: ignore[override]
+        if _BOOM["on"]:
+            raise RuntimeError("optimizer boom")
+        return super().step(closure)
+
+
+class _RecompileThenBoom(Callback):
+    """Epoch 1 compiles a new graph (the cache is reset) and its first step fails."""
+
+    def on_epoch_begin(self, ctx):
+        if ctx.epoch == 1:
+            torch._dynamo.reset()
+            _BOOM["on"] = True
+
+
+def test_an_optimizer_step_error_after_the_backward_is_not_the_backwards(tmp_path, monkeypatch):
+    """§28: only the first backward after a new graph is recorded failed (stage backward);
+    an error once that backward returned (clipping, the optimizer step) propagates as
+    itself and leaves the record as it was."""
+    from nnx import NNOptimFactoryParams, OptimizerFactorySpec, register_optimizer_factory
+    from nnx._foundation.plugins import versioned_registry
+
+    names = versioned_registry("nnx.optimizer_factories")._names
+    monkeypatch.setattr(names, "_explicit", dict(names._explicit))
+    register_optimizer_factory("test.boom", 1, lambda groups, config: _BoomSGD(groups, lr=0.1))
+    model = tiny_model(hidden=7)
+    params = tiny_train_params(n_epochs=2, optim=NNOptimFactoryParams(
+        factory=OptimizerFactorySpec("test.boom", 1, {}), max_lr=0.1))
+    plan = ExperimentManifest.for_model(model, train=params, data={"train": declared("t")})
+    _BOOM["on"] = False
+    try:
+        with pytest.raises(RuntimeError, match="optimizer boom"):
+            model.train(params, compile=CompileSpec(backend="eager", dynamic=False),
+                        callbacks=[_RecompileThenBoom()], provenance=plan, verbose=False,
+                        root=tmp_path)
+    finally:
+        _BOOM["on"] = False
+    (run_id,) = run_ids(tmp_path)
+    record = json.loads((tmp_path / run_id / "attempt.json").read_text())["compile"]
+    assert record["effect"] == "compiled" and record["stage"] is None
+
+
 # -- the recompile limit --------------------------------------------------------------
 def test_a_sweep_of_compiled_fits_in_one_process_keeps_working(tmp_path):
     spec = CompileSpec(backend="eager", dynamic=False)

@@ -143,7 +143,8 @@ class CompileSession:
         self.phase, self.epoch = "train", 0
         self.batch: int | None = None
         self._compiled: Any = None
-        self._watch: dict[str, bool] | None = None  # the first backward after a new graph
+        # The first backward after a new graph: entered, and finished (returned).
+        self._watch: dict[str, bool] | None = None
 
     # -- the fit's lifetime ---------------------------------------------------------
     @contextlib.contextmanager
@@ -185,9 +186,9 @@ class CompileSession:
                 self.record, effect="compiled", capture=capture,
                 graph_breaks=new_breaks - breaks if compiled else None)
         if new_graphs > graphs and isinstance(out, torch.Tensor) and out.requires_grad:
-            watch = self._watch = {"entered": False}
+            watch = self._watch = {"entered": False, "finished": False}
             out.register_hook(  # type: ignore[no-untyped-call]
-                lambda grad: watch.__setitem__("entered", True))
+                lambda grad: _entered(watch))
         return out
 
     def _failed(self, exc: Exception, snapshot: _Snapshot, args: tuple[Any, ...],
@@ -222,10 +223,20 @@ class CompileSession:
         """A step raised: after a new graph compiled and once its backward began, the
         failure is recorded as the backward's (it propagates; nothing is retried)."""
         watch, self._watch = self._watch, None
-        if watch is not None and watch["entered"] and self.record.effect != "failed":
+        if (watch is not None and watch["entered"] and not watch["finished"]
+                and self.record.effect != "failed"):
             self.record = dataclasses.replace(self.record, effect="failed", stage="backward",
                                               capture=None, graph_breaks=None, restart=None,
                                               error=_describe(exc))
+
+
+def _entered(watch: dict[str, bool]) -> None:
+    """The backward reached the compiled output; when that backward pass returns, the
+    engine runs the queued callback, so a later error (clipping, the optimizer step) is
+    not the backward's."""
+    watch["entered"] = True
+    torch.autograd.Variable._execution_engine.queue_callback(  # type: ignore[attr-defined]
+        lambda: watch.__setitem__("finished", True))
 
 
 def compiled_fit(spec: CompileSpec | None, model: Any) -> CompileSession | None:
