@@ -235,7 +235,7 @@ def _entered(watch: dict[str, bool]) -> None:
     engine runs the queued callback, so a later error (clipping, the optimizer step) is
     not the backward's."""
     watch["entered"] = True
-    torch.autograd.Variable._execution_engine.queue_callback(  # type: ignore[attr-defined]
+    torch.autograd.Variable._execution_engine.queue_callback(
         lambda: watch.__setitem__("finished", True))
 
 
