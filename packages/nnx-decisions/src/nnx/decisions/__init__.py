@@ -1,0 +1,50 @@
+"""Typed decisions (spec §17): provider-neutral questions, validated labelled answers.
+
+Questions are :class:`Choice` (2+ options), :class:`Boolean` (one ``p_true``) and
+:class:`Score` (2+ ordered levels), each with a ``digest()``. A
+:class:`DecisionProvider` declares :class:`Capabilities` (``check`` raises
+:class:`UnsupportedCapability` before any model call) and answers through the one
+:func:`validate_response` (request order, never renormalized), giving
+:class:`ChoiceResult` / :class:`BooleanResult` / :class:`ScoreResult`.
+:class:`FixedHeadProvider` serves a trained NNModel's head. Importing this package
+starts no backend and needs no hosted SDK.
+"""
+
+from nnx.decisions.errors import (
+    DecisionError,
+    InvalidDecisionRequest,
+    InvalidDecisionResponse,
+    JevError,
+    ProviderFailure,
+    UnsupportedCapability,
+)
+from nnx.decisions.fixed_head import FixedHeadProvider
+from nnx.decisions.provider import Capabilities, DecisionProvider, Limits
+from nnx.decisions.questions import Boolean, Choice, Option, Question, Score, question_from_state
+from nnx.decisions.results import BooleanResult, ChoiceResult, DecisionResult, ScoreResult
+from nnx.decisions.validation import SUM_TOLERANCE, validate_response
+
+__all__ = [
+    "SUM_TOLERANCE",
+    "Boolean",
+    "BooleanResult",
+    "Capabilities",
+    "Choice",
+    "ChoiceResult",
+    "DecisionError",
+    "DecisionProvider",
+    "DecisionResult",
+    "FixedHeadProvider",
+    "InvalidDecisionRequest",
+    "InvalidDecisionResponse",
+    "JevError",
+    "Limits",
+    "Option",
+    "ProviderFailure",
+    "Question",
+    "Score",
+    "ScoreResult",
+    "UnsupportedCapability",
+    "question_from_state",
+    "validate_response",
+]
