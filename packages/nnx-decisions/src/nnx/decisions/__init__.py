@@ -6,7 +6,9 @@ Questions are :class:`Choice` (2+ options), :class:`Boolean` (one ``p_true``) an
 :class:`UnsupportedCapability` before any model call) and answers through the one
 :func:`validate_response` (request order, never renormalized), giving
 :class:`ChoiceResult` / :class:`BooleanResult` / :class:`ScoreResult`.
-:class:`FixedHeadProvider` serves a trained NNModel's head. Importing this package
+:class:`FixedHeadProvider` serves a trained NNModel's head. A :class:`DecisionJob`
+(``Job.ask / collect``, ``.map``, ``.then``) describes several questions before any is
+asked; ``run`` / ``arun`` are its only effects. Importing this package
 starts no backend and needs no hosted SDK.
 """
 
@@ -19,12 +21,15 @@ from nnx.decisions.errors import (
     UnsupportedCapability,
 )
 from nnx.decisions.fixed_head import FixedHeadProvider
+from nnx.decisions.job_results import OUTCOMES, JobCancelled, JobFailed, JobResult
+from nnx.decisions.jobs import DecisionJob, Follow, Job
 from nnx.decisions.provider import Capabilities, DecisionProvider, Limits
 from nnx.decisions.questions import Boolean, Choice, Option, Question, Score, question_from_state
 from nnx.decisions.results import BooleanResult, ChoiceResult, DecisionResult, ScoreResult
 from nnx.decisions.validation import SUM_TOLERANCE, validate_response
 
 __all__ = [
+    "OUTCOMES",
     "SUM_TOLERANCE",
     "Boolean",
     "BooleanResult",
@@ -32,12 +37,18 @@ __all__ = [
     "Choice",
     "ChoiceResult",
     "DecisionError",
+    "DecisionJob",
     "DecisionProvider",
     "DecisionResult",
     "FixedHeadProvider",
+    "Follow",
     "InvalidDecisionRequest",
     "InvalidDecisionResponse",
     "JevError",
+    "Job",
+    "JobCancelled",
+    "JobFailed",
+    "JobResult",
     "Limits",
     "Option",
     "ProviderFailure",
