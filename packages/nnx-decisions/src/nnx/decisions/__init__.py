@@ -8,10 +8,12 @@ Questions are :class:`Choice` (2+ options), :class:`Boolean` (one ``p_true``) an
 :class:`ChoiceResult` / :class:`BooleanResult` / :class:`ScoreResult`.
 :class:`FixedHeadProvider` serves a trained NNModel's head. A :class:`DecisionJob`
 (``Job.ask / collect``, ``.map``, ``.then``) describes several questions before any is
-asked; ``run`` / ``arun`` are its only effects. Importing this package
+asked; ``run`` / ``arun`` are its only effects. :func:`validate_decision_request_result`
+and :func:`decide_result` are the §27 errors-as-values wrappers. Importing this package
 starts no backend and needs no hosted SDK.
 """
 
+from nnx.decisions.boundaries import decide_result, validate_decision_request_result
 from nnx.decisions.errors import (
     DecisionError,
     InvalidDecisionRequest,
@@ -56,6 +58,8 @@ __all__ = [
     "Score",
     "ScoreResult",
     "UnsupportedCapability",
+    "decide_result",
     "question_from_state",
+    "validate_decision_request_result",
     "validate_response",
 ]
