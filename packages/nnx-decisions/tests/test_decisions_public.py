@@ -40,3 +40,11 @@ def test_every_announced_name_resolves_to_its_package_export() -> None:
 
 def test_nnx_decisions_keeps_the_add_on_rules() -> None:
     check_distribution("nnx-decisions", forbid=("torch", "scipy", "sklearn"))
+
+
+def test_importing_nnx_decisions_needs_no_hosted_sdk() -> None:
+    import subprocess
+
+    code = ("import sys, nnx.decisions; from nnx import JevProvider; "
+            "assert 'typesafe_sdk' not in sys.modules, 'the SDK was imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -37,6 +37,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "InvalidDecisionRequest": "nnx-decisions",
         "InvalidDecisionResponse": "nnx-decisions",
         "JevError": "nnx-decisions",
+        "JevProvider": "nnx-decisions",
         "JobFailed": "nnx-decisions",
         "LoRALinear": "nnx-peft",
         "LogitsChain": "nnx-lm",

@@ -6,7 +6,8 @@ Questions are :class:`Choice` (2+ options), :class:`Boolean` (one ``p_true``) an
 :class:`UnsupportedCapability` before any model call) and answers through the one
 :func:`validate_response` (request order, never renormalized), giving
 :class:`ChoiceResult` / :class:`BooleanResult` / :class:`ScoreResult`.
-:class:`FixedHeadProvider` serves a trained NNModel's head. A :class:`DecisionJob`
+:class:`FixedHeadProvider` serves a trained NNModel's head; :class:`JevProvider` (the
+``jev`` extra) hosted Jev models through the TypeSafe SDK. A :class:`DecisionJob`
 (``Job.ask / collect``, ``.map``, ``.then``) describes several questions before any is
 asked; ``run`` / ``arun`` are its only effects. :func:`validate_decision_request_result`
 and :func:`decide_result` are the §27 errors-as-values wrappers. Importing this package
@@ -23,6 +24,7 @@ from nnx.decisions.errors import (
     UnsupportedCapability,
 )
 from nnx.decisions.fixed_head import FixedHeadProvider
+from nnx.decisions.jev import JevProvider
 from nnx.decisions.job_results import OUTCOMES, JobCancelled, JobFailed, JobResult
 from nnx.decisions.jobs import DecisionJob, Follow, Job
 from nnx.decisions.provider import Capabilities, DecisionProvider, Limits
@@ -47,6 +49,7 @@ __all__ = [
     "InvalidDecisionRequest",
     "InvalidDecisionResponse",
     "JevError",
+    "JevProvider",
     "Job",
     "JobCancelled",
     "JobFailed",
