@@ -10,8 +10,9 @@ Questions are :class:`Choice` (2+ options), :class:`Boolean` (one ``p_true``) an
 ``jev`` extra) hosted Jev models through the TypeSafe SDK. A :class:`DecisionJob`
 (``Job.ask / collect``, ``.map``, ``.then``) describes several questions before any is
 asked; ``run`` / ``arun`` are its only effects. :func:`validate_decision_request_result`
-and :func:`decide_result` are the §27 errors-as-values wrappers. Importing this package
-starts no backend and needs no hosted SDK.
+and :func:`decide_result` are the §27 errors-as-values wrappers; :func:`teacher_records`
+turns answers into ``nnx.teacher-record/1`` records for offline distillation (§10.1).
+Importing this package starts no backend and needs no hosted SDK.
 """
 
 from nnx.decisions.boundaries import decide_result, validate_decision_request_result
@@ -30,11 +31,13 @@ from nnx.decisions.jobs import DecisionJob, Follow, Job
 from nnx.decisions.provider import Capabilities, DecisionProvider, Limits
 from nnx.decisions.questions import Boolean, Choice, Option, Question, Score, question_from_state
 from nnx.decisions.results import BooleanResult, ChoiceResult, DecisionResult, ScoreResult
+from nnx.decisions.teacher import TEACHER_RECORD_FORMAT, save_teacher_records, teacher_records
 from nnx.decisions.validation import SUM_TOLERANCE, validate_response
 
 __all__ = [
     "OUTCOMES",
     "SUM_TOLERANCE",
+    "TEACHER_RECORD_FORMAT",
     "Boolean",
     "BooleanResult",
     "Capabilities",
@@ -63,6 +66,8 @@ __all__ = [
     "UnsupportedCapability",
     "decide_result",
     "question_from_state",
+    "save_teacher_records",
+    "teacher_records",
     "validate_decision_request_result",
     "validate_response",
 ]
