@@ -6,7 +6,9 @@ exceptions they declare into ``Err(BoundaryError(code, where, context, cause))``
 parsing a plain-data training configuration (``invalid_params``) and reading a
 run back from disk (``artifact_missing``). ``bind`` chains them with a tiny
 training run; anything else, a bug in a callback for instance, still propagates.
-The decision and bundle wrappers of §27 arrive with their distributions.
+Then the typed-decision wrappers nnx-decisions ships (§27): plain data through
+``validate_decision_request_result`` bound to ``decide_result``, whose Err codes tell
+an invalid request, an unsupported question and a malformed answer apart.
 
     uv run python examples/result_boundaries.py
 """
@@ -19,6 +21,7 @@ from typing import Any
 import torch
 
 from nnx import Devices, NNModel, NNModelParams, NNParams, NNRun, NNTrainParams
+from nnx.decisions import FixedHeadProvider, decide_result, validate_decision_request_result
 from nnx.result import BoundaryError, Err, Ok, Result, UnwrapError
 
 
@@ -96,6 +99,30 @@ def main() -> None:
             bool(good)
         except TypeError:
             print("a Result has no truth value: test isinstance(result, Ok) or .is_ok")
+    decisions()
+
+
+def decisions() -> None:
+    """The §27 decision wrappers: each Err code names which boundary refused what."""
+    torch.manual_seed(0)
+    model = NNModel(NNParams(input_dim=4, output_dim=2, hidden_dims=(8,)),
+                    NNModelParams(device=Devices.CPU))
+    provider = FixedHeadProvider(model, labels=("no", "yes"))
+    x = batches()[0][0]
+    plain = {"kind": "choice", "prompt": "Is feature 0 positive?",
+             "options": [{"id": "yes", "description": "Yes"},
+                         {"id": "no", "description": "No"}]}
+    answered = validate_decision_request_result(plain).bind(
+        lambda q: decide_result(provider, q, x))
+    assert isinstance(answered, Ok) and len(answered.value) == len(x)
+    print(f"decision: ok, {len(answered.value)} answers, first {answered.value[0].choice}")
+    for data in ({"kind": "choice", "prompt": "?", "options": []},           # invalid request
+                 {**plain, "options": plain["options"] + [                  # not the head's
+                     {"id": "maybe", "description": "Maybe"}]}):
+        refused = validate_decision_request_result(data).bind(
+            lambda q: decide_result(provider, q, x))
+        assert isinstance(refused, Err)
+        print(f"decision: err, {refused.error.code} in {refused.error.where}")
 
 
 if __name__ == "__main__":

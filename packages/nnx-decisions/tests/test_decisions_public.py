@@ -13,16 +13,19 @@ else:  # Python 3.10: pytest's own dependency reads TOML
 import nnx
 import nnx.abstention
 import nnx.calibration
+import nnx.decisions
 from nnx.testing import check_distribution
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_from_nnx_import_reaches_calibration_and_abstention() -> None:
-    from nnx import AbstentionPolicy, fit_temperature
+def test_from_nnx_import_reaches_calibration_abstention_and_decisions() -> None:
+    from nnx import AbstentionPolicy, DecisionJob, FixedHeadProvider, fit_temperature
 
     assert fit_temperature is nnx.calibration.fit_temperature
     assert AbstentionPolicy is nnx.abstention.AbstentionPolicy
+    assert FixedHeadProvider is nnx.decisions.FixedHeadProvider
+    assert DecisionJob is nnx.decisions.DecisionJob
 
 
 def test_every_announced_name_resolves_to_its_package_export() -> None:
@@ -30,9 +33,18 @@ def test_every_announced_name_resolves_to_its_package_export() -> None:
     assert project["dependencies"] == ["nnx-core>=0.1,<0.2", "numpy>=1.24"]
     for name, target in project["entry-points"]["nnx.exports"].items():
         package = target.split(".")[1]
-        module = nnx.calibration if package == "calibration" else nnx.abstention
+        module = {"calibration": nnx.calibration, "abstention": nnx.abstention,
+                  "decisions": nnx.decisions}[package]
         assert name in module.__all__ and getattr(nnx, name) is getattr(module, name)
 
 
 def test_nnx_decisions_keeps_the_add_on_rules() -> None:
     check_distribution("nnx-decisions", forbid=("torch", "scipy", "sklearn"))
+
+
+def test_importing_nnx_decisions_needs_no_hosted_sdk() -> None:
+    import subprocess
+
+    code = ("import sys, nnx.decisions; from nnx import JevProvider; "
+            "assert 'typesafe_sdk' not in sys.modules, 'the SDK was imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -63,6 +63,9 @@ unchanged, so an add-on (and the reference plugin under
   ``unregister_calibrator_reader`` with :data:`CalibratorReader` (how a record of a
   format, ``nnx.calibration/1``, becomes an object again on reconstruction);
 * crossing to another add-on: :func:`require_distribution` (the one install hint);
+* errors as values (spec §27): :class:`Ok`, :class:`Err`, :data:`Result` and
+  :class:`BoundaryError`, so an add-on's boundary wrapper (nnx.decisions'
+  ``decide_result``) returns core's own Result types;
 * driving the epoch loop with a run of one's own (an LR sweep, a search trial):
   :func:`run_fit_loop` given an :class:`UpdateOwner` (it reads the loop through
   :class:`LoopView` and returns an :class:`OwnerBuild` of :class:`OptimizerSlot`\ s and
@@ -118,6 +121,7 @@ from nnx._foundation.plugins import (
     MissingDistributionError,
     require_distribution,
 )
+from nnx._foundation.result import BoundaryError, Err, Ok, Result
 from nnx._foundation.safe_paths import UnsafePathError, inside
 from nnx._foundation.validation import (
     MAX_SEED,
@@ -179,11 +183,13 @@ __all__ = [
     "POSITIVE",
     "PROBABILITY",
     "UNIT_HALF_OPEN",
+    "BoundaryError",
     "BundleCalibrator",
     "CalibratorReader",
     "Component",
     "ComponentSpec",
     "Domain",
+    "Err",
     "FinalizedStep",
     "FrozenTeacher",
     "LoopView",
@@ -197,11 +203,13 @@ __all__ = [
     "ObjectiveContext",
     "ObjectiveResult",
     "ObjectiveStream",
+    "Ok",
     "OptimizerSlot",
     "OwnerBuild",
     "Params",
     "RecognizingTransform",
     "ResolvedPrecision",
+    "Result",
     "Task",
     "TaskRuntime",
     "TrainableModel",

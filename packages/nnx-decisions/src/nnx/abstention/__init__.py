@@ -10,15 +10,21 @@ CalibratedPrediction (§18), a categorical PredictionResult or arrays, giving an
 see. :class:`CoverageAccumulator` aggregates chunks to the eager report;
 :func:`select_threshold` tunes a threshold on a validation split (never the test split)
 and :func:`risk_coverage_curve` lists every candidate with the accept-none endpoint.
-Policies are ``nnx.abstention/1`` JSON. (``decide`` over a typed decision, §17, comes
-with nnx.decisions.)
+Policies are ``nnx.abstention/1`` JSON. :func:`decide` applies a policy to a typed
+decision (§17), returning the provider's ChoiceResult unchanged inside a
+:class:`SelectiveDecision`.
 """
 
 from nnx.abstention.accumulator import CoverageAccumulator
 from nnx.abstention.errors import AbstentionError, AbstentionSchemaError
 from nnx.abstention.inputs import FIELDS
-from nnx.abstention.policy import KINDS, REASONS, AbstentionPolicy
-from nnx.abstention.result import AbstentionResult, AcceptedRows, CoverageReport
+from nnx.abstention.policy import KINDS, REASONS, AbstentionPolicy, decide
+from nnx.abstention.result import (
+    AbstentionResult,
+    AcceptedRows,
+    CoverageReport,
+    SelectiveDecision,
+)
 from nnx.abstention.selection import (
     MAX_DEFAULT_CANDIDATES,
     CandidatePoint,
@@ -42,7 +48,9 @@ __all__ = [
     "CoverageAccumulator",
     "CoverageReport",
     "RiskCoverageCurve",
+    "SelectiveDecision",
     "ThresholdSelection",
+    "decide",
     "risk_coverage_curve",
     "select_threshold",
 ]

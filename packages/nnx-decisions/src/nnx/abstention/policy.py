@@ -15,13 +15,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from nnx.abstention.errors import AbstentionError
+from nnx.abstention.errors import AbstentionError, AbstentionSchemaError
 from nnx.abstention.inputs import FIELDS, Schema, check_against, rows_of, schema_of, scores_of
-from nnx.abstention.result import AbstentionResult
+from nnx.abstention.result import AbstentionResult, SelectiveDecision
 from nnx.calibration import CalibratedPrediction, documents
 from nnx.calibration.inputs import Labels, as_labels, frozen
+from nnx.decisions.results import ChoiceResult
 
-__all__ = ["FORMAT", "KINDS", "REASONS", "AbstentionPolicy"]
+__all__ = ["FORMAT", "KINDS", "REASONS", "AbstentionPolicy", "decide"]
 
 FORMAT = "nnx.abstention/1"
 KINDS = ("max_probability", "margin")
@@ -101,6 +102,31 @@ class AbstentionPolicy(documents.JsonDocument):
             calibrator_id=self.calibrator_id, policy=self.document(),
             calibration_override=schema.calibration_override)
 
+    def decide(self, result: Any, *, model_id: str) -> SelectiveDecision:
+        """This policy on one typed decision (spec §19): the provider's ChoiceResult
+        unchanged inside a SelectiveDecision. The policy's labels must be the
+        question's option ids in order, its model id ``model_id`` and its field the raw
+        probabilities; otherwise AbstentionSchemaError, before any probability is read."""
+        if not isinstance(result, ChoiceResult):
+            raise AbstentionError(f"decide applies to a ChoiceResult; got "
+                                  f"{type(result).__name__}")
+        diffs = []
+        if tuple(result.ids) != tuple(self.labels):
+            diffs.append(f"labels: policy {list(self.labels)}, decision {list(result.ids)}")
+        if model_id != self.model_id:
+            diffs.append(f"model_id: policy {self.model_id!r}, decision {model_id!r}")
+        if self.input_field != FIELDS[0]:
+            diffs.append(f"input_field: policy {self.input_field!r}; a provider's answer is "
+                         "raw probabilities")
+        if diffs:
+            raise AbstentionSchemaError("the decision's schema differs from the policy's: "
+                                        + "; ".join(diffs))
+        p = np.asarray([result.probabilities], dtype=np.float64)
+        score = float(scores_of(self.kind, p)[0])
+        accepted = score >= self.threshold
+        return SelectiveDecision(result, accepted, None if accepted else REASONS[self.kind],
+                                 score, model_id, self.document())
+
     # -- nnx.abstention/1 ----------------------------------------------------------------
 
     def document(self) -> dict[str, Any]:
@@ -120,3 +146,12 @@ class AbstentionPolicy(documents.JsonDocument):
                    model_id=doc["model_id"], tuning_split_id=doc.get("tuning_split_id"),
                    input_field=doc.get("input_field", FIELDS[0]),
                    calibrator_id=doc.get("calibrator_id"))
+
+
+def decide(choice_result: ChoiceResult, policy: AbstentionPolicy, *,
+           model_id: str) -> SelectiveDecision:
+    """Apply ``policy`` to a typed decision (spec §19): ``policy.decide(...)``, which
+    returns the provider's result unchanged inside a :class:`SelectiveDecision`."""
+    if not isinstance(policy, AbstentionPolicy):
+        raise AbstentionError(f"decide needs an AbstentionPolicy; got {type(policy).__name__}")
+    return policy.decide(choice_result, model_id=model_id)

@@ -17,8 +17,10 @@ import numpy.typing as npt
 
 from nnx.abstention.errors import AbstentionError
 from nnx.calibration.inputs import Labels, as_targets
+from nnx.decisions.results import ChoiceResult
 
-__all__ = ["AbstentionResult", "AcceptedRows", "CoverageReport", "coverage_report"]
+__all__ = ["AbstentionResult", "AcceptedRows", "CoverageReport", "SelectiveDecision",
+           "coverage_report"]
 
 
 @dataclass(frozen=True)
@@ -106,3 +108,37 @@ class AbstentionResult:
         keep = self.accepted
         return AcceptedRows(self.predictions[keep], t[keep], self.decoded[keep],
                             self.sample_ids[keep])
+
+
+@dataclass(frozen=True)
+class SelectiveDecision:
+    """A typed decision (spec §17) and a policy's verdict on it (``decide``): the
+    provider's ChoiceResult unchanged; an abstention is a success, not an error."""
+
+    #: The provider's ChoiceResult, unchanged (its distribution and raw output).
+    result: ChoiceResult
+    accepted: bool
+    #: None when accepted; the policy kind's reason otherwise.
+    reason: str | None
+    #: The float64 score the policy compared with its threshold.
+    score: float
+    model_id: str
+    #: The policy's nnx.abstention/1 document.
+    policy: Mapping[str, Any]
+
+    @property
+    def abstained(self) -> bool:
+        return not self.accepted
+
+    @property
+    def prediction(self) -> str:
+        """The option id of maximal probability (kept on an abstention too)."""
+        return self.result.choice
+
+    @property
+    def distribution(self) -> dict[str, float]:
+        return self.result.distribution
+
+    @property
+    def raw(self) -> Any:
+        return self.result.raw

@@ -1,0 +1,172 @@
+"""FixedHeadProvider (spec §17): a trained classifier as a provider, for exactly what
+its head justifies.
+
+* A categorical head answers a Choice whose option ids are its label space, directly
+  or through a bijection ``mapping={option_id: label}``; with ``ordinal=True`` it also
+  answers a Score whose levels, lowest first, map onto the labels in their order.
+* A one-logit head answers one Boolean: the question it was trained for
+  (``question=``), matched by digest; any other prompt is UnsupportedCapability.
+
+Probabilities are the float64 softmax (sigmoid) of ``NNModel.predict_proba``'s logits,
+so they sum to 1 well within the shared tolerance; ``predict_proba`` restores every
+submodule's train / eval mode, also when it raises.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+import nnx
+from nnx.decisions.errors import (
+    InvalidDecisionRequest,
+    InvalidDecisionResponse,
+    ProviderFailure,
+)
+from nnx.decisions.provider import Capabilities, Limits
+from nnx.decisions.questions import Boolean, Question, Score
+from nnx.decisions.results import DecisionResult
+from nnx.decisions.validation import validate_response
+from nnx.extend import softmax64
+
+__all__ = ["FixedHeadProvider"]
+
+
+class FixedHeadProvider:
+    """Typed answers from a trained NNModel's head (module docstring for the rules).
+
+    Give ``labels=`` (the categorical head's label per output column, optionally
+    ``mapping=`` and ``ordinal=``) or ``question=`` (the Boolean a one-logit head was
+    trained for), not both. ``decide_batch``'s state is one input row ``(1, ...)``.
+    """
+
+    def __init__(self, model: nnx.NNModel, *, labels: Sequence[str] | None = None,
+                 mapping: Mapping[str, str] | None = None, ordinal: bool = False,
+                 question: Boolean | None = None, name: str = "fixed_head") -> None:
+        if not isinstance(model, nnx.NNModel):
+            raise InvalidDecisionRequest(f"FixedHeadProvider needs a trained NNModel; got "
+                                         f"{type(model).__name__}")
+        if (labels is None) == (question is None):
+            raise InvalidDecisionRequest("give labels= (a categorical head) or question= "
+                                         "(a one-logit Boolean head), exactly one")
+        self.model = model
+        self.name = name
+        self.question = question
+        self.ordinal = bool(ordinal)
+        self.labels: tuple[str, ...] = ()
+        self.mapping: dict[str, str] | None = None
+        if question is not None:
+            if not isinstance(question, Boolean):
+                raise InvalidDecisionRequest("question= names the Boolean a one-logit head "
+                                             f"was trained for; got {type(question).__name__}")
+            if mapping is not None or ordinal:
+                raise InvalidDecisionRequest("mapping= and ordinal= apply to a categorical head")
+            self._digest = question.digest()
+            return
+        self.labels = _labels(labels)
+        if mapping is not None:
+            self.mapping = _bijection(mapping, self.labels)
+
+    def capabilities(self) -> Capabilities:
+        if self.question is not None:
+            return Capabilities(frozenset({"boolean"}), accepts=self._accepts)
+        kinds = {"choice", "score"} if self.ordinal else {"choice"}
+        return Capabilities(frozenset(kinds), accepts=self._accepts)
+
+    # -- what the head justifies -------------------------------------------------------
+
+    def _label_of(self, option_id: str) -> str | None:
+        return option_id if self.mapping is None else self.mapping.get(option_id)
+
+    def _accepts(self, question: Question) -> str | None:
+        if isinstance(question, Boolean):
+            if question.digest() != self._digest:
+                return ("this one-logit head answers only the Boolean it was trained for "
+                        f"({self.question.prompt!r})" if self.question else "")
+            return None
+        mapped = [self._label_of(i) for i in question.ids]
+        if isinstance(question, Score):
+            if tuple(mapped) != self.labels:
+                return (f"the Score's levels {list(question.ids)} do not map, in order, onto "
+                        f"the ordinal head's labels {list(self.labels)}")
+            return None
+        if None in mapped or sorted(map(str, mapped)) != sorted(self.labels):
+            return (f"the Choice's options {list(question.ids)} are not the head's label "
+                    f"space {list(self.labels)} (or a bijection onto it)")
+        return None
+
+    # -- answering -----------------------------------------------------------------------
+
+    def decide(self, question: Question, inputs: Any) -> tuple[DecisionResult, ...]:
+        """One result per input row, after ``capabilities().check``."""
+        self.capabilities().check(question)
+        return tuple(self._answer(question, row, logits)
+                     for row, logits in enumerate(self._logits(inputs)))
+
+    def decide_batch(self, questions: Sequence[Question], state: Any, *,
+                     limits: Limits | None = None) -> tuple[DecisionResult, ...]:
+        """Every question over one input row, from one forward pass."""
+        caps = self.capabilities()
+        for q in questions:
+            caps.check(q, count=len(questions), limits=limits)
+        logits = self._logits(state)
+        if logits.shape[0] != 1:
+            raise InvalidDecisionRequest(f"a decide_batch state is one input row; got "
+                                         f"{logits.shape[0]}")
+        return tuple(self._answer(q, 0, logits[0]) for q in questions)
+
+    def _logits(self, inputs: Any) -> np.ndarray:
+        # No labels on the spec: a head of the wrong width is this provider's
+        # InvalidDecisionResponse below, not the spec's refusal of the request.
+        spec = nnx.ProbabilitySpec("bernoulli" if self.question is not None else "categorical")
+        try:
+            prediction = self.model.predict_proba(inputs, spec)
+        except ValueError as exc:  # predict's own refusal of the inputs (before a forward)
+            raise InvalidDecisionRequest(f"the model refused the inputs: {exc}") from exc
+        except RuntimeError as exc:  # the forward itself failed
+            raise ProviderFailure(f"{self.name}: the model's forward failed: {exc}") from exc
+        logits = prediction.logits.detach().cpu().double().numpy()
+        width = 1 if self.question is not None else len(self.labels)
+        if logits.ndim != 2 or logits.shape[1] != width:
+            raise InvalidDecisionResponse(f"{self.name}: the head gives logits of shape "
+                                          f"{tuple(logits.shape)}; this provider needs "
+                                          f"(N, {width})")
+        if not np.isfinite(logits).all():
+            raise InvalidDecisionResponse(f"{self.name}: the head gave non-finite logits")
+        return logits
+
+    def _answer(self, question: Question, row: int, logits: np.ndarray) -> DecisionResult:
+        raw = {"logits": logits.tolist()}
+        if isinstance(question, Boolean):
+            z = float(logits[0])
+            # sigmoid in float64, stable on both sides
+            p = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+            return validate_response(question, p, provider=self.name, raw=raw)
+        p = softmax64(logits[None, :])[0]
+        by_label = dict(zip(self.labels, p.tolist(), strict=True))
+        keyed = [(i, by_label[self._label_of(i) or ""]) for i in question.ids]
+        return validate_response(question, keyed, provider=self.name, raw=raw)
+
+
+def _labels(labels: Any) -> tuple[str, ...]:
+    if isinstance(labels, (str, bytes)) or not isinstance(labels, Sequence):
+        raise InvalidDecisionRequest(f"labels= is a sequence of strings; got {labels!r:.60}")
+    out = tuple(labels)
+    if len(out) < 2 or not all(isinstance(x, str) and x for x in out):
+        raise InvalidDecisionRequest(f"labels= needs 2+ non-empty strings; got {list(out)}")
+    if len(set(out)) != len(out):
+        raise InvalidDecisionRequest(f"labels= has duplicates: {list(out)}")
+    return out
+
+
+def _bijection(mapping: Mapping[str, str], labels: tuple[str, ...]) -> dict[str, str]:
+    if not isinstance(mapping, Mapping):
+        raise InvalidDecisionRequest("mapping= maps option ids to the head's labels")
+    out = dict(mapping)
+    if sorted(out.values()) != sorted(labels) or len(set(out.values())) != len(out):
+        raise InvalidDecisionRequest(f"mapping= must be a bijection onto the head's labels "
+                                     f"{list(labels)}; its values are {list(out.values())}")
+    return out

@@ -1,0 +1,116 @@
+"""validate_response (spec §17): the one validator every provider's answer goes through.
+
+Keyed output (a mapping id -> probability, or ``(id, probability)`` pairs, which can
+show a duplicate) is reordered into the question's order. A missing, duplicate,
+unknown or unlabeled id, and a distribution that is non-finite, negative or does
+not sum to 1 within :data:`SUM_TOLERANCE`, raise InvalidDecisionResponse: nothing
+is renormalized, clipped or filled in. The tolerance is nnx.teacher-record/1's, so
+every validated Choice / Score answer can become a teacher record (§10.1).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+from nnx.decisions.errors import InvalidDecisionResponse
+from nnx.decisions.questions import Boolean, Choice, Score
+from nnx.decisions.results import BooleanResult, ChoiceResult, DecisionResult, ScoreResult
+
+__all__ = ["SUM_TOLERANCE", "validate_response"]
+
+#: |sum(p) - 1| allowed for a Choice / Score distribution (a float64 sum).
+SUM_TOLERANCE = 1e-6
+
+
+def _probability(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidDecisionResponse(f"{where}: probability {value!r:.40} is not a number")
+    p = float(value)
+    if not math.isfinite(p):
+        raise InvalidDecisionResponse(f"{where}: probability {p} is not finite")
+    if p < 0.0 or p > 1.0:
+        raise InvalidDecisionResponse(f"{where}: probability {p} is outside [0, 1]")
+    return p
+
+
+def _pairs(output: Any) -> list[tuple[Any, Any]]:
+    if isinstance(output, Mapping):
+        return list(output.items())
+    if isinstance(output, (str, bytes)) or not hasattr(output, "__iter__"):
+        raise InvalidDecisionResponse(f"the answer must be keyed by option id (a mapping or "
+                                      f"(id, probability) pairs); got {type(output).__name__}")
+    pairs = []
+    for item in output:
+        if not (isinstance(item, (tuple, list)) and len(item) == 2):
+            raise InvalidDecisionResponse(
+                "unlabeled answer: every probability needs its option id (a bare "
+                f"list of numbers is positional, refused); got {item!r:.40}")
+        pairs.append((item[0], item[1]))
+    return pairs
+
+
+def _distribution(question: Choice | Score, output: Any) -> tuple[float, ...]:
+    pairs = _pairs(output)
+    ids = question.ids
+    seen: dict[str, float] = {}
+    for key, value in pairs:
+        if not isinstance(key, str) or not key:
+            raise InvalidDecisionResponse(f"unlabeled answer entry: id {key!r:.40} is not an "
+                                          "option id")
+        if key in seen:
+            raise InvalidDecisionResponse(f"duplicate id {key!r} in the answer")
+        seen[key] = _probability(f"id {key!r}", value)
+    unknown = [k for k in seen if k not in ids]
+    missing = [i for i in ids if i not in seen]
+    if unknown or missing:
+        raise InvalidDecisionResponse(f"the answer's ids differ from the question's "
+                                      f"{list(ids)}: missing {missing}, unknown {unknown}")
+    probabilities = tuple(seen[i] for i in ids)
+    total = math.fsum(probabilities)
+    if abs(total - 1.0) > SUM_TOLERANCE:
+        raise InvalidDecisionResponse(f"the probabilities sum to {total!r}, not 1 within "
+                                      f"{SUM_TOLERANCE} (refused, never renormalized)")
+    return probabilities
+
+
+def _p_true(output: Any) -> float:
+    if isinstance(output, Mapping):
+        if set(output) != {"p_true"}:
+            raise InvalidDecisionResponse(f"a Boolean answer holds exactly p_true; got keys "
+                                          f"{sorted(map(str, output))}")
+        output = output["p_true"]
+    return _probability("p_true", output)
+
+
+def validate_response(question: Choice | Boolean | Score, output: Any, *, provider: str,
+                      raw: Any = None, confidence: float | None = None,
+                      vendor_score: float | None = None) -> DecisionResult:
+    """The typed result of ``output`` for ``question`` (module docstring for the rules).
+
+    ``raw`` is kept unchanged on the result; ``confidence`` (a provider's own, in
+    [0, 1]) and ``vendor_score`` (a Score provider's own score) are kept apart from
+    the distribution.
+    """
+    if confidence is not None:
+        confidence = _probability("confidence", confidence)
+    if vendor_score is not None:
+        if not isinstance(question, Score):
+            raise InvalidDecisionResponse("vendor_score belongs to a Score answer")
+        if isinstance(vendor_score, bool) or not isinstance(vendor_score, numbers.Real) or \
+                not math.isfinite(float(vendor_score)):
+            raise InvalidDecisionResponse(f"vendor_score must be a finite number; got "
+                                          f"{vendor_score!r:.40}")
+        vendor_score = float(vendor_score)
+    if isinstance(question, Choice):
+        return ChoiceResult(question, _distribution(question, output), provider, raw,
+                            confidence)
+    if isinstance(question, Score):
+        return ScoreResult(question, _distribution(question, output), provider, raw,
+                           confidence, vendor_score)
+    if isinstance(question, Boolean):
+        return BooleanResult(question, _p_true(output), provider, raw, confidence)
+    raise TypeError(f"validate_response needs a Choice, Boolean or Score; got "
+                    f"{type(question).__name__}")

@@ -1,0 +1,212 @@
+"""DecisionJob (spec §17): an immutable tree, run / arun the only effects, ceil(count /
+cap) calls, then-continuations, fail-fast JobFailed, cancellation, map's laws."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+
+import numpy as np
+import pytest
+import torch
+from _decision_models import Counting
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nnx.decisions import (
+    Boolean,
+    Choice,
+    Follow,
+    InvalidDecisionRequest,
+    Job,
+    JobCancelled,
+    JobFailed,
+    JobResult,
+    Limits,
+    Score,
+    UnsupportedCapability,
+)
+
+
+def choice(i: int) -> Choice:
+    return Choice(f"question {i}?", [("a", "A"), ("b", "B"), ("c", "C")])
+
+
+def asks(n: int) -> dict[str, object]:
+    return {f"q{i}": Job.ask(choice(i), id=f"q{i}") for i in range(n)}
+
+
+def test_building_calls_no_provider_runs_no_callback_draws_no_rng() -> None:
+    provider = Counting()
+    ran: list[str] = []
+    states = (random.getstate(), np.random.get_state()[1].copy(), torch.get_rng_state())
+    job = Job.collect(asks(3)).map(lambda v: ran.append("map") or v).then(
+        lambda v: ran.append("then") or Follow(Job.ask(Boolean("more?"), id="more"), state=1))
+    assert job is not None and provider.calls == [] and ran == []
+    assert random.getstate() == states[0]
+    assert (np.random.get_state()[1] == states[1]).all()
+    assert torch.equal(torch.get_rng_state(), states[2])
+    result = job.run(provider, state="text")
+    assert ran == ["map", "then"] and len(provider.calls) == 2
+    assert result.outcomes == {"q0": "answered", "q1": "answered", "q2": "answered",
+                               "more": "answered"}
+
+
+@pytest.mark.parametrize("count, provider_cap, limit_cap", [
+    (7, 3, None), (7, None, 2), (7, 4, 2), (7, 2, 5), (6, 3, 3), (5, None, None), (1, 4, 4)])
+def test_independent_questions_share_ceil_count_over_cap_calls(count, provider_cap,
+                                                               limit_cap) -> None:
+    provider = Counting(max_questions=provider_cap)
+    result = Job.collect(asks(count)).run(provider, state="s",
+                                          limits=Limits(max_questions=limit_cap))
+    caps = [c for c in (provider_cap, limit_cap) if c is not None]
+    cap = min(caps) if caps else count
+    assert len(provider.calls) == math.ceil(count / cap) == len(result.calls)
+    # in order: the calls carry the questions as they were asked
+    assert [q for call in provider.calls for q in call] == [f"question {i}?" for i in range(count)]
+    assert set(result.value) == {f"q{i}" for i in range(count)}
+    assert not provider.closed  # borrowed, never closed
+
+
+def test_then_runs_once_after_its_prerequisite_over_the_follow_state() -> None:
+    provider = Counting()
+    seen: list[object] = []
+
+    def follow(answer):
+        seen.append(answer.choice)
+        return Follow(Job.ask(Boolean(f"is it {answer.choice}?"), id="check"),
+                      state=f"about {answer.choice}")
+
+    job = Job.collect({"a": Job.ask(choice(1), id="a"),
+                       "b": Job.ask(choice(2), id="b").then(follow)}).map(
+        lambda v: (v["a"].choice, v["b"].p_true))
+    result = job.run(provider, state="doc")
+    assert len(seen) == 1
+    assert provider.calls == [("question 1?", "question 2?"), (f"is it {seen[0]}?",)]
+    direct = Counting().decide_batch([Boolean(f"is it {seen[0]}?")], f"about {seen[0]}")[0]
+    assert result.value[1] == direct.p_true
+    assert result.calls == (("a", "b"), ("check",))
+
+
+def test_duplicate_ids_and_unsupported_questions_are_refused_before_any_call() -> None:
+    provider = Counting(kinds=("choice",))
+    with pytest.raises(InvalidDecisionRequest, match="more than once"):
+        Job.collect({"x": Job.ask(choice(1), id="same"),
+                     "y": Job.ask(choice(2), id="same")}).run(provider, state="s")
+    with pytest.raises(UnsupportedCapability, match="boolean"):
+        Job.collect({"x": Job.ask(choice(1), id="x"),
+                     "y": Job.ask(Boolean("b?"), id="y")}).run(provider, state="s")
+    with pytest.raises(UnsupportedCapability, match="max_tokens"):
+        Job.ask(choice(1), id="x").run(provider, state="s", limits=Limits(max_tokens=100))
+    assert provider.calls == []
+    # A continuation reusing an answered id is refused before its own round's call.
+    job = Job.ask(choice(1), id="x").then(lambda v: Follow(Job.ask(choice(2), id="x"), state=0))
+    with pytest.raises(InvalidDecisionRequest, match="more than once"):
+        job.run(provider, state="s")
+    assert len(provider.calls) == 1
+
+
+def test_a_failing_question_fails_fast_with_outcomes_and_no_value() -> None:
+    provider = Counting(max_questions=2, fail_on="question 2?")
+    job = Job.collect(asks(5)).then(
+        lambda v: Follow(Job.ask(Score("s?", [("lo", "L"), ("hi", "H")]), id="later"), state=0))
+    with pytest.raises(JobFailed) as info:
+        job.run(provider, state="s")
+    failed = info.value
+    assert failed.answered == ("q0", "q1")
+    assert failed.failed == ("q2", "q3")
+    assert failed.skipped == ("q4",)
+    assert "later" not in failed.outcomes and not hasattr(failed, "value")
+    assert failed.calls == (("q0", "q1"), ("q2", "q3"))
+    assert len(provider.calls) == 2
+    assert type(failed.__cause__).__name__ == "ProviderFailure"
+
+
+def test_a_callback_error_propagates_unchanged() -> None:
+    with pytest.raises(ZeroDivisionError):
+        Job.ask(choice(1), id="x").map(lambda v: 1 / 0).run(Counting(), state="s")
+    with pytest.raises(TypeError, match="Follow"):
+        Job.ask(choice(1), id="x").then(lambda v: v).run(Counting(), state="s")
+
+
+def test_arun_matches_run_and_borrows_the_provider() -> None:
+    job = Job.collect(asks(5)).map(lambda v: {k: r.choice for k, r in v.items()})
+    provider = Counting(max_questions=2)
+    result = asyncio.run(job.arun(provider, state="s"))
+    assert result == job.run(Counting(max_questions=2), state="s")
+    assert len(provider.calls) == 3 and not provider.closed
+
+
+class Slow(Counting):
+    """An async provider whose second call never finishes on its own."""
+
+    def __init__(self) -> None:
+        super().__init__(max_questions=1)
+        self.started = asyncio.Event()
+
+    async def adecide_batch(self, questions, state, *, limits=None):
+        if self.calls:
+            self.calls.append(tuple(q.prompt for q in questions))
+            self.started.set()
+            await asyncio.sleep(3600)
+        return self.decide_batch(questions, state, limits=limits)
+
+
+def test_cancellation_stops_scheduling_and_reports_sent_requests_as_sent() -> None:
+    async def scenario() -> JobCancelled:
+        provider = Slow()
+        cancel = asyncio.Event()
+        task = asyncio.ensure_future(Job.collect(asks(4)).arun(provider, state="s",
+                                                               cancel=cancel))
+        await provider.started.wait()
+        cancel.set()
+        with pytest.raises(JobCancelled) as info:
+            await task
+        return info.value
+
+    cancelled = asyncio.run(scenario())
+    assert cancelled.outcomes == {"q0": "answered", "q1": "sent", "q2": "cancelled",
+                                  "q3": "cancelled"}
+    assert cancelled.calls == (("q0",), ("q1",))
+
+    before = Counting()
+    event = asyncio.Event()
+    event.set()
+    with pytest.raises(JobCancelled) as info:
+        asyncio.run(Job.collect(asks(2)).arun(before, state="s", cancel=event))
+    assert before.calls == [] and info.value.cancelled == ("q0", "q1")
+
+
+# -- map's laws, for a deterministic provider ------------------------------------------
+
+functions = st.sampled_from([lambda v: v, lambda v: str(v)[:7], lambda v: hash(str(v)) % 13,
+                             lambda v: (v, 1), lambda v: len(str(v))])
+
+
+def _value(job, cap) -> object:
+    return job.run(Counting(max_questions=cap), state="law").value
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 5), cap=st.one_of(st.none(), st.integers(1, 4)))
+def test_map_identity_law(n: int, cap: int | None) -> None:
+    job = Job.collect(asks(n))
+    assert _value(job.map(lambda v: v), cap) == _value(job, cap)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 5), cap=st.one_of(st.none(), st.integers(1, 4)), f=functions,
+       g=functions)
+def test_map_composition_law(n: int, cap: int | None, f, g) -> None:
+    job = Job.collect(asks(n))
+    assert _value(job.map(f).map(g), cap) == _value(job.map(lambda v: g(f(v))), cap)
+
+
+def test_job_result_is_plain() -> None:
+    result = Job.ask(choice(0), id="only").run(Counting(), state="s")
+    assert isinstance(result, JobResult) and result.outcomes == {"only": "answered"}
+    with pytest.raises(InvalidDecisionRequest):
+        Job.ask(choice(0), id="")
+    with pytest.raises(InvalidDecisionRequest):
+        Job.ask("not a question", id="x")  # type: ignore[arg-type]
