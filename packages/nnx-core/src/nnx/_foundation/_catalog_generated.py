@@ -6,6 +6,9 @@
 """Which distribution provides each add-on name, per entry-point group."""
 
 PROVIDERS: dict[str, dict[str, str]] = {
+    "nnx.calibration_readers": {
+        "nnx.calibration@v1": "nnx-decisions",
+    },
     "nnx.exports": {
         "AbstentionError": "nnx-decisions",
         "AbstentionPolicy": "nnx-decisions",

@@ -20,6 +20,7 @@ GROUP_KINDS: dict[str, str] = {
     "nnx.optimizer_factories": "optimizer_factory",
     "nnx.metrics": "metric",
     "nnx.transforms": "transform",
+    "nnx.calibration_readers": "calibration_reader",
 }
 
 # A group core does not read cannot give a hint; test_extension_api refuses one in a
