@@ -33,7 +33,7 @@ from nnx.calibration.metrics import DEFAULT_BINS
 from nnx.calibration.report import CalibrationReport, metrics_of
 from nnx.extend import check_count, softmax64
 
-__all__ = ["FORMAT", "CalibratedPrediction", "TemperatureCalibrator"]
+__all__ = ["FORMAT", "CalibratedPrediction", "TemperatureCalibrator", "read_bundled"]
 
 FORMAT = "nnx.calibration/1"
 #: Recorded with every calibrator: split ids are declarations, not a check on the rows.
