@@ -17,6 +17,7 @@ import os
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,12 @@ _SOURCE_KEYS = {"run_id", "checkpoint", "epoch", "checkpoint_generation", "check
 
 @dataclass(frozen=True)
 class BundleInfo:
-    """What a bundle holds, read from its manifest and state.json alone (no tensor)."""
+    """What a bundle holds, read from its manifest and state.json alone (no tensor).
+
+    ``model_params`` / ``net_params`` are built from ``model`` / ``net`` on first
+    access, not by inspect_bundle or validate_bundle: resolving a net's name may
+    consult the plugin registry and import an installed add-on (``"TRANSFORMER"``:
+    nnx-lm), and inspection reads records only (spec §27)."""
 
     path: Path
     generation: str
@@ -71,8 +77,6 @@ class BundleInfo:
     epoch: int
     model: Mapping[str, Any]
     net: Mapping[str, Any] | None
-    model_params: Any
-    net_params: Any
     transforms: tuple[Mapping[str, Any], ...]
     components: tuple[str, ...]
     calibrators: tuple[Mapping[str, Any], ...]
@@ -81,6 +85,20 @@ class BundleInfo:
     files: Mapping[str, Mapping[str, Any]] = field(repr=False)
     #: The source run's attempt id at export (None when it recorded no provenance).
     source_attempt: str | None = None
+
+    @cached_property
+    def _params(self) -> tuple[Any, Any]:
+        return _params(self.model, self.net)
+
+    @property
+    def model_params(self) -> Any:
+        """The model's NNModelParams, or None where the recorded state does not read back."""
+        return self._params[0]
+
+    @property
+    def net_params(self) -> Any:
+        """A built-in net's NNParams (its dimensions), else None."""
+        return self._params[1]
 
     @property
     def lineage_checkpoint(self) -> str:
@@ -351,28 +369,27 @@ def _info(root: Path, manifest: Mapping[str, Any], state: Mapping[str, Any],
          "labels": None if records is None else records[i].get("labels"),
          "model_id": None if records is None else records[i].get("model_id")}
         for i, name in enumerate(state["calibrators"]))
-    model_params, net_params = _params(state)
     return BundleInfo(
         path=root, generation=manifest["generation"], capability=state["capability"],
         source_run=source["run_id"], source_checkpoint=source["checkpoint"],
         epoch=source["epoch"], model=state["model"], net=state["net"],
-        model_params=model_params, net_params=net_params,
         transforms=tuple(state["transforms"]), components=components, calibrators=summaries,
         task=state["task"], resume_refusal=state["resume_refusal"], files=manifest["files"],
         source_attempt=source["attempt_id"])
 
 
-def _params(state: Mapping[str, Any]) -> tuple[Any, Any]:
+def _params(model: Mapping[str, Any], net_state: Mapping[str, Any] | None
+            ) -> tuple[Any, Any]:
     """The model's NNModelParams and, for a built-in net, its NNParams, built from data
     (no factory is called); None where the recorded state does not read back."""
     try:
-        params = NNModelParams.from_state(state["model"])
+        params = NNModelParams.from_state(model)
     except (KeyError, TypeError, ValueError):
         return None, None
     net = None
-    if isinstance(params.net, Nets) and state["net"] is not None:
+    if isinstance(params.net, Nets) and net_state is not None:
         try:
-            net = NNParams.resolve_from_state(state["net"], params.net)
+            net = NNParams.resolve_from_state(net_state, params.net)
         except (KeyError, TypeError, ValueError):
             net = None
     return params, net
