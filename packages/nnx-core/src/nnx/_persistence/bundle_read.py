@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -155,9 +156,44 @@ def read_manifest(root: Path) -> dict[str, Any]:
     return manifest
 
 
-def _check_listing(root: Path, manifest: Mapping[str, Any]) -> None:
-    """Top level: bundle.json and generation directories only; the live generation:
-    exactly the listed files, each a regular file (nothing symlinked or unlisted)."""
+#: Whether a generation directory can be held open and its payloads opened relative to
+#: it (POSIX); elsewhere each payload is opened by path, its last component unfollowed.
+_DIR_FD = (hasattr(os, "O_DIRECTORY") and hasattr(os, "O_NOFOLLOW")
+           and {os.open, os.stat} <= os.supports_dir_fd and os.scandir in os.supports_fd)
+
+
+@contextmanager
+def _generation(root: Path, generation: str) -> Iterator[int | None]:
+    """The live generation directory, opened once without following a symbolic link:
+    listing and every payload read go through this descriptor, so the directory cannot
+    be swapped (for a link elsewhere) between the checks and the reads."""
+    live = generation_dir(generation)
+    try:
+        info = os.lstat(root / live)
+    except FileNotFoundError:
+        raise BundleValidationError(f"generation directory {live} is missing") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise BundleValidationError(f"generation {live} is not a directory (a symbolic link?)")
+    if not _DIR_FD:
+        yield None
+        return
+    try:
+        fd = os.open(root / live, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        raise BundleValidationError(f"generation directory {live} is missing") from None
+    except OSError:  # ELOOP / ENOTDIR: swapped for a link or a file after the lstat
+        raise BundleValidationError(f"generation {live} is not a directory (a symbolic "
+                                    "link?)") from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _check_listing(root: Path, manifest: Mapping[str, Any], gen_fd: int | None) -> None:
+    """Top level: bundle.json and generation directories only; the live generation
+    (``gen_fd``, open): exactly the listed files, each a regular file (nothing
+    symlinked or unlisted)."""
     live = generation_dir(manifest["generation"])
     for entry in os.scandir(root):
         mode = entry.stat(follow_symlinks=False).st_mode
@@ -167,16 +203,9 @@ def _check_listing(root: Path, manifest: Mapping[str, Any]) -> None:
             continue
         raise BundleValidationError(f"{root.as_posix()} holds {entry.name!r}, which is not "
                                     "part of the bundle")
-    gen_dir = root / live
-    try:
-        info = os.lstat(gen_dir)
-    except FileNotFoundError:
-        raise BundleValidationError(f"generation directory {live} is missing") from None
-    if not stat.S_ISDIR(info.st_mode):
-        raise BundleValidationError(f"generation {live} is not a directory (a symbolic link?)")
     listed = {rel.split("/", 1)[1] for rel in manifest["files"]}
     present = set()
-    for entry in os.scandir(gen_dir):
+    for entry in os.scandir(root / live if gen_fd is None else gen_fd):
         if not stat.S_ISREG(entry.stat(follow_symlinks=False).st_mode):
             raise BundleValidationError(f"{live}/{entry.name} is not a regular file "
                                         "(symbolic links, FIFOs and devices are refused)")
@@ -187,11 +216,15 @@ def _check_listing(root: Path, manifest: Mapping[str, Any]) -> None:
         raise BundleValidationError(f"{live} is missing {sorted(listed - present)}")
 
 
-def _read_listed(root: Path, manifest: Mapping[str, Any], rel: str) -> bytes:
+def _read_listed(root: Path, manifest: Mapping[str, Any], rel: str,
+                 gen_fd: int | None) -> bytes:
     entry = manifest["files"][rel]
     name = rel.split("/", 1)[1]
     bound = MAX_JSON_BYTES if name.endswith(".json") else MAX_TENSOR_BYTES
-    data = read_regular(root / rel, entry["size"], bound, rel)
+    if gen_fd is None:
+        data = read_regular(root / rel, entry["size"], bound, rel)
+    else:
+        data = read_regular(Path(name), entry["size"], bound, rel, dir_fd=gen_fd)
     if sha256_hex(data) != entry["sha256"]:
         raise BundleValidationError(f"{rel}: its SHA-256 does not match the manifest (the "
                                     "file was changed or damaged)")
@@ -308,11 +341,12 @@ def load_bundle(path: str | os.PathLike[str], *,
     if not root.is_dir():
         raise BundleValidationError(f"{root.as_posix()} is not a bundle directory")
     manifest = read_manifest(root) if manifest is None else manifest
-    _check_listing(root, manifest)
     gen = manifest["generation"]
     prefix = generation_dir(gen) + "/"
-    payloads = {rel.split("/", 1)[1]: _read_listed(root, manifest, rel)
-                for rel in sorted(manifest["files"])}
+    with _generation(root, gen) as gen_fd:
+        _check_listing(root, manifest, gen_fd)
+        payloads = {rel.split("/", 1)[1]: _read_listed(root, manifest, rel, gen_fd)
+                    for rel in sorted(manifest["files"])}
     state = _state(payloads[STATE], prefix + STATE, gen)
     decoded, refs = _references(state, prefix + STATE)
     listed_calibrators = sorted(n for n in payloads if CALIBRATOR.fullmatch(n))
@@ -403,7 +437,9 @@ def inspect_bundle(path: str | os.PathLike[str]) -> BundleInfo:
         raise BundleValidationError(f"{root.as_posix()} is not a bundle directory")
     manifest = read_manifest(root)
     rel = generation_dir(manifest["generation"]) + "/" + STATE
-    state = _state(_read_listed(root, manifest, rel), rel, manifest["generation"])
+    with _generation(root, manifest["generation"]) as gen_fd:
+        data = _read_listed(root, manifest, rel, gen_fd)
+    state = _state(data, rel, manifest["generation"])
     decoded, _ = _references(state, rel)
     return _info(root, manifest, decoded, None)
 
