@@ -283,3 +283,17 @@ def test_a_training_state_tensor_the_format_cannot_store_is_refused_by_path(tmp_
                              r"torch\.complex64"):
         export_bundle(run.id, tmp_path / "b", checkpoint="odd", root=root)
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize(("value", "kind"), [(torch.float32, r"torch\.dtype"),
+                                           (torch.device("cpu"), r"torch\.device")])
+def test_a_custom_object_in_optimizer_state_is_refused_before_writing(tmp_path, value, kind):
+    # Objects a resume point reads back as data (the sidecar is never unpickled) but that
+    # the bundle's JSON cannot hold.
+    root = tmp_path / "runs"
+    run = train(root, n_epochs=1)
+    _odd_checkpoint(run, root, optimizer={"odd": value})
+    with pytest.raises(BundleExportError, match=rf"training\.optimizer\.state\[0\]\.odd: a "
+                                                rf"{kind} is not plain data"):
+        export_bundle(run.id, tmp_path / "b", checkpoint="odd", root=root)
+    assert not (tmp_path / "b").exists()
