@@ -243,3 +243,57 @@ def test_export_leaves_the_source_run_unchanged(run_root, tmp_path):
     after = {p: os.stat(p).st_mtime_ns for p in (root / run.id).rglob("*") if p.is_file()
              and not p.name.endswith(".lock")}
     assert before == after
+
+
+def _odd_checkpoint(run, root, *, weight=None, optimizer=None):
+    """Save run's last checkpoint again as tag "odd", with layers.0.weight replaced by
+    ``weight(tensor)`` and the first parameter's optimizer state updated by ``optimizer``
+    (as a checkpoint holding such values would have them)."""
+    from nnx import NNCheckpoint
+
+    checkpoint, training = NNCheckpoint.load_with_training_state(run.id, "last", root=root)
+    if weight is not None:
+        key = next(iter(checkpoint.state_dict))
+        checkpoint.state_dict = {**checkpoint.state_dict,
+                                 key: weight(checkpoint.state_dict[key])}
+    if optimizer is not None:
+        training["optimizer"]["state"][0].update(optimizer)
+    checkpoint.tag = "odd"
+    checkpoint.save(root / run.id / "checkpoints" / "odd.pt", training_state=training)
+    return next(iter(checkpoint.state_dict))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.uint16, torch.float8_e4m3fn])
+def test_a_weight_of_a_dtype_the_format_cannot_store_is_refused_by_name(tmp_path, dtype):
+    root = tmp_path / "runs"
+    run = train(root, n_epochs=1)
+    key = _odd_checkpoint(run, root, weight=lambda t: t.to(dtype))
+    with pytest.raises(BundleExportError, match=rf"weights\.{key}: the tensor has dtype "
+                                                rf"{dtype}"):
+        export_bundle(run.id, tmp_path / "b", checkpoint="odd", root=root)
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_training_state_tensor_the_format_cannot_store_is_refused_by_path(tmp_path):
+    root = tmp_path / "runs"
+    run = train(root, n_epochs=1)
+    _odd_checkpoint(run, root, optimizer={"exp_avg": torch.zeros(2, dtype=torch.complex64)})
+    with pytest.raises(BundleExportError,
+                       match=r"training\.optimizer\.state\[0\]\.exp_avg: the tensor has dtype "
+                             r"torch\.complex64"):
+        export_bundle(run.id, tmp_path / "b", checkpoint="odd", root=root)
+    assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize(("value", "kind"), [(torch.float32, r"torch\.dtype"),
+                                           (torch.device("cpu"), r"torch\.device")])
+def test_a_custom_object_in_optimizer_state_is_refused_before_writing(tmp_path, value, kind):
+    # Objects a resume point reads back as data (the sidecar is never unpickled) but that
+    # the bundle's JSON cannot hold.
+    root = tmp_path / "runs"
+    run = train(root, n_epochs=1)
+    _odd_checkpoint(run, root, optimizer={"odd": value})
+    with pytest.raises(BundleExportError, match=rf"training\.optimizer\.state\[0\]\.odd: a "
+                                                rf"{kind} is not plain data"):
+        export_bundle(run.id, tmp_path / "b", checkpoint="odd", root=root)
+    assert not (tmp_path / "b").exists()

@@ -96,3 +96,42 @@ def test_a_stranded_manifest_temp_is_ignored_then_cleared(run_root, tmp_path):
     validate_bundle(tmp_path / "b")
     export_bundle(run.id, tmp_path / "b", root=root)
     assert not (tmp_path / "b" / ".bundle.json.0123abcd").exists()
+
+
+def _interrupt_first_export(run, root, target, monkeypatch):
+    """Kill an export into a fresh ``target`` after its first payload is written."""
+    monkeypatch.setattr(bundle_publish, "write_payload", _fail_on(2))
+    with pytest.raises(Injected):
+        export_bundle(run.id, target, root=root)
+    monkeypatch.undo()
+
+
+def test_an_interrupted_first_export_is_cleared_by_the_retry(run_root, tmp_path, monkeypatch):
+    run, root = run_root
+    target = tmp_path / "b"
+    _interrupt_first_export(run, root, target, monkeypatch)
+    (target / ".bundle.json.0123abcd").write_text("half a manifest")
+    (left,) = _generations(target)
+    assert not (target / "bundle.json").exists() and os.listdir(target / left)
+    info = export_bundle(run.id, target, root=root)  # not "neither empty nor a run bundle"
+    assert sorted(os.listdir(target)) == ["bundle.json", f"g-{info.generation}"]
+    assert validate_bundle(target).generation == info.generation
+
+
+@pytest.mark.parametrize("extra", ["notes.txt", "g-{gen}/notes.txt", "link"])
+def test_leftovers_beside_anything_else_are_still_refused(run_root, tmp_path, monkeypatch,
+                                                          extra):
+    from nnx.bundles import BundleExportError
+
+    run, root = run_root
+    target = tmp_path / "b"
+    _interrupt_first_export(run, root, target, monkeypatch)
+    (left,) = _generations(target)
+    if extra == "link":
+        os.symlink(tmp_path, target / ("g-" + "0" * 32))
+    else:
+        (target / extra.format(gen=left[2:])).write_text("mine")
+    before = sorted(str(p.relative_to(target)) for p in target.rglob("*"))
+    with pytest.raises(BundleExportError, match="neither empty nor a run bundle"):
+        export_bundle(run.id, target, root=root)
+    assert sorted(str(p.relative_to(target)) for p in target.rglob("*")) == before

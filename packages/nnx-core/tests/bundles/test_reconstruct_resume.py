@@ -42,6 +42,7 @@ from nnx.bundles import (
     reconstruct_bundle,
     validate_bundle,
 )
+from nnx.models import MissingModelFactoryError, resolve_model_factory
 from nnx.provenance import ExperimentManifest
 
 
@@ -307,3 +308,39 @@ def test_the_bundle_json_is_data_only(tmp_path):
     assert set(manifest) == {"format", "version", "generation", "files"}
     assert manifest["format"] == "nnx.run_bundle" and manifest["version"] == 1
     assert all(set(entry) == {"sha256", "size"} for entry in manifest["files"].values())
+
+
+def test_the_callers_factories_never_enter_the_process_registry(tmp_path, monkeypatch):
+    # factories= stands in for the registry in the rebuilding context only: the registry
+    # is never edited, and another thread resolving the same spec meanwhile finds nothing.
+    import threading
+
+    from nnx._foundation import plugins
+
+    _registered_run(tmp_path)
+    seen = []
+
+    def other_thread():
+        try:
+            seen.append(resolve_model_factory(ModelSpec("test.encoder", 1, {"width": 4})))
+        except MissingModelFactoryError as exc:
+            seen.append(exc)
+
+    def factory(config):
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join()
+        return _Encoder(config["width"])
+
+    def edited(*args, **kwargs):
+        raise AssertionError("reconstruct_bundle edited the process registry")
+
+    for name in ("register", "unregister"):
+        monkeypatch.setattr(plugins.VersionedRegistry, name, edited)
+        monkeypatch.setattr(plugins.EntryPointRegistry, name, edited)
+    rebuilt = reconstruct_bundle(tmp_path / "b", factories={("test.encoder", 1): factory},
+                                 components=[_Required()])
+    assert isinstance(rebuilt.model.net, _Encoder)
+    assert seen and all(isinstance(found, MissingModelFactoryError) for found in seen)
+    with pytest.raises(MissingModelFactoryError):  # and nothing lingers in this thread
+        resolve_model_factory(ModelSpec("test.encoder", 1, {"width": 4}))

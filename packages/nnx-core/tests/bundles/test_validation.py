@@ -11,6 +11,7 @@ import pytest
 import torch
 from _support.bundles import live_generation, rewrite, rewrite_state, state, train
 
+from nnx._persistence import bundle_read
 from nnx._persistence import safetensors_codec as codec
 from nnx.bundles import BundleValidationError, export_bundle, inspect_bundle, validate_bundle
 
@@ -162,3 +163,38 @@ def test_a_bundle_json_that_is_not_a_manifest(bundle):
     (bundle / "bundle.json").write_text('{"format": "something else"}')
     with pytest.raises(BundleValidationError, match="not an NNx run bundle manifest"):
         inspect_bundle(bundle)
+
+
+def _swap_for_link(generation, tmp_path, *, change):
+    """Move the generation folder out of the bundle and link its name to a copy outside
+    holding ``change`` (payload name → bytes) instead."""
+    outside = tmp_path / "outside"
+    shutil.copytree(generation, outside)
+    for name, data in change.items():
+        (outside / name).write_bytes(data)
+    os.rename(generation, tmp_path / "held")
+    generation.symlink_to(outside, target_is_directory=True)
+
+
+@pytest.mark.parametrize("reader", [validate_bundle, inspect_bundle])
+def test_a_symlinked_generation_folder(bundle, tmp_path, reader):
+    _swap_for_link(live_generation(bundle), tmp_path, change={})  # same bytes, via a link
+    with pytest.raises(BundleValidationError, match=r"not part of the bundle|symbolic link"):
+        reader(bundle)
+
+
+@pytest.mark.skipif(not bundle_read._DIR_FD, reason="no directory descriptors here")
+def test_a_generation_folder_swapped_after_the_listing_is_never_followed(bundle, tmp_path,
+                                                                         monkeypatch):
+    # The swap lands between the listing check and the payload reads; every payload is
+    # read from the directory that was checked, never through the link.
+    generation = live_generation(bundle)
+    original = {name: (generation / name).read_bytes() for name in os.listdir(generation)}
+    check = bundle_read._check_listing
+
+    def check_then_swap(*args):
+        check(*args)
+        _swap_for_link(generation, tmp_path, change={"state.json": b"{}"})
+
+    monkeypatch.setattr(bundle_read, "_check_listing", check_then_swap)
+    assert dict(bundle_read.load_bundle(bundle).payloads) == original

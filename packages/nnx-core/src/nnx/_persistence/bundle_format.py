@@ -179,12 +179,15 @@ def resolve_refs(value: Any, tensors: Mapping[str, Any]) -> Any:
 
 
 # -- safe reads ------------------------------------------------------------------------
-def read_regular(path: Path, size: int | None, max_bytes: int, what: str) -> bytes:
+def read_regular(path: Path, size: int | None, max_bytes: int, what: str, *,
+                 dir_fd: int | None = None) -> bytes:
     """The bytes of ``path``, a regular file opened without following a symbolic link
     (nor blocking on a FIFO); ``size`` (when known) is checked on the open file before
-    a byte is read, ``max_bytes`` bounds the read either way."""
+    a byte is read, ``max_bytes`` bounds the read either way. ``dir_fd``: an open
+    directory ``path`` (then a bare name) is relative to, so no path component between
+    it and the file can be swapped for a symbolic link."""
     try:
-        info = os.lstat(path)
+        info = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         raise BundleValidationError(f"{what} is missing ({path.name})") from None
     if stat.S_ISLNK(info.st_mode):
@@ -195,7 +198,7 @@ def read_regular(path: Path, size: int | None, max_bytes: int, what: str) -> byt
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     flags |= getattr(os, "O_BINARY", 0)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, flags, dir_fd=dir_fd)
     except OSError as exc:
         raise BundleValidationError(f"{what} cannot be opened safely ({path.name}: "
                                     f"{exc.strerror})") from None

@@ -7,8 +7,11 @@ interrupted at any of those steps leaves the previous manifest, and with it the
 previous generation, in place. The generation a new one replaces stays until
 the next export, so a reader that started before it can finish; older
 generations and an interrupted export's leftovers are cleared when an export
-starts. A directory that is neither empty nor a run bundle, or whose bundle.json
-is not a readable NNx manifest, is refused before anything in it changes.
+starts. An interrupted first export leaves no bundle.json, only generation
+directories (holding payloads or the writer's temps) and manifest temps: such a
+directory is an unfinished bundle, and the next export clears it. Any other
+directory that is neither empty nor a run bundle, or whose bundle.json is not a
+readable NNx manifest, is refused before anything in it changes.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import stat
 from collections.abc import Callable, Mapping
@@ -27,8 +31,10 @@ from nnx._foundation.hashing import sha256_hex
 from nnx._persistence.bundle_format import (
     BUNDLE_FORMAT,
     BUNDLE_VERSION,
+    CALIBRATOR,
     MANIFEST,
     MANIFEST_TEMP,
+    PAYLOAD_NAMES,
     BundleExportError,
     BundleValidationError,
     generation_dir,
@@ -36,6 +42,10 @@ from nnx._persistence.bundle_format import (
 )
 
 __all__ = ["check_target", "manifest_bytes", "publish_generation"]
+
+#: The atomic writer's temp of a payload: ``.<payload>.<8 hex>``.
+PAYLOAD_TEMP = re.compile(r"\.(.+)\.[0-9a-f]{8}")
+
 
 def check_target(root: Path, read_manifest: Callable[[Path], Any]) -> str | None:
     """Refuse (BundleExportError) a target that is neither absent, empty nor a run
@@ -50,6 +60,8 @@ def check_target(root: Path, read_manifest: Callable[[Path], Any]) -> str | None
     if not names:
         return None
     if MANIFEST not in names:
+        if _unfinished(root):
+            return None  # an interrupted first export: publish_generation clears it
         raise BundleExportError(f"{root.as_posix()} is neither empty nor a run bundle (no "
                                 f"{MANIFEST}); nothing was written")
     try:
@@ -64,6 +76,25 @@ def check_target(root: Path, read_manifest: Callable[[Path], Any]) -> str | None
                                 "bundle holds; nothing was written")
     generation: str = manifest["generation"]
     return generation
+
+
+def _unfinished(root: Path) -> bool:
+    """Whether ``root`` holds only what an interrupted first export leaves: manifest
+    temps and generation directories of payloads or payload temps, nothing symlinked."""
+    for entry in os.scandir(root):
+        if entry.is_symlink():
+            return False
+        if MANIFEST_TEMP.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+            continue
+        if not (is_generation_name(entry.name) and entry.is_dir(follow_symlinks=False)):
+            return False
+        for inner in os.scandir(entry.path):
+            temp = PAYLOAD_TEMP.fullmatch(inner.name)
+            name = inner.name if temp is None else temp.group(1)
+            if (inner.is_symlink() or not inner.is_file(follow_symlinks=False)
+                    or (name not in PAYLOAD_NAMES and not CALIBRATOR.fullmatch(name))):
+                return False
+    return True
 
 
 def manifest_bytes(generation: str, files: Mapping[str, bytes]) -> tuple[dict[str, Any], bytes]:

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +63,12 @@ _SOURCE_KEYS = {"run_id", "checkpoint", "epoch", "checkpoint_generation", "check
 
 @dataclass(frozen=True)
 class BundleInfo:
-    """What a bundle holds, read from its manifest and state.json alone (no tensor)."""
+    """What a bundle holds, read from its manifest and state.json alone (no tensor).
+
+    ``model_params`` / ``net_params`` are built from ``model`` / ``net`` on first
+    access, not by inspect_bundle or validate_bundle: resolving a net's name may
+    consult the plugin registry and import an installed add-on (``"TRANSFORMER"``:
+    nnx-lm), and inspection reads records only (spec §27)."""
 
     path: Path
     generation: str
@@ -71,8 +78,6 @@ class BundleInfo:
     epoch: int
     model: Mapping[str, Any]
     net: Mapping[str, Any] | None
-    model_params: Any
-    net_params: Any
     transforms: tuple[Mapping[str, Any], ...]
     components: tuple[str, ...]
     calibrators: tuple[Mapping[str, Any], ...]
@@ -81,6 +86,20 @@ class BundleInfo:
     files: Mapping[str, Mapping[str, Any]] = field(repr=False)
     #: The source run's attempt id at export (None when it recorded no provenance).
     source_attempt: str | None = None
+
+    @cached_property
+    def _params(self) -> tuple[Any, Any]:
+        return _params(self.model, self.net)
+
+    @property
+    def model_params(self) -> Any:
+        """The model's NNModelParams, or None where the recorded state does not read back."""
+        return self._params[0]
+
+    @property
+    def net_params(self) -> Any:
+        """A built-in net's NNParams (its dimensions), else None."""
+        return self._params[1]
 
     @property
     def lineage_checkpoint(self) -> str:
@@ -137,9 +156,44 @@ def read_manifest(root: Path) -> dict[str, Any]:
     return manifest
 
 
-def _check_listing(root: Path, manifest: Mapping[str, Any]) -> None:
-    """Top level: bundle.json and generation directories only; the live generation:
-    exactly the listed files, each a regular file (nothing symlinked or unlisted)."""
+#: Whether a generation directory can be held open and its payloads opened relative to
+#: it (POSIX); elsewhere each payload is opened by path, its last component unfollowed.
+_DIR_FD = (hasattr(os, "O_DIRECTORY") and hasattr(os, "O_NOFOLLOW")
+           and {os.open, os.stat} <= os.supports_dir_fd and os.scandir in os.supports_fd)
+
+
+@contextmanager
+def _generation(root: Path, generation: str) -> Iterator[int | None]:
+    """The live generation directory, opened once without following a symbolic link:
+    listing and every payload read go through this descriptor, so the directory cannot
+    be swapped (for a link elsewhere) between the checks and the reads."""
+    live = generation_dir(generation)
+    try:
+        info = os.lstat(root / live)
+    except FileNotFoundError:
+        raise BundleValidationError(f"generation directory {live} is missing") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise BundleValidationError(f"generation {live} is not a directory (a symbolic link?)")
+    if not _DIR_FD:
+        yield None
+        return
+    try:
+        fd = os.open(root / live, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        raise BundleValidationError(f"generation directory {live} is missing") from None
+    except OSError:  # ELOOP / ENOTDIR: swapped for a link or a file after the lstat
+        raise BundleValidationError(f"generation {live} is not a directory (a symbolic "
+                                    "link?)") from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _check_listing(root: Path, manifest: Mapping[str, Any], gen_fd: int | None) -> None:
+    """Top level: bundle.json and generation directories only; the live generation
+    (``gen_fd``, open): exactly the listed files, each a regular file (nothing
+    symlinked or unlisted)."""
     live = generation_dir(manifest["generation"])
     for entry in os.scandir(root):
         mode = entry.stat(follow_symlinks=False).st_mode
@@ -149,16 +203,9 @@ def _check_listing(root: Path, manifest: Mapping[str, Any]) -> None:
             continue
         raise BundleValidationError(f"{root.as_posix()} holds {entry.name!r}, which is not "
                                     "part of the bundle")
-    gen_dir = root / live
-    try:
-        info = os.lstat(gen_dir)
-    except FileNotFoundError:
-        raise BundleValidationError(f"generation directory {live} is missing") from None
-    if not stat.S_ISDIR(info.st_mode):
-        raise BundleValidationError(f"generation {live} is not a directory (a symbolic link?)")
     listed = {rel.split("/", 1)[1] for rel in manifest["files"]}
     present = set()
-    for entry in os.scandir(gen_dir):
+    for entry in os.scandir(root / live if gen_fd is None else gen_fd):
         if not stat.S_ISREG(entry.stat(follow_symlinks=False).st_mode):
             raise BundleValidationError(f"{live}/{entry.name} is not a regular file "
                                         "(symbolic links, FIFOs and devices are refused)")
@@ -169,11 +216,15 @@ def _check_listing(root: Path, manifest: Mapping[str, Any]) -> None:
         raise BundleValidationError(f"{live} is missing {sorted(listed - present)}")
 
 
-def _read_listed(root: Path, manifest: Mapping[str, Any], rel: str) -> bytes:
+def _read_listed(root: Path, manifest: Mapping[str, Any], rel: str,
+                 gen_fd: int | None) -> bytes:
     entry = manifest["files"][rel]
     name = rel.split("/", 1)[1]
     bound = MAX_JSON_BYTES if name.endswith(".json") else MAX_TENSOR_BYTES
-    data = read_regular(root / rel, entry["size"], bound, rel)
+    if gen_fd is None:
+        data = read_regular(root / rel, entry["size"], bound, rel)
+    else:
+        data = read_regular(Path(name), entry["size"], bound, rel, dir_fd=gen_fd)
     if sha256_hex(data) != entry["sha256"]:
         raise BundleValidationError(f"{rel}: its SHA-256 does not match the manifest (the "
                                     "file was changed or damaged)")
@@ -290,11 +341,12 @@ def load_bundle(path: str | os.PathLike[str], *,
     if not root.is_dir():
         raise BundleValidationError(f"{root.as_posix()} is not a bundle directory")
     manifest = read_manifest(root) if manifest is None else manifest
-    _check_listing(root, manifest)
     gen = manifest["generation"]
     prefix = generation_dir(gen) + "/"
-    payloads = {rel.split("/", 1)[1]: _read_listed(root, manifest, rel)
-                for rel in sorted(manifest["files"])}
+    with _generation(root, gen) as gen_fd:
+        _check_listing(root, manifest, gen_fd)
+        payloads = {rel.split("/", 1)[1]: _read_listed(root, manifest, rel, gen_fd)
+                    for rel in sorted(manifest["files"])}
     state = _state(payloads[STATE], prefix + STATE, gen)
     decoded, refs = _references(state, prefix + STATE)
     listed_calibrators = sorted(n for n in payloads if CALIBRATOR.fullmatch(n))
@@ -351,28 +403,27 @@ def _info(root: Path, manifest: Mapping[str, Any], state: Mapping[str, Any],
          "labels": None if records is None else records[i].get("labels"),
          "model_id": None if records is None else records[i].get("model_id")}
         for i, name in enumerate(state["calibrators"]))
-    model_params, net_params = _params(state)
     return BundleInfo(
         path=root, generation=manifest["generation"], capability=state["capability"],
         source_run=source["run_id"], source_checkpoint=source["checkpoint"],
         epoch=source["epoch"], model=state["model"], net=state["net"],
-        model_params=model_params, net_params=net_params,
         transforms=tuple(state["transforms"]), components=components, calibrators=summaries,
         task=state["task"], resume_refusal=state["resume_refusal"], files=manifest["files"],
         source_attempt=source["attempt_id"])
 
 
-def _params(state: Mapping[str, Any]) -> tuple[Any, Any]:
+def _params(model: Mapping[str, Any], net_state: Mapping[str, Any] | None
+            ) -> tuple[Any, Any]:
     """The model's NNModelParams and, for a built-in net, its NNParams, built from data
     (no factory is called); None where the recorded state does not read back."""
     try:
-        params = NNModelParams.from_state(state["model"])
+        params = NNModelParams.from_state(model)
     except (KeyError, TypeError, ValueError):
         return None, None
     net = None
-    if isinstance(params.net, Nets) and state["net"] is not None:
+    if isinstance(params.net, Nets) and net_state is not None:
         try:
-            net = NNParams.resolve_from_state(state["net"], params.net)
+            net = NNParams.resolve_from_state(net_state, params.net)
         except (KeyError, TypeError, ValueError):
             net = None
     return params, net
@@ -386,7 +437,9 @@ def inspect_bundle(path: str | os.PathLike[str]) -> BundleInfo:
         raise BundleValidationError(f"{root.as_posix()} is not a bundle directory")
     manifest = read_manifest(root)
     rel = generation_dir(manifest["generation"]) + "/" + STATE
-    state = _state(_read_listed(root, manifest, rel), rel, manifest["generation"])
+    with _generation(root, manifest["generation"]) as gen_fd:
+        data = _read_listed(root, manifest, rel, gen_fd)
+    state = _state(data, rel, manifest["generation"])
     decoded, _ = _references(state, rel)
     return _info(root, manifest, decoded, None)
 

@@ -32,7 +32,7 @@ from nnx._foundation.bounded import load_json
 from nnx._foundation.hashing import canonical_bytes
 
 __all__ = ["MAX_HEADER_BYTES", "Entry", "decode", "encode", "payload_fingerprint",
-           "read_header", "tensors_fingerprint"]
+           "read_header", "tensors_fingerprint", "unstorable"]
 
 #: The safetensors dtype names NNx writes and reads, with their torch dtypes.
 DTYPES: dict[str, torch.dtype] = {
@@ -56,13 +56,20 @@ class Entry:
     end: int
 
 
-def _raw(tensor: torch.Tensor, name: str) -> bytes:
+def unstorable(tensor: torch.Tensor) -> str | None:
+    """Why ``tensor`` cannot be stored (its layout or dtype), or None when it can."""
     if tensor.layout is not torch.strided or tensor.is_quantized:
-        raise TypeError(f"tensor {name!r} is {tensor.layout} / quantized: only dense tensors "
-                        "are stored")
+        return f"is {tensor.layout} / quantized: only dense tensors are stored"
     if tensor.dtype not in _NAMES:
-        raise TypeError(f"tensor {name!r} has dtype {tensor.dtype}, which the bundle format "
-                        f"does not store ({', '.join(sorted(DTYPES))})")
+        return (f"has dtype {tensor.dtype}, which the bundle format does not store "
+                f"({', '.join(sorted(DTYPES))})")
+    return None
+
+
+def _raw(tensor: torch.Tensor, name: str) -> bytes:
+    problem = unstorable(tensor)
+    if problem is not None:
+        raise TypeError(f"tensor {name!r} {problem}")
     flat = tensor.detach().to("cpu").contiguous().reshape(-1)
     if flat.numel() == 0:
         return b""

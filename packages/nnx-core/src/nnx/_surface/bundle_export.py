@@ -3,7 +3,8 @@
 The checkpoint is read as any of your own checkpoints is (verified against its
 manifest); everything refused is refused before the target directory is
 touched: module extra state that is not a tensor, a custom object in the
-optimizer or component state (no pickle fallback), a runtime-only module, a
+optimizer or component state (no pickle fallback), a tensor the safetensors
+payload cannot store (named by its state path), a runtime-only module, a
 recorded topology transform no registered op replays (named by index and id),
 and a calibrator that does not calibrate this model (class count, labels, a
 fingerprint of other weights).
@@ -120,8 +121,17 @@ def _json_bytes(value: Any) -> bytes:
                       indent=1).encode("utf-8")
 
 
+def _storable(path: str, tensor: torch.Tensor) -> None:
+    """Refuse, naming its state path, a tensor the safetensors payload cannot hold
+    (complex, uint16-64, float8, sparse ...), before anything is written."""
+    problem = codec.unstorable(tensor)
+    if problem is not None:
+        raise BundleExportError(f"{path}: the tensor {problem}; nothing was written")
+
+
 def _store(into: dict[str, torch.Tensor], payload: str) -> Any:
     def store(path: str, tensor: torch.Tensor) -> str:
+        _storable(path, tensor)
         name = f"t{len(into):06d}"
         into[name] = tensor
         return f"{payload}:{name}"
@@ -140,6 +150,7 @@ def _weights(state_dict: Mapping[str, Any], into: dict[str, torch.Tensor]) -> di
             f"the net's state holds non-tensor entries {odd[:5]} (module extra state); a "
             "bundle stores tensors only and never pickles")
     for key, value in state_dict.items():
+        _storable(f"weights.{key}", value)
         into[key] = value
     return {key: {"$tensor": f"model:{key}"} for key in state_dict}
 

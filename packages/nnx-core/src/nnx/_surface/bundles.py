@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,16 +39,17 @@ from nnx._persistence.bundle_read import BundleInfo, ValidatedBundle, load_bundl
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._surface.model import NNModel
 from nnx.enums.devices import Devices
-from nnx.models import ModelSpec, register_model_factory, resolve_model_factory
-from nnx.models.registry import MissingModelFactoryError, ModelFactory, unregister_model_factory
+from nnx.models import ModelSpec, resolve_model_factory
+from nnx.models.registry import (
+    MissingModelFactoryError,
+    ModelFactory,
+    overriding_model_factories,
+)
 from nnx.params.model import NNModelParams
 from nnx.transforms.recipe import TransformRecipe
 from nnx.transforms.registry import TransformCompatibilityError, resolve_transform
 
 __all__ = ["ReconstructedBundle", "reconstruct_bundle"]
-
-_FACTORIES_LOCK = threading.RLock()
-
 
 @dataclass(eq=False)
 class ReconstructedBundle:
@@ -151,31 +150,6 @@ def _problems(bundle: ValidatedBundle, params: NNModelParams | None,
     return problems
 
 
-@contextmanager
-def _factories(factories: Mapping[tuple[str, int], ModelFactory] | None) -> Iterator[None]:
-    """The caller's factories stand in the process registry for the rebuild only; the
-    registry is put back as it was afterwards."""
-    if not factories:
-        yield
-        return
-    with _FACTORIES_LOCK:
-        before: dict[tuple[str, int], Any] = {}
-        for (id, version), factory in factories.items():
-            try:
-                before[(id, version)] = resolve_model_factory(ModelSpec(id, version, {}))
-            except MissingModelFactoryError:
-                before[(id, version)] = None
-            register_model_factory(id, version, factory)
-        try:
-            yield
-        finally:
-            for (id, version), old in before.items():
-                if old is None:
-                    unregister_model_factory(id, version)
-                else:
-                    register_model_factory(id, version, old)
-
-
 def reconstruct_bundle(path: str | os.PathLike[str], *,
                        factories: Mapping[tuple[str, int], ModelFactory] | None = None,
                        components: Sequence[Any] = (), batch_adapter: Any = None,
@@ -213,7 +187,7 @@ def reconstruct_bundle(path: str | os.PathLike[str], *,
         training_state_present=state["training"] is not None,
         generation=state["source"]["checkpoint_generation"],
         checkpoint_id=state["source"]["checkpoint_id"])
-    with _factories(factories):
+    with overriding_model_factories(factories or {}):  # never the process registry
         model = NNModel.from_checkpoint(checkpoint, batch_adapter=batch_adapter, task=task)
     training = None
     if state["training"] is not None and not excluded:

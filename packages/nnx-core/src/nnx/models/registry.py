@@ -4,12 +4,17 @@ Factories live in the process-wide ``nnx.model_factories`` versioned registry,
 so an add-on can also announce one through an entry point named ``id@vN``.
 Resolving a spec never imports a module by name or evaluates a string;
 :func:`build_from_spec` is the one place that calls a factory.
+:func:`overriding_model_factories` lets a caller's factories stand in for the
+registry's in the current context only (reconstruct_bundle's ``factories=``):
+the registry itself is never edited, so other threads never see them.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -38,8 +43,34 @@ class MissingModelFactoryError(LookupError):
     """No factory can build the model: an unregistered (id, version), or a runtime module."""
 
 
+#: ``(id, version)`` → factory standing in for the registry's in this context.
+_OVERRIDES: ContextVar[Mapping[tuple[str, int], ModelFactory] | None] = ContextVar(
+    "nnx_model_factory_overrides", default=None)
+
+
 def _registry() -> VersionedRegistry:
     return versioned_registry("nnx.model_factories")
+
+
+@contextmanager
+def overriding_model_factories(factories: Mapping[tuple[str, int], ModelFactory]
+                               ) -> Iterator[None]:
+    """Within the block, :func:`resolve_model_factory` finds ``factories``
+    (``{(id, version): factory}``) before the process registry, in this context only
+    (this thread or task; a thread started inside does not inherit it)."""
+    checked: dict[tuple[str, int], ModelFactory] = {}
+    for key, factory in factories.items():
+        if not isinstance(key, tuple) or len(key) != 2:
+            raise ValueError(f"model factories are keyed by (id, version); got {key!r}")
+        VersionedRegistry.key(*key)  # the registry's own rules for an id and a version
+        if not callable(factory):
+            raise TypeError(f"model factory {key} must be callable; got {factory!r}")
+        checked[key] = factory
+    token = _OVERRIDES.set({**(_OVERRIDES.get() or {}), **checked})
+    try:
+        yield
+    finally:
+        _OVERRIDES.reset(token)
 
 
 def register_model_factory(id: str, version: int, factory: ModelFactory) -> None:
@@ -69,6 +100,9 @@ def resolve_model_factory(spec: ModelSpec) -> ModelFactory:
     """The factory ``spec`` names; raises before any factory code runs when it is unknown."""
     if not isinstance(spec, ModelSpec):
         raise TypeError(f"resolve_model_factory needs a ModelSpec; got {type(spec).__name__}")
+    override = (_OVERRIDES.get() or {}).get((spec.id, spec.version))
+    if override is not None:
+        return override
     found = _registry().require(
         spec.id, spec.version, what="model factory", error=MissingModelFactoryError,
         register=f"nnx.register_model_factory({spec.id!r}, {spec.version}, factory) before "
