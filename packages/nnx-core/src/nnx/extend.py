@@ -19,8 +19,8 @@ unchanged, so an add-on (and the reference plugin under
   directory, no symbolic link below it), so an add-on that reads a directory of files
   (a Llama checkpoint's shards) reads it as core reads a run;
 * probability terms, NumPy only: :func:`softmax64` (row-wise float64 softmax on a
-  copy), :func:`nll_terms` (per-row ``-log p[target]``, clipped to ``[epsilon, 1 -
-  epsilon]``, default :data:`METRIC_EPSILON`; ``None`` exact) and :func:`brier_terms`
+  copy), :func:`nll_terms` (per-row ``-log p[target]``, floored at ``epsilon``,
+  default :data:`METRIC_EPSILON` = 1e-12; ``None`` exact) and :func:`brier_terms`
   (per-row class-summed squared error): the terms the named ``nll`` / ``brier`` metrics
   average, so an add-on's report (``nnx.calibration``) equals them on the same
   probabilities;
