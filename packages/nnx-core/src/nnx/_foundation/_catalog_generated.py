@@ -6,18 +6,24 @@
 """Which distribution provides each add-on name, per entry-point group."""
 
 PROVIDERS: dict[str, dict[str, str]] = {
+    "nnx.calibration_readers": {
+        "nnx.calibration@v1": "nnx-decisions",
+    },
     "nnx.exports": {
         "AbstentionError": "nnx-decisions",
         "AbstentionPolicy": "nnx-decisions",
         "AbstentionResult": "nnx-decisions",
         "AbstentionSchemaError": "nnx-decisions",
         "AdapterLayer": "nnx-peft",
+        "Bootstrap": "nnx-comparison",
         "CalibratedPrediction": "nnx-decisions",
         "CalibrationError": "nnx-decisions",
         "CalibrationFit": "nnx-decisions",
         "CalibrationFitError": "nnx-decisions",
         "CalibrationMismatchError": "nnx-decisions",
         "CalibrationReport": "nnx-decisions",
+        "ComparisonError": "nnx-comparison",
+        "ComparisonReport": "nnx-comparison",
         "CoverageAccumulator": "nnx-decisions",
         "CoverageReport": "nnx-decisions",
         "DiffusionMLP": "nnx-diffusion",
@@ -28,6 +34,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "GraphAttNN": "nnx-graph",
         "GraphConvNN": "nnx-graph",
         "GraphSageNN": "nnx-graph",
+        "GroupSummary": "nnx-comparison",
         "IA3Linear": "nnx-peft",
         "LoRALinear": "nnx-peft",
         "LogitsChain": "nnx-lm",
@@ -38,6 +45,8 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "NNTransformerParamsBuilder": "nnx-lm",
         "NoiseSchedule": "nnx-diffusion",
         "NoiseSchedulers": "nnx-diffusion",
+        "Observation": "nnx-comparison",
+        "PairedComparison": "nnx-comparison",
         "PrefixTuner": "nnx-peft",
         "PromptTuner": "nnx-peft",
         "RMSNorm": "nnx-lm",
@@ -76,6 +85,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "mixup_train_step_factory": "nnx-paradigms",
         "moe_train_step_factory": "nnx-paradigms",
         "nt_xent_loss": "nnx-paradigms",
+        "observations_from_runs": "nnx-comparison",
         "read_teacher_records": "nnx-paradigms",
         "risk_coverage_curve": "nnx-decisions",
         "sample": "nnx-diffusion",
@@ -85,6 +95,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "save_prompt_weights": "nnx-peft",
         "select_threshold": "nnx-decisions",
         "simclr_train_step_factory": "nnx-paradigms",
+        "summarize": "nnx-comparison",
         "unmerge_lora": "nnx-peft",
     },
     "nnx.metrics": {
