@@ -141,5 +141,5 @@ def compare(a: Iterable[Observation] | GroupSummary, b: Iterable[Observation] | 
     unmatched = tuple([Unmatched(k, "a", o) for k, o in keyed_a.items() if k not in keyed_b]
                       + [Unmatched(k, "b", o) for k, o in keyed_b.items() if k not in keyed_a])
     deltas = [p.delta for p in pairs if p.delta is not None]
-    interval = None if bootstrap is None else bootstrap.interval(deltas)  # type: ignore[arg-type]
+    interval = None if bootstrap is None else bootstrap.interval(deltas)
     return PairedComparison(left, right, pairing, pairs, unmatched, bootstrap, interval)

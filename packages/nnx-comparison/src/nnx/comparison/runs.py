@@ -47,14 +47,14 @@ def _metric(metric: Metric | str) -> Metric:
 def _labels(ids: list[str], config: Any) -> list[str] | None:
     if config is None:
         return None
-    labels = ([config.get(i) for i in ids] if isinstance(config, Mapping)
+    labels: list[Any] | None = ([config.get(i) for i in ids] if isinstance(config, Mapping)
               else list(config) if isinstance(config, Sequence) and not isinstance(config, str)
               else None)
     if labels is None or len(labels) != len(ids) or not all(
             isinstance(label, str) and label for label in labels):
         raise ComparisonError("config= must give a non-empty label for every run (a mapping "
                               "run id -> label, or one label per run in order)")
-    return labels
+    return [str(label) for label in labels]
 
 
 def _identities(run: RunFiles, split: str) -> tuple[str | None, str | None]:

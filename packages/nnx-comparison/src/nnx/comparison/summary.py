@@ -138,6 +138,7 @@ def summarize(observations: Iterable[Observation]) -> Summary:
     differing = tuple(name for j, name in enumerate(POOL_FIELDS)
                       if len({key[j] for key in keys}) > 1
                       or (name == "config" and len(keys) > 1 and None in {k[j] for k in keys}))
-    groups = tuple(GroupSummary(*bucket[0].pool_key(), observations=tuple(bucket),
-                                differing=differing) for bucket in buckets.values())
+    groups = tuple(GroupSummary(**dict(zip(POOL_FIELDS, bucket[0].pool_key(), strict=True)),
+                                observations=tuple(bucket), differing=differing)
+                   for bucket in buckets.values())
     return Summary(groups, differing)
