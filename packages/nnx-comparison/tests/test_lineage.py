@@ -4,13 +4,26 @@ and the refusals (a cycle, more than 64 ancestors, an unreadable ancestor)."""
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 import yaml
-from _runs import train
+from _runs import loaders, train
 
+from nnx import (
+    Callback,
+    Devices,
+    NNModel,
+    NNModelParams,
+    NNOptimParams,
+    NNParams,
+    NNTrainerParams,
+    Trainer,
+    supervised_objective,
+)
 from nnx.comparison import MAX_ANCESTORS, LineageError, observations_from_runs, summarize
 from nnx.provenance import ExperimentManifest, begin_attempt
 
@@ -29,8 +42,17 @@ def family(tmp_path_factory):
     return root, parents, children
 
 
+def _refuse(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("reading a lineage unpickled something")
+
+
 def _configs(root: Path, ids: list[str]) -> list[str | None]:
-    return [o.config for o in observations_from_runs(ids, metric="loss", root=root)]
+    """The configuration identities, read with pickle and torch.load refused."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("load", "loads", "Unpickler"):
+            patch.setattr(pickle, name, _refuse)
+        patch.setattr(torch, "load", _refuse)
+        return [o.config for o in observations_from_runs(ids, metric="loss", root=root)]
 
 
 def test_continuations_of_identical_parents_pool_and_never_with_fresh_runs(family):
@@ -140,3 +162,45 @@ def test_an_unreadable_ancestor_is_refused_and_a_deleted_one_is_named(tmp_path):
     (tmp_path / ids[1]).rmdir()
     named = _configs(tmp_path, [ids[0]])[0]
     assert named is not None and named != followed
+
+
+def test_a_child_of_an_unfinished_parent_carries_its_start_epoch(tmp_path):
+    class Killed(Callback):  # the parent dies in its second epoch, after LAST at epoch 0
+        def on_epoch_end(self, ctx):
+            if ctx.epoch == 1:
+                raise RuntimeError("killed")
+
+    root = tmp_path / "runs"
+    finished = train(root, seed=0).id
+    unfinished = []
+    for seed in (1, 2):
+        with pytest.raises(RuntimeError, match="killed"):
+            train(root, seed=seed, callbacks=[Killed()])
+        unfinished.append(next(p.name for p in root.iterdir() if len(p.name) == 32
+                               and p.name not in (finished, *unfinished)))
+    children = [_resume(root, parent, seed=7 + i).id
+                for i, parent in enumerate([finished, *unfinished])]
+    from_finished, *from_unfinished = _configs(root, children)
+    # The parents share one identity; the children of the killed ones started at epoch 0,
+    # part of their procedure, while the finished parent's last is an outcome.
+    assert _configs(root, [finished, *unfinished]).count(_configs(root, [finished])[0]) == 3
+    assert from_unfinished[0] == from_unfinished[1] != from_finished
+
+
+def test_trainer_runs_are_identified_without_their_seed(tmp_path):
+    root = tmp_path / "runs"
+    ids = []
+    for seed in (0, 1):
+        train_loader, val_loader = loaders()
+        params = (NNTrainerParams.builder().n_epochs(1).seed(seed).train_loader(train_loader)
+                  .val_loader(val_loader)
+                  .optimizer("main", NNOptimParams.builder().sgd(max_lr=0.1).build()).build())
+        model = NNModel(NNParams(input_dim=4, output_dim=2, hidden_dims=(8,)),
+                        NNModelParams(device=Devices.CPU))
+        ids.append(Trainer(model).train(params, objective=supervised_objective(), root=root,
+                                        verbose=False,
+                                        provenance=ExperimentManifest.for_model(model)).id)
+    first, second = observations_from_runs(ids, metric="loss", root=root)
+    assert first.config == second.config and first.run_id != second.run_id
+    assert (first.replicate, second.replicate) == ("seed=0", "seed=1")
+    assert first.status == "completed" and first.value is not None

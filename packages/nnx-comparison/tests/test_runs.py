@@ -136,6 +136,10 @@ def test_arguments_are_checked_before_any_file_is_read(tmp_path):
     with pytest.raises(ComparisonError, match="no run"):
         observations_from_runs(["a"], metric=Metric("loss", "min"), root=tmp_path)
     assert list(tmp_path.iterdir()) == []
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "run.yaml").write_text("[not, a, run]")
+    with pytest.raises(ComparisonError, match=r"run\.yaml cannot be read"):
+        observations_from_runs(["a"], metric="loss", root=tmp_path)
 
 
 def test_config_labels_replace_the_identity(five_seeds):

@@ -83,8 +83,8 @@ def test_refusals_name_what_is_wrong():
     with pytest.raises(ValueError, match="direction"):
         Metric("loss", "down")
     with pytest.raises(ValueError, match="status"):
-        Observation(run_id="a", metric=LOSS, value=1.0, status="done")
+        Observation(run_id="a", attempt_id=None, metric=LOSS, value=1.0, status="done")
     with pytest.raises(ValueError, match="value"):
-        Observation(run_id="a", metric=LOSS, value=True)
+        Observation("a", None, LOSS, True)
     with pytest.raises(PoolingError, match="no observations"):
         summarize([]).pooled()

@@ -70,15 +70,16 @@ def decode_number(value: Any, where: str) -> float | None:
     return float(value)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class Observation:
-    """One attempt's value of one metric, with what decides pooling and pairing."""
+    """One attempt's value of one metric, with what decides pooling and pairing; the
+    fields in the spec's order (``attempt_id`` None without an attempt record)."""
 
     run_id: str
+    attempt_id: str | None
     metric: Metric
     value: float | None
     status: str = "unknown"
-    attempt_id: str | None = None
     split: str | None = None
     selection: str | None = None
     config: str | None = None

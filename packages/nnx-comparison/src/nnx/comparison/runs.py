@@ -114,7 +114,10 @@ def observations_from_runs(run_ids: Iterable[str], *, metric: Metric | str,
     for i, run_id in enumerate(ids):
         if not reader.exists(run_id):
             raise ComparisonError(f"no run {run_id} under {reader.root}")
-        run = reader.read(run_id)
+        try:
+            run = reader.read(run_id)
+        except (OSError, ValueError) as exc:
+            raise ComparisonError(f"run {run_id}: run.yaml cannot be read ({exc})") from None
         identity = labels[i] if labels is not None else lineage.identity(run)
         out.append(_observe(run, chosen, split, selection, identity))
     return out
