@@ -94,7 +94,8 @@ class ComparisonReport:
     def load(cls, path: str | os.PathLike[str]) -> ComparisonReport:
         """Read a saved report, re-deriving its results (ReportIntegrityError when the
         stored ones disagree; ValueError for anything that is not such a report)."""
-        return cls.from_document(load_json(path, parse_constant=_no_constant))
+        # strict: a duplicate key, NaN or Infinity is refused, as the writer never emits them
+        return cls.from_document(load_json(path, strict=True))
 
     @classmethod
     def from_document(cls, doc: Any) -> ComparisonReport:
@@ -126,7 +127,3 @@ def _rederive(k: int, spec: Any, items: tuple[Observation, ...]) -> PairedCompar
         sides.append([items[i] for i in refs])
     boot = None if spec["bootstrap"] is None else Bootstrap.from_state(spec["bootstrap"])
     return compare(sides[0], sides[1], pairing=spec["pairing"], bootstrap=boot)
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"non-finite number {name} in a report (strict JSON)")
