@@ -84,6 +84,21 @@ def test_an_unfollowed_parent_is_named_by_the_recorded_checkpoint(family, tmp_pa
     assert _configs(root, children[:1])[0] == before
 
 
+def test_only_siblings_of_a_named_checkpoint_pool(tmp_path):
+    root = tmp_path / "runs"
+    parents = [train(root, seed=s).id for s in (0, 1)]
+    siblings = [_resume(root, parents[0], seed=s).id for s in (10, 11)]
+    cousin = _resume(root, parents[1], seed=10).id
+    followed = _configs(root, [*siblings, cousin])
+    assert len(set(followed)) == 1  # followed: identically configured parents
+    for parent in parents:  # both parents trained again since: neither is followed
+        path = root / parent / "attempt.json"
+        path.write_text(path.read_text().replace(
+            json.loads(path.read_text())["attempt_id"], "e" * 32))
+    named = _configs(root, [*siblings, cousin])
+    assert named[0] == named[1] and named[2] != named[0] and named[0] != followed[0]
+
+
 def test_a_child_without_provenance_has_an_unknown_lineage_that_pools_with_nothing(family):
     root, parents, _ = family
     a = _resume(root, parents[0], seed=5, provenance=False).id

@@ -82,12 +82,12 @@ class Lineage:
         parent = self._parent(chain[0], parent_id)
         link: Mapping[str, Any] = attempt.parent or {}
         ref = None if parent is None else self._followed(run, attempt, link, parent, chain)
+        resume = run.metadata().get("resume")
         if ref is None:
-            ref = _named(parent_id, link)
+            ref = _named(parent_id, link, resume if isinstance(resume, Mapping) else {})
         if ref is None:
             return None
         manifest = run.provenance.manifest.document() if run.provenance else {}
-        resume = run.metadata().get("resume")
         return digest({"config": stripped_config(run), "parent": ref,
                        "data": manifest.get("data"), "splits": manifest.get("splits"),
                        "checkpoint": run.loop.get("parent_checkpoint"),
@@ -142,9 +142,15 @@ class Lineage:
         return {"identity": identity, "start_epoch": epoch if needs_epoch else None}
 
 
-def _named(parent_id: str, link: Mapping[str, Any]) -> dict[str, Any] | None:
+def _named(parent_id: str, link: Mapping[str, Any], resume: Mapping[str, Any]
+           ) -> dict[str, Any] | None:
     """A parent that is not followed, by the checkpoint the child recorded, or else by its
     attempt and start epoch; None (unknown) without such a record."""
+    checkpoint_id = resume.get("source_checkpoint_id")
+    if isinstance(checkpoint_id, str) and checkpoint_id:
+        # Every saved checkpoint has its own id (metadata.yaml's resume record), so it
+        # names that checkpoint exactly, also when it was reached through the best alias.
+        return {"checkpoint_id": checkpoint_id}
     run_id = link.get("run_id") or parent_id
     if link.get("checkpoint") is not None and (
             link.get("generation") is not None or link.get("bundle_generation") is not None):
