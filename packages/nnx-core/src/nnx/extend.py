@@ -62,6 +62,12 @@ unchanged, so an add-on (and the reference plugin under
   ``register_calibrator_reader`` / ``registered_calibrator_readers`` /
   ``unregister_calibrator_reader`` with :data:`CalibratorReader` (how a record of a
   format, ``nnx.calibration/1``, becomes an object again on reconstruction);
+* reading runs without unpickling (a read-only report over many runs, ``nnx.comparison``):
+  :func:`load_yaml` (the bounded YAML reader, for run.yaml and metadata.yaml),
+  :func:`read_provenance` with :class:`RunProvenance` and :class:`AttemptRecord` (a run's
+  verified provenance.json and attempt.json, spec §4.4) and :func:`epoch_ends` (each
+  epoch's last record from idps.csv or the journal, cut at an epoch the caller knows, no
+  checkpoint opened);
 * crossing to another add-on: :func:`require_distribution` (the one install hint);
 * errors as values (spec §27): :class:`Ok`, :class:`Err`, :data:`Result` and
   :class:`BoundaryError`, so an add-on's boundary wrapper (nnx.decisions'
@@ -102,7 +108,7 @@ from nnx._engine.step_helpers import (
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._engine.update_owner import LoopView, OwnerBuild, UpdateOwner
 from nnx._foundation.atomic import atomic_write, atomic_write_bytes, atomic_write_text
-from nnx._foundation.bounded import load_json
+from nnx._foundation.bounded import load_json, load_yaml
 from nnx._foundation.config_base import (
     Params,
     always,
@@ -147,6 +153,7 @@ from nnx._foundation.validation import (
     enum_spelling,
     enum_spellings,
 )
+from nnx._journal.reader import epoch_ends
 from nnx._persistence.read_errors import cause_line
 from nnx.enums.nets import NetRegistration
 from nnx.metrics.registry import (
@@ -169,6 +176,7 @@ from nnx.objectives.ownership import imperative_step
 from nnx.objectives.stream import ObjectiveStream
 from nnx.objectives.teacher import FrozenTeacher
 from nnx.params.net import NNParams
+from nnx.provenance import AttemptRecord, RunProvenance, read_provenance
 from nnx.tasks.protocol import Task
 from nnx.tasks.runtime import TaskRuntime, resolve_task
 from nnx.transforms import register_transform, registered_transforms, unregister_transform
@@ -184,6 +192,7 @@ __all__ = [
     "PROBABILITY",
     "UNIT_HALF_OPEN",
     "BoundaryError",
+    "AttemptRecord",
     "BundleCalibrator",
     "CalibratorReader",
     "Component",
@@ -210,6 +219,7 @@ __all__ = [
     "RecognizingTransform",
     "ResolvedPrecision",
     "Result",
+    "RunProvenance",
     "Task",
     "TaskRuntime",
     "TrainableModel",
@@ -245,16 +255,19 @@ __all__ = [
     "enum_decoder",
     "enum_spelling",
     "enum_spellings",
+    "epoch_ends",
     "finalize_step",
     "frozen_mapping",
     "full_precision_only",
     "imperative_step",
     "inside",
     "load_json",
+    "load_yaml",
     "model_fingerprint",
     "net_class_axis",
     "nll_terms",
     "preserved_state",
+    "read_provenance",
     "register_calibrator_reader",
     "register_metric",
     "register_model_factory",

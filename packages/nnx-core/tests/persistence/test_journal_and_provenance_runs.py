@@ -100,6 +100,8 @@ def test_provenance_records_the_plan_and_its_attempts(tmp_path):
     assert rest_plan.fingerprint == plan.fingerprint
     rest = model().train(rest_params, provenance=rest_plan, verbose=False, root=tmp_path)
     assert rest.provenance.attempt.parent["attempt_id"] == prov.attempt.attempt_id
+    # ... and the epoch it resumed at, as a bundle's link does (nnx.comparison's lineage).
+    assert rest.provenance.attempt.parent["epoch"] == 2
     assert compare(run, rest).fields.get("$") != "absent"
 
 

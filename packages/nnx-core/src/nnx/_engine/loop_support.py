@@ -209,4 +209,7 @@ def parent_attempt(root: Path, plan: ResumePlan | None) -> dict[str, Any] | None
             "attempt_id": None if prov is None or prov.attempt is None
             else prov.attempt.attempt_id,
             "checkpoint": plan.status.source_checkpoint,
-            "generation": plan.checkpoint.generation}
+            "generation": plan.checkpoint.generation,
+            # the epoch it resumed at, as a bundle's link records it: nnx.comparison's
+            # lineage needs it when the source is later retrained or deleted (spec §23)
+            "epoch": plan.status.source_epoch}

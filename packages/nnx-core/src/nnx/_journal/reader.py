@@ -20,7 +20,8 @@ from nnx._journal.format import HISTORY_DIR, JournalManifest
 from nnx._journal.history_csv import read_idps_csv
 from nnx._journal.store import epoch_rows, iter_journal, load_manifest, read_index, tail
 
-__all__ = ["check_history", "own_records", "read_epochs", "read_manifest", "read_tail"]
+__all__ = ["check_history", "epoch_ends", "own_records", "read_epochs", "read_manifest",
+           "read_tail"]
 
 
 def read_manifest(run_dir: str | os.PathLike[str]) -> JournalManifest | None:
@@ -73,3 +74,23 @@ def read_epochs(run_dir: str | os.PathLike[str], *, last_epoch: int | None = Non
     hdir = Path(run_dir) / HISTORY_DIR
     manifest = load_manifest(hdir)
     return [] if manifest is None else epoch_rows(hdir, manifest, last_epoch)
+
+
+def epoch_ends(run_dir: str | os.PathLike[str], last_epoch: int | None
+               ) -> list[NNIterationDataPoint]:
+    """The last record of each epoch up to ``last_epoch`` (None: no cut), in epoch order:
+    a journal's epochs.jsonl summaries, else idps.csv's last row per epoch; [] without a
+    history. The cut is the caller's: no checkpoint is opened here, so a reader that knows
+    the committed epoch from elsewhere (an attempt record) never unpickles LAST."""
+    path = Path(run_dir)
+    hdir = path / HISTORY_DIR
+    manifest = load_manifest(hdir)
+    if manifest is not None:
+        return [NNIterationDataPoint.from_state(row["summary"])
+                for row in epoch_rows(hdir, manifest, last_epoch)]
+    csv = path / "idps.csv"
+    if not csv.is_file():
+        return []
+    by_epoch = {idp.epoch: idp for idp in read_idps_csv(csv.read_text(encoding="utf-8"))
+                if last_epoch is None or idp.epoch <= last_epoch}
+    return [by_epoch[epoch] for epoch in sorted(by_epoch)]

@@ -25,8 +25,7 @@ from nnx._foundation.hashing import md5_hex
 from nnx._foundation.plugins import MissingDistributionError
 from nnx._foundation.records import NNIterationDataPoint
 from nnx._foundation.validation import check_run_id
-from nnx._journal.history_csv import read_idps_csv
-from nnx._journal.reader import read_epochs
+from nnx._journal.reader import epoch_ends
 from nnx._persistence.checkpoint import CHECKPOINT_FORMAT
 from nnx._persistence.checkpoint_format import read_record
 from nnx._persistence.history_completeness import read_mark
@@ -99,17 +98,10 @@ class AddOnRun:
         committed = None if mark is None else mark.epoch
         if committed is None and (self.path / ".history-committed-by-last").is_file():
             return []  # before the first LAST nothing is committed
-        if (self.path / "history" / "journal.json").is_file():
-            with reading(self.id, self.path / "history"):
-                rows = read_epochs(self.path, last_epoch=committed)
-            return [NNIterationDataPoint.from_state(row["summary"]) for row in rows]
-        history = self.path / "idps.csv"
-        if not history.is_file():
-            return []
-        with reading(self.id, history):
-            idps = read_idps_csv(history.read_text(encoding="utf-8"))
-        by_epoch = {idp.epoch: idp for idp in idps if committed is None or idp.epoch <= committed}
-        return [by_epoch[e] for e in sorted(by_epoch)]
+        history = self.path / "history"
+        with reading(self.id, history if (history / "journal.json").is_file()
+                     else self.path / "idps.csv"):
+            return epoch_ends(self.path, committed)
 
 
 def read_add_on_run(doc: Any, path: Path, root: str | os.PathLike[str],
