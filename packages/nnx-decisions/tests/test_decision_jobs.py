@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 
 from nnx.decisions import (
     Boolean,
+    Capabilities,
     Choice,
+    DecisionError,
     Follow,
     InvalidDecisionRequest,
     Job,
@@ -238,3 +240,20 @@ def test_job_result_is_plain() -> None:
         Job.ask(choice(0), id="")
     with pytest.raises(InvalidDecisionRequest):
         Job.ask("not a question", id="x")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("build", [
+    lambda: Capabilities(frozenset({"choice", "essay"})),   # an unknown kind
+    lambda: Capabilities(frozenset()),                      # no kind
+    lambda: Capabilities("choice"),                         # a string, not a set of kinds
+    lambda: Capabilities(None),                             # no kinds at all
+    lambda: Capabilities(frozenset({"choice"}), max_questions=0),
+    lambda: Capabilities(frozenset({"choice"}), max_questions=2.5),
+    lambda: Limits(max_questions=0),
+    lambda: Limits(max_tokens=-1),
+], ids=["unknown-kind", "no-kind", "string", "none", "cap-0", "cap-float", "limit-0",
+        "tokens-negative"])
+def test_malformed_capabilities_and_limits_are_typed_decision_errors(build) -> None:
+    with pytest.raises(InvalidDecisionRequest) as info:
+        build()
+    assert isinstance(info.value, DecisionError)
