@@ -125,6 +125,24 @@ def test_a_calibrated_prediction_needs_input_field_and_records_its_calibrator() 
     policy = selection.require()
     assert policy.calibrator_id == calibrator.calibrator_id
     assert policy.apply(prediction).report(tv).selective_risk <= 0.2
+    assert selection.calibration_override is None  # no override was accepted
+
+
+def test_a_calibration_override_travels_on_a_selection_tuned_on_the_calibrated_view() -> None:
+    z, t = overconfident(200, seed=54)
+    calibrator = fit_temperature(z, t, LABELS, model_id="m", **SPLITS).require()
+    zv, tv = overconfident(100, seed=55)
+    # Served for another model's logits, accepted by the named override (spec §18).
+    prediction = calibrator.transform(zv, labels=LABELS, model_id="m2", override="model_id")
+    assert prediction.override is not None
+    wrong = (prediction.class_indices + 1) % 3  # every row wrong: nothing feasible
+    for targets, status in ((tv, "ok"), (wrong, "no_feasible_policy")):
+        selection = select_threshold(prediction, targets, kind="margin", risk_ceiling=0.2,
+                                     split_id="val", test_split_id="test",
+                                     input_field="calibrated_probabilities")
+        assert selection.status == status
+        assert selection.calibration_override == dict(prediction.override)
+        assert selection.calibrator_id == calibrator.calibrator_id
 
 
 def test_default_candidates_are_distinct_scores_up_to_1001_then_order_statistics() -> None:
