@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from _decisions_data import LABELS, SPLITS, Untouchable, overconfident
+from _decisions_data import LABELS, SPLITS, Untouchable, overconfident, untouchable_prediction
 
 from nnx.abstention import (
     MAX_DEFAULT_CANDIDATES,
@@ -107,6 +107,49 @@ def test_select_threshold_refuses_the_test_split_before_any_read() -> None:
     with pytest.raises(AbstentionError, match="risk_ceiling"):
         select_threshold(Untouchable(), [0], kind="margin", risk_ceiling=1.5,
                          split_id="val", test_split_id="test", labels=LABELS, model_id="m")
+    assert Untouchable.reads == reads
+
+
+def _untouchable_calibrated(model_id: str = "m") -> CalibratedPrediction:
+    """A CalibratedPrediction whose declarations are real and whose values fail the test
+    when read."""
+    return CalibratedPrediction(
+        logits=Untouchable(), probabilities=Untouchable(),  # type: ignore[arg-type]
+        calibrated_probabilities=Untouchable(), decoded=Untouchable(),  # type: ignore[arg-type]
+        class_indices=Untouchable(), labels=LABELS,  # type: ignore[arg-type]
+        sample_ids=Untouchable(), calibrator_id="0" * 64,  # type: ignore[arg-type]
+        model_id=model_id)
+
+
+@pytest.mark.parametrize(("data", "kwargs", "error", "match"), [
+    (Untouchable, {"kind": "entropy"}, AbstentionError, "kind"),
+    (Untouchable, {"candidates": [0.5, 1.5]}, AbstentionError, "candidates="),
+    (Untouchable, {"candidates": []}, AbstentionError, "candidates="),
+    (Untouchable, {"candidates": [float("nan")]}, AbstentionError, "candidates="),
+    (Untouchable, {"candidates": [-0.1]}, AbstentionError, "candidates="),
+    (lambda: untouchable_prediction(("dog", "cat", "fox")), {}, AbstentionSchemaError,
+     "differ from the prediction"),                                   # other labels
+    (untouchable_prediction, {"model_id": None}, AbstentionSchemaError, "model_id="),
+    (lambda: _untouchable_calibrated("m2"), {"input_field": "calibrated_probabilities"},
+     AbstentionSchemaError, "differs from the prediction"),           # another model
+    (_untouchable_calibrated, {"input_field": "logits"}, AbstentionSchemaError,
+     "input_field"),
+    (_untouchable_calibrated, {}, AbstentionError, "input_field="),
+], ids=["kind", "candidate-above-1", "no-candidates", "nan-candidate", "negative-candidate",
+        "prediction-other-labels", "prediction-no-model", "calibrated-other-model",
+        "calibrated-bad-field", "calibrated-no-field"])
+@pytest.mark.parametrize("tune", ["select_threshold", "risk_coverage_curve"])
+def test_threshold_tuning_refuses_before_any_probability_is_read(data, kwargs, error, match,
+                                                                 tune) -> None:
+    args = {"kind": "margin", "labels": LABELS, "model_id": "m", **kwargs}
+    if tune == "select_threshold":
+        args.update(risk_ceiling=0.2, split_id="val", test_split_id="test")
+        call = select_threshold
+    else:
+        call = risk_coverage_curve
+    reads = Untouchable.reads
+    with pytest.raises(error, match=match):
+        call(data(), [0, 1, 2, 0], **args)
     assert Untouchable.reads == reads
 
 
