@@ -19,10 +19,18 @@ from nnx.decisions import (
 )
 
 
-def classifier(outputs: int = 3, seed: int = 0) -> nnx.NNModel:
+def classifier(outputs: int = 3, seed: int = 0, *, loss: nnx.Losses | None = None,
+               task: nnx.TaskSpec | None = None) -> nnx.NNModel:
+    """A tiny net; the default loss (cross-entropy) and no TaskSpec make it categorical."""
     torch.manual_seed(seed)
+    extra: dict[str, Any] = {} if loss is None else {"loss": loss}
     return nnx.NNModel(nnx.NNParams(input_dim=4, output_dim=outputs, hidden_dims=(8,)),
-                       nnx.NNModelParams(device=nnx.Devices.CPU))
+                       nnx.NNModelParams(device=nnx.Devices.CPU, task=task, **extra))
+
+
+def one_logit(seed: int = 0) -> nnx.NNModel:
+    """A one-logit binary head: BCE-with-logits, no TaskSpec (its implicit task)."""
+    return classifier(1, seed, loss=nnx.Losses.BINARY_CROSS_ENTROPY)
 
 
 class Counting:

@@ -1,4 +1,4 @@
-"""Shared synthetic data for nnx-decisions' tests: seeded, tiny, NumPy only."""
+"""Shared synthetic data for nnx-decisions' tests: seeded, tiny."""
 
 from __future__ import annotations
 
@@ -35,3 +35,23 @@ class Untouchable:
     def detach(self) -> Any:
         Untouchable.reads += 1
         raise AssertionError("the values were read before the refusal")
+
+    def argmax(self, *args: Any, **kwargs: Any) -> Any:  # a tensor's decoding
+        Untouchable.reads += 1
+        raise AssertionError("the values were read before the refusal")
+
+
+def untouchable_prediction(labels: Any = LABELS, *, regression: bool = False) -> Any:
+    """A real nnx.PredictionResult (categorical over ``labels``, or regression) whose
+    logits and probabilities are :class:`Untouchable`: its declarations (spec, labels,
+    sample ids) read normally, any read of its values fails the test."""
+    import torch
+
+    import nnx
+
+    spec = None if regression else nnx.ProbabilitySpec("categorical", labels=labels)
+    prediction = nnx.prediction_from_logits(torch.zeros(4, len(labels)), spec)
+    object.__setattr__(prediction, "logits", Untouchable())
+    if not regression:
+        object.__setattr__(prediction, "probabilities", Untouchable())
+    return prediction

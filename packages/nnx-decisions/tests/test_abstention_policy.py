@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _decisions_data import LABELS, SPLITS, Untouchable, overconfident
+from _decisions_data import LABELS, SPLITS, Untouchable, overconfident, untouchable_prediction
 
 import nnx
 from nnx.abstention import (
@@ -97,6 +97,34 @@ def test_another_schema_is_refused_before_any_probability_is_read(labels, model_
     reads = Untouchable.reads
     with pytest.raises(AbstentionSchemaError):
         _policy("margin", 0.5).apply(Untouchable(), labels=labels, model_id=model_id)
+    assert Untouchable.reads == reads
+
+
+@pytest.mark.parametrize(("labels", "model_id", "match"), [
+    (("dog", "cat", "fox"), "m", "labels"),   # the prediction's spec: another label order
+    (("cat", "dog", "owl"), "m", "labels"),   # another label name
+    (LABELS, "other", "model_id"),            # another model
+])
+def test_a_prediction_result_of_another_schema_is_refused_before_any_read(
+        labels, model_id, match) -> None:
+    reads = Untouchable.reads
+    with pytest.raises(AbstentionSchemaError, match=match):
+        _policy("margin", 0.5).apply(untouchable_prediction(labels), model_id=model_id)
+    if labels != LABELS:  # labels= naming the policy's order does not override the spec's
+        with pytest.raises(AbstentionSchemaError, match="differ from the prediction"):
+            _policy("margin", 0.5).apply(untouchable_prediction(labels), labels=LABELS,
+                                         model_id="m")
+    assert Untouchable.reads == reads
+
+
+def test_a_calibrated_field_policy_refuses_bare_arrays_before_any_read() -> None:
+    policy = _policy("max_probability", 0.6, input_field="calibrated_probabilities",
+                     calibrator_id="0" * 64)
+    reads = Untouchable.reads
+    with pytest.raises(AbstentionSchemaError, match="input_field"):
+        policy.apply(Untouchable(), labels=LABELS, model_id="m")
+    with pytest.raises(AbstentionSchemaError, match="input_field"):
+        policy.apply(untouchable_prediction(), model_id="m")
     assert Untouchable.reads == reads
 
 

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from _decisions_data import LABELS, SPLITS, Untouchable, overconfident
+from _decisions_data import LABELS, SPLITS, Untouchable, overconfident, untouchable_prediction
 
 from nnx.abstention import (
     MAX_DEFAULT_CANDIDATES,
@@ -110,6 +110,49 @@ def test_select_threshold_refuses_the_test_split_before_any_read() -> None:
     assert Untouchable.reads == reads
 
 
+def _untouchable_calibrated(model_id: str = "m") -> CalibratedPrediction:
+    """A CalibratedPrediction whose declarations are real and whose values fail the test
+    when read."""
+    return CalibratedPrediction(
+        logits=Untouchable(), probabilities=Untouchable(),  # type: ignore[arg-type]
+        calibrated_probabilities=Untouchable(), decoded=Untouchable(),  # type: ignore[arg-type]
+        class_indices=Untouchable(), labels=LABELS,  # type: ignore[arg-type]
+        sample_ids=Untouchable(), calibrator_id="0" * 64,  # type: ignore[arg-type]
+        model_id=model_id)
+
+
+@pytest.mark.parametrize(("data", "kwargs", "error", "match"), [
+    (Untouchable, {"kind": "entropy"}, AbstentionError, "kind"),
+    (Untouchable, {"candidates": [0.5, 1.5]}, AbstentionError, "candidates="),
+    (Untouchable, {"candidates": []}, AbstentionError, "candidates="),
+    (Untouchable, {"candidates": [float("nan")]}, AbstentionError, "candidates="),
+    (Untouchable, {"candidates": [-0.1]}, AbstentionError, "candidates="),
+    (lambda: untouchable_prediction(("dog", "cat", "fox")), {}, AbstentionSchemaError,
+     "differ from the prediction"),                                   # other labels
+    (untouchable_prediction, {"model_id": None}, AbstentionSchemaError, "model_id="),
+    (lambda: _untouchable_calibrated("m2"), {"input_field": "calibrated_probabilities"},
+     AbstentionSchemaError, "differs from the prediction"),           # another model
+    (_untouchable_calibrated, {"input_field": "logits"}, AbstentionSchemaError,
+     "input_field"),
+    (_untouchable_calibrated, {}, AbstentionError, "input_field="),
+], ids=["kind", "candidate-above-1", "no-candidates", "nan-candidate", "negative-candidate",
+        "prediction-other-labels", "prediction-no-model", "calibrated-other-model",
+        "calibrated-bad-field", "calibrated-no-field"])
+@pytest.mark.parametrize("tune", ["select_threshold", "risk_coverage_curve"])
+def test_threshold_tuning_refuses_before_any_probability_is_read(data, kwargs, error, match,
+                                                                 tune) -> None:
+    args = {"kind": "margin", "labels": LABELS, "model_id": "m", **kwargs}
+    if tune == "select_threshold":
+        args.update(risk_ceiling=0.2, split_id="val", test_split_id="test")
+        call = select_threshold
+    else:
+        call = risk_coverage_curve
+    reads = Untouchable.reads
+    with pytest.raises(error, match=match):
+        call(data(), [0, 1, 2, 0], **args)
+    assert Untouchable.reads == reads
+
+
 def test_a_calibrated_prediction_needs_input_field_and_records_its_calibrator() -> None:
     z, t = overconfident(200, seed=54)
     calibrator = fit_temperature(z, t, LABELS, model_id="m", **SPLITS).require()
@@ -125,6 +168,24 @@ def test_a_calibrated_prediction_needs_input_field_and_records_its_calibrator() 
     policy = selection.require()
     assert policy.calibrator_id == calibrator.calibrator_id
     assert policy.apply(prediction).report(tv).selective_risk <= 0.2
+    assert selection.calibration_override is None  # no override was accepted
+
+
+def test_a_calibration_override_travels_on_a_selection_tuned_on_the_calibrated_view() -> None:
+    z, t = overconfident(200, seed=54)
+    calibrator = fit_temperature(z, t, LABELS, model_id="m", **SPLITS).require()
+    zv, tv = overconfident(100, seed=55)
+    # Served for another model's logits, accepted by the named override (spec §18).
+    prediction = calibrator.transform(zv, labels=LABELS, model_id="m2", override="model_id")
+    assert prediction.override is not None
+    wrong = (prediction.class_indices + 1) % 3  # every row wrong: nothing feasible
+    for targets, status in ((tv, "ok"), (wrong, "no_feasible_policy")):
+        selection = select_threshold(prediction, targets, kind="margin", risk_ceiling=0.2,
+                                     split_id="val", test_split_id="test",
+                                     input_field="calibrated_probabilities")
+        assert selection.status == status
+        assert selection.calibration_override == dict(prediction.override)
+        assert selection.calibrator_id == calibrator.calibrator_id
 
 
 def test_default_candidates_are_distinct_scores_up_to_1001_then_order_statistics() -> None:

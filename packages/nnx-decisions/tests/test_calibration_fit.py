@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _decisions_data import LABELS, SPLITS, Untouchable, overconfident
+from _decisions_data import LABELS, SPLITS, Untouchable, overconfident, untouchable_prediction
 
 from nnx.calibration import (
     CalibrationError,
@@ -100,6 +100,19 @@ def test_each_refusal_comes_before_any_logit_is_read(kwargs, match) -> None:
     reads = Untouchable.reads
     with pytest.raises(CalibrationError, match=match):
         fit_temperature(Untouchable(), np.zeros(3, dtype=np.int64), **args)
+    assert Untouchable.reads == reads
+
+
+@pytest.mark.parametrize(("prediction", "match"), [
+    (lambda: untouchable_prediction(regression=True), "categorical on axis 1; this one is "
+                                                      "regression"),
+    (lambda: untouchable_prediction(("dog", "cat", "fox")), "differ from the prediction"),
+], ids=["regression", "other-labels"])
+def test_a_prediction_result_is_refused_before_any_logit_is_read(prediction, match) -> None:
+    reads = Untouchable.reads
+    with pytest.raises(CalibrationError, match=match):
+        fit_temperature(prediction(), np.zeros(4, dtype=np.int64), LABELS, model_id="m",
+                        **SPLITS)
     assert Untouchable.reads == reads
 
 

@@ -10,8 +10,11 @@ from _decisions_data import LABELS, SPLITS, Untouchable, overconfident
 
 import nnx
 from nnx.calibration import (
+    OUTCOMES,
     CalibrationError,
+    CalibrationMetrics,
     CalibrationMismatchError,
+    CalibrationReport,
     TemperatureCalibrator,
     fit_temperature,
 )
@@ -133,3 +136,29 @@ def test_outcomes_worsened_and_unchanged_are_reported(calibrator) -> None:
                                  config={}, fit={})
     same = unit.report(z, t, split_id="test", labels=LABELS, model_id="run-1:BEST")
     assert same.outcome == "unchanged" and same.before == same.after
+
+
+def _metrics(nll: float, brier: float) -> CalibrationMetrics:
+    return CalibrationMetrics(nll=nll, brier=brier, ece=0.1, bins=())
+
+
+@pytest.mark.parametrize("after, outcome, advice", [
+    ((0.4, 0.2), "improved", "use the calibrated"),          # both better
+    ((0.5, 0.2), "improved", "use the calibrated"),          # NLL tied, Brier better
+    ((0.4, 0.3), "improved", "use the calibrated"),          # NLL better, Brier tied
+    ((0.4, 0.5), "mixed", "disagree"),                       # NLL better, Brier worse
+    ((0.6, 0.2), "mixed", "disagree"),                       # NLL worse, Brier better
+    ((0.5, 0.3 + 1e-12), "worsened", "keep the uncalibrated"),  # NLL tied, Brier worse
+    ((0.7, 0.4), "worsened", "keep the uncalibrated"),       # both worse
+    ((0.5, 0.3), "unchanged", "changed neither"),            # both tied
+], ids=["both-better", "nll-tie-brier-better", "nll-better-brier-tie", "nll-better-brier-worse",
+        "nll-worse-brier-better", "nll-tie-brier-worse", "both-worse", "both-tied"])
+def test_the_outcome_rule_with_ties(after, outcome, advice) -> None:
+    """'improved' only when neither NLL nor Brier got worse and one got better."""
+    before = _metrics(0.5, 0.3)
+    report = CalibrationReport.compare(
+        split_id="test", calibrator_id="c", model_id="m", labels=LABELS, temperature=1.5,
+        rows=10, before=before, after=_metrics(*after))
+    assert report.outcome == outcome and outcome in OUTCOMES
+    assert advice in report.summary()
+    assert CalibrationReport.from_json(report.to_json()).outcome == outcome

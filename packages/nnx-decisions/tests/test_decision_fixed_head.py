@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _decision_models import classifier
+from _decision_models import classifier, one_logit
 
 import nnx
 from nnx.decisions import (
@@ -98,7 +98,7 @@ def test_score_from_an_ordinal_head_maps_levels_in_order() -> None:
 
 
 def test_boolean_only_for_the_question_the_head_was_trained_for() -> None:
-    model = classifier(outputs=1)
+    model = one_logit()
     trained = Boolean("Is this spam?")
     provider = FixedHeadProvider(model, question=trained)
     results = provider.decide(Boolean("Is this spam?"), X)
@@ -116,8 +116,8 @@ def test_a_head_of_the_wrong_width_is_an_invalid_response() -> None:
     with pytest.raises(InvalidDecisionResponse, match="shape"):
         FixedHeadProvider(classifier(outputs=4), labels=LABELS).decide(ANIMAL, X)
     with pytest.raises(InvalidDecisionResponse, match="shape"):
-        FixedHeadProvider(classifier(outputs=2), question=Boolean("Spam?")).decide(
-            Boolean("Spam?"), X)
+        FixedHeadProvider(classifier(2, loss=nnx.Losses.BINARY_CROSS_ENTROPY),
+                          question=Boolean("Spam?")).decide(Boolean("Spam?"), X)
 
 
 def test_inputs_refused_and_forward_failures_are_typed() -> None:
@@ -131,6 +131,51 @@ def test_inputs_refused_and_forward_failures_are_typed() -> None:
     _break(provider.model)
     with pytest.raises(ProviderFailure, match="forward failed"):
         provider.decide(ANIMAL, X)
+
+
+def _unforwardable(model: nnx.NNModel) -> nnx.NNModel:
+    """``model`` with a forward and a predict_proba that fail the test if called."""
+    def called(*args, **kwargs):  # pragma: no cover - must never run
+        raise AssertionError("the model was called")
+    model.net.forward = called  # type: ignore[method-assign]
+    model.predict_proba = called  # type: ignore[method-assign]
+    return model
+
+
+BCE, MSE = nnx.Losses.BINARY_CROSS_ENTROPY, nnx.Losses.MEAN_SQUARED_ERROR
+
+
+@pytest.mark.parametrize("model", [
+    lambda: classifier(3, loss=BCE, task=nnx.TaskSpec.multilabel(3)),   # three yes / no labels
+    lambda: classifier(3, loss=MSE, task=nnx.TaskSpec.regression(3)),   # three numbers
+    lambda: classifier(3, loss=BCE),                                    # implicit multilabel
+    lambda: classifier(3, loss=MSE),                                    # implicit loss-only
+    lambda: classifier(4, task=nnx.TaskSpec.categorical(4)),            # another label count
+], ids=["multilabel", "regression", "bce-no-task", "mse-no-task", "categorical-4"])
+def test_labels_need_a_categorical_head_of_that_width_refused_before_any_forward(model) -> None:
+    with pytest.raises(UnsupportedCapability, match="categorical head of 3"):
+        FixedHeadProvider(_unforwardable(model()), labels=LABELS)
+
+
+@pytest.mark.parametrize("model", [
+    lambda: classifier(1, loss=MSE, task=nnx.TaskSpec.regression(1)),   # one number
+    lambda: classifier(1),                                              # a one-logit softmax
+    lambda: classifier(2, task=nnx.TaskSpec.categorical(2)),            # two classes
+    lambda: classifier(2, loss=BCE, task=nnx.TaskSpec.multilabel(2)),   # two yes / no labels
+], ids=["regression-1", "cross-entropy-1", "categorical-2", "multilabel-2"])
+def test_a_boolean_needs_a_one_output_binary_head_refused_before_any_forward(model) -> None:
+    with pytest.raises(UnsupportedCapability, match="multilabel head of 1"):
+        FixedHeadProvider(_unforwardable(model()), question=Boolean("Is this spam?"))
+
+
+def test_declared_binary_and_categorical_tasks_are_answered() -> None:
+    declared = classifier(1, loss=BCE, task=nnx.TaskSpec.multilabel(1))
+    spam = Boolean("Is this spam?")
+    (result,) = FixedHeadProvider(declared, question=spam).decide(spam, X[:1])
+    assert isinstance(result, BooleanResult)
+    categorical = classifier(3, task=nnx.TaskSpec.categorical(3))
+    (choice,) = FixedHeadProvider(categorical, labels=LABELS).decide(ANIMAL, X[:1])
+    assert choice.distribution["cat"] == _expected(categorical, X[:1])[0][0]
 
 
 def _break(model: nnx.NNModel) -> None:

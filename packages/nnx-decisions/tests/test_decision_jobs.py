@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 
 from nnx.decisions import (
     Boolean,
+    Capabilities,
     Choice,
+    DecisionError,
     Follow,
     InvalidDecisionRequest,
     Job,
@@ -100,11 +102,39 @@ def test_duplicate_ids_and_unsupported_questions_are_refused_before_any_call() -
     with pytest.raises(UnsupportedCapability, match="max_tokens"):
         Job.ask(choice(1), id="x").run(provider, state="s", limits=Limits(max_tokens=100))
     assert provider.calls == []
-    # A continuation reusing an answered id is refused before its own round's call.
-    job = Job.ask(choice(1), id="x").then(lambda v: Follow(Job.ask(choice(2), id="x"), state=0))
-    with pytest.raises(InvalidDecisionRequest, match="more than once"):
-        job.run(provider, state="s")
-    assert len(provider.calls) == 1
+
+
+def _later_round(follow_up: object) -> object:
+    """Two answered questions, then ``follow_up`` asked in the second round."""
+    return Job.collect(asks(2)).then(lambda v: Follow(follow_up, state=0))
+
+
+@pytest.mark.parametrize("follow_up, cause, failed, skipped", [
+    # a question the provider does not answer, between two it does
+    (Job.collect({"a": Job.ask(choice(7), id="a"), "b": Job.ask(Boolean("b?"), id="b"),
+                  "c": Job.ask(choice(8), id="c")}), UnsupportedCapability, ("b",), ("a", "c")),
+    # an id reused inside the later round
+    (Job.collect({"m": Job.ask(choice(7), id="n"), "k": Job.ask(choice(8), id="n"),
+                  "c": Job.ask(choice(9), id="c")}), InvalidDecisionRequest, ("n",), ("c",)),
+    # an id an earlier round answered: its completed outcome stays "answered"
+    (Job.collect({"c": Job.ask(choice(9), id="c"), "again": Job.ask(choice(5), id="q0")}),
+     InvalidDecisionRequest, (), ("c",)),
+], ids=["unsupported", "duplicate-in-round", "reused-answered-id"])
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["run", "arun"])
+def test_a_later_rounds_refusal_is_job_failed_keeping_the_earlier_outcomes(
+        follow_up, cause, failed, skipped, asynchronous) -> None:
+    provider = Counting(kinds=("choice",))
+    job = _later_round(follow_up)
+    with pytest.raises(JobFailed) as info:
+        if asynchronous:
+            asyncio.run(job.arun(provider, state="s"))
+        else:
+            job.run(provider, state="s")
+    refused = info.value
+    assert type(refused.__cause__) is cause and not hasattr(refused, "value")
+    assert refused.answered == ("q0", "q1")  # the first round's calls were made
+    assert refused.failed == failed and refused.skipped == skipped
+    assert refused.calls == (("q0", "q1"),) and len(provider.calls) == 1  # none in round 2
 
 
 def test_a_failing_question_fails_fast_with_outcomes_and_no_value() -> None:
@@ -210,3 +240,20 @@ def test_job_result_is_plain() -> None:
         Job.ask(choice(0), id="")
     with pytest.raises(InvalidDecisionRequest):
         Job.ask("not a question", id="x")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("build", [
+    lambda: Capabilities(frozenset({"choice", "essay"})),   # an unknown kind
+    lambda: Capabilities(frozenset()),                      # no kind
+    lambda: Capabilities("choice"),                         # a string, not a set of kinds
+    lambda: Capabilities(None),                             # no kinds at all
+    lambda: Capabilities(frozenset({"choice"}), max_questions=0),
+    lambda: Capabilities(frozenset({"choice"}), max_questions=2.5),
+    lambda: Limits(max_questions=0),
+    lambda: Limits(max_tokens=-1),
+], ids=["unknown-kind", "no-kind", "string", "none", "cap-0", "cap-float", "limit-0",
+        "tokens-negative"])
+def test_malformed_capabilities_and_limits_are_typed_decision_errors(build) -> None:
+    with pytest.raises(InvalidDecisionRequest) as info:
+        build()
+    assert isinstance(info.value, DecisionError)

@@ -7,6 +7,13 @@ its head justifies.
 * A one-logit head answers one Boolean: the question it was trained for
   (``question=``), matched by digest; any other prompt is UnsupportedCapability.
 
+The head is the model's declared task (``model.task_adapter``): ``labels=`` needs a
+categorical one (a declared ``TaskSpec.categorical`` of that width, or no TaskSpec with a
+cross-entropy / NLL loss), ``question=`` a one-output binary one (``TaskSpec.multilabel(1)``,
+or no TaskSpec with the BCE-with-logits loss). A regression or multilabel head's outputs
+are not a distribution over labels, so the provider refuses to be built over them
+(UnsupportedCapability, before any forward) rather than softmaxing them into one.
+
 Probabilities are the float64 softmax (sigmoid) of ``NNModel.predict_proba``'s logits,
 so they sum to 1 well within the shared tolerance; ``predict_proba`` restores every
 submodule's train / eval mode, also when it raises.
@@ -25,6 +32,7 @@ from nnx.decisions.errors import (
     InvalidDecisionRequest,
     InvalidDecisionResponse,
     ProviderFailure,
+    UnsupportedCapability,
 )
 from nnx.decisions.provider import Capabilities, Limits
 from nnx.decisions.questions import Boolean, Question, Score
@@ -64,9 +72,12 @@ class FixedHeadProvider:
                                              f"was trained for; got {type(question).__name__}")
             if mapping is not None or ordinal:
                 raise InvalidDecisionRequest("mapping= and ordinal= apply to a categorical head")
+            _require_head(model, "multilabel", 1, "question= (a one-logit Boolean)")
             self._digest = question.digest()
             return
         self.labels = _labels(labels)
+        _require_head(model, "categorical", len(self.labels),
+                      f"labels= ({len(self.labels)} classes)")
         if mapping is not None:
             self.mapping = _bijection(mapping, self.labels)
 
@@ -149,6 +160,21 @@ class FixedHeadProvider:
         by_label = dict(zip(self.labels, p.tolist(), strict=True))
         keyed = [(i, by_label[self._label_of(i) or ""]) for i in question.ids]
         return validate_response(question, keyed, provider=self.name, raw=raw)
+
+
+def _require_head(model: nnx.NNModel, kind: str, width: int, asked: str) -> None:
+    """Refuse a head whose declared task does not justify ``asked``: reads the task
+    adapter's declarations only (no forward). A model without a TaskSpec has its
+    loss's implicit task (spec §6.3) and no declared width; the width is then checked
+    on the logits (InvalidDecisionResponse)."""
+    adapter = model.task_adapter
+    has, outputs = adapter.metric_kind, adapter.num_outputs
+    if has != kind or (outputs is not None and outputs != width):
+        what = (f"a {has} head" if has else "a head with no label decoding") + (
+            f" of {outputs} output(s)" if outputs is not None else "")
+        raise UnsupportedCapability(
+            f"{asked} needs a {kind} head of {width} output(s); the model has {what} "
+            f"({adapter.description})")
 
 
 def _labels(labels: Any) -> tuple[str, ...]:

@@ -63,14 +63,25 @@ class Capabilities:
     accepts: Callable[[Question], str | None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        kinds = frozenset(self.kinds)
-        unknown = sorted(kinds - set(_KINDS))
-        if unknown or not kinds:
-            raise ValueError(f"Capabilities.kinds must be a non-empty subset of {_KINDS}")
+        # A malformed declaration is a DecisionError, as Limits' are, so a caller
+        # catching the typed errors catches it too.
+        try:
+            if isinstance(self.kinds, (str, bytes)):
+                raise TypeError  # a string is its characters, not one kind
+            kinds = frozenset(self.kinds)
+        except TypeError:
+            raise InvalidDecisionRequest(f"Capabilities.kinds is a set of question kinds "
+                                         f"from {_KINDS}; got {self.kinds!r:.60}") from None
+        if not kinds or not kinds <= set(_KINDS):
+            raise InvalidDecisionRequest(f"Capabilities.kinds must be a non-empty subset of "
+                                         f"{_KINDS}; got {sorted(map(str, kinds))}")
         object.__setattr__(self, "kinds", kinds)
-        object.__setattr__(self, "max_questions",
-                           check_optional_count("Capabilities.max_questions",
-                                                self.max_questions))
+        try:
+            object.__setattr__(self, "max_questions",
+                               check_optional_count("Capabilities.max_questions",
+                                                    self.max_questions))
+        except ValueError as exc:
+            raise InvalidDecisionRequest(str(exc)) from None
 
     def check(self, question: Question, *, count: int = 1,
               limits: Limits | None = None) -> None:

@@ -7,7 +7,10 @@ Limits.max_questions)``. Then each ready continuation runs once and the next rou
 asks its questions. Duplicate ids, unsupported questions and an unenforceable token
 cap are refused before any call of the round that would ask them (the first round
 holds every question known up front). Fail-fast: a provider's DecisionError ends the
-run with JobFailed. The provider is borrowed, never closed.
+run with JobFailed; so does a later round's refusal, since earlier rounds' calls were
+already made and their outcomes must not be lost (the refused id failed, the rest of
+its round skipped; a reused id keeps its completed "answered"). A first-round refusal
+is raised as itself, before any call. The provider is borrowed, never closed.
 """
 
 from __future__ import annotations
@@ -45,6 +48,13 @@ class Evaluation:
         self.follows: dict[int, Any] = {}
         self.keep: list[Any] = []  # nodes stay alive, so id(node) stays theirs
         self.waiting: list[_Pending] = []
+        self.refused: str | None = None  # the id this round's refusal names
+
+    def refuse(self, job_id: str, error: DecisionError) -> DecisionError:
+        """``error``, recorded as the round's refusal of ``job_id`` (so the runner tells
+        it from a callback's own error)."""
+        self.refused = job_id
+        return error
 
     def step(self, node: Any, state: Any) -> Any:
         key = id(node)
@@ -60,7 +70,8 @@ class Evaluation:
         if node.id in self.answers:
             asked, answer = self.answers[node.id]
             if asked is not node:  # another question under an id already answered
-                raise InvalidDecisionRequest(f"job id {node.id!r} is asked more than once")
+                raise self.refuse(node.id, InvalidDecisionRequest(
+                    f"job id {node.id!r} is asked more than once"))
             return answer
         self.waiting.append(_Pending(node, state))
         return WAIT
@@ -74,16 +85,20 @@ def _cap(caps: Capabilities, limits: Limits) -> int | None:
 class _Plan:
     """The calls of one round, checked before the first of them is made."""
 
-    def __init__(self, waiting: list[_Pending], asked: dict[str, str], caps: Capabilities,
+    def __init__(self, ev: Evaluation, asked: dict[str, str], caps: Capabilities,
                  limits: Limits) -> None:
+        waiting = ev.waiting
         seen = set(asked)
         for p in waiting:
             if p.ask.id in seen:
-                raise InvalidDecisionRequest(f"job id {p.ask.id!r} is asked more than once")
+                raise ev.refuse(p.ask.id, InvalidDecisionRequest(
+                    f"job id {p.ask.id!r} is asked more than once"))
             seen.add(p.ask.id)
         cap = _cap(caps, limits)
         for p in waiting:
+            ev.refused = p.ask.id  # what check's refusal names
             caps.check(p.ask.question, limits=limits)
+        ev.refused = None
         groups: dict[int, list[_Pending]] = {}
         states: dict[int, Any] = {}
         for p in waiting:  # one group per state object, in asking order
@@ -122,24 +137,46 @@ class _Runner:
         self.calls: list[tuple[str, ...]] = []
 
     def next_plan(self) -> _Plan | Any:
-        self.evaluation.waiting = []
-        value = self.evaluation.step(self.job, self.state)
-        if value is not WAIT:
-            return JobResult(value, dict(self.outcomes), tuple(self.calls))
-        return _Plan(self.evaluation.waiting, self.outcomes, self.caps, self.limits)
+        ev = self.evaluation
+        ev.waiting, ev.refused = [], None
+        try:
+            value = ev.step(self.job, self.state)
+            if value is not WAIT:
+                return JobResult(value, dict(self.outcomes), tuple(self.calls))
+            return _Plan(ev, self.outcomes, self.caps, self.limits)
+        except DecisionError as exc:
+            refused = ev.refused
+            if refused is None or not self.calls:
+                raise  # a callback's own error, or a refusal before any call
+            # A later round's refusal: earlier rounds' calls were made, so it is a
+            # JobFailed carrying their outcomes, never a bare refusal that drops them.
+            now = [] if refused in self.outcomes else [refused]
+            rest = [p.ask.id for p in ev.waiting if p.ask.id != refused]
+            raise self.stop(JobFailed, f"job refused {refused!r} after "
+                            f"{len(self.calls)} call(s): {exc}", now, "failed",
+                            rest, "skipped") from exc
 
     def answered(self, chunk: Sequence[_Pending], results: Any) -> None:
         for p, r in zip(chunk, _checked(chunk, results), strict=True):
             self.evaluation.answers[p.ask.id] = (p.ask, r)
             self.outcomes[p.ask.id] = "answered"
 
-    def stop(self, error: type[JobFailed], message: str, rest: Sequence[_Pending],
-             now: Sequence[_Pending], now_outcome: str, rest_outcome: str) -> JobFailed:
-        for p in now:
-            self.outcomes[p.ask.id] = now_outcome
-        for p in rest:
-            self.outcomes[p.ask.id] = rest_outcome
+    def stop(self, error: type[JobFailed], message: str, now: Sequence[str],
+             now_outcome: str, rest: Sequence[str], rest_outcome: str) -> JobFailed:
+        for job_id in now:
+            self.outcomes[job_id] = now_outcome
+        for job_id in rest:
+            self.outcomes[job_id] = rest_outcome
         return error(message, outcomes=self.outcomes, calls=tuple(self.calls))
+
+
+def _ids(chunk: Sequence[_Pending]) -> list[str]:
+    return [p.ask.id for p in chunk]
+
+
+def _rest(plan: _Plan, n: int) -> list[str]:
+    """The ids of the round's calls after the ``n``-th."""
+    return [p.ask.id for c, _ in plan.calls[n + 1:] for p in c]
 
 
 def run(job: Any, provider: DecisionProvider, *, state: Any,
@@ -157,9 +194,8 @@ def run(job: Any, provider: DecisionProvider, *, state: Any,
                                                 limits=runner.limits)
                 runner.answered(chunk, results)
             except DecisionError as exc:
-                rest = [p for c, _ in plan.calls[n + 1:] for p in c]
-                raise runner.stop(JobFailed, f"job failed at {[p.ask.id for p in chunk]}: "
-                                  f"{exc}", rest, chunk, "failed", "skipped") from exc
+                raise runner.stop(JobFailed, f"job failed at {_ids(chunk)}: {exc}",
+                                  _ids(chunk), "failed", _rest(plan, n), "skipped") from exc
 
 
 def _is_set(cancel: Any) -> bool:
@@ -186,10 +222,10 @@ async def arun(job: Any, provider: DecisionProvider, *, state: Any,
         if isinstance(plan, JobResult):
             return plan
         for n, (chunk, chunk_state) in enumerate(plan.calls):
-            rest = [p for c, _ in plan.calls[n + 1:] for p in c]
+            rest = _rest(plan, n)
             if _is_set(cancel):
-                raise runner.stop(JobCancelled, "job cancelled", rest, chunk, "cancelled",
-                                  "cancelled")
+                raise runner.stop(JobCancelled, "job cancelled", _ids(chunk), "cancelled",
+                                  rest, "cancelled")
             runner.calls.append(tuple(p.ask.id for p in chunk))
             call = asyncio.ensure_future(_call(provider, [p.ask.question for p in chunk],
                                                chunk_state, runner.limits))
@@ -206,9 +242,9 @@ async def arun(job: Any, provider: DecisionProvider, *, state: Any,
             if not call.done():
                 call.cancel()  # the request is out: reported as sent, not rolled back
                 raise runner.stop(JobCancelled, "job cancelled with a request in flight",
-                                  rest, chunk, "sent", "cancelled")
+                                  _ids(chunk), "sent", rest, "cancelled")
             try:
                 runner.answered(chunk, call.result())
             except DecisionError as exc:
-                raise runner.stop(JobFailed, f"job failed at {[p.ask.id for p in chunk]}: "
-                                  f"{exc}", rest, chunk, "failed", "skipped") from exc
+                raise runner.stop(JobFailed, f"job failed at {_ids(chunk)}: {exc}",
+                                  _ids(chunk), "failed", rest, "skipped") from exc
