@@ -67,7 +67,12 @@ unchanged, so an add-on (and the reference plugin under
   :func:`run_fit_loop` given an :class:`UpdateOwner` (it reads the loop through
   :class:`LoopView` and returns an :class:`OwnerBuild` of :class:`OptimizerSlot`\ s and
   a :class:`ResolvedPrecision` from :func:`resolve_precision`), never a subclass of the
-  loop.
+  loop;
+* fitting experiment plans from an add-on (a search's trials): :class:`ExperimentPlan`
+  and :class:`PlanError` (spec §20), :func:`refuse_multi_rank` (the one refusal of a
+  torchrun process group that ``ExperimentPlan.fit`` raises, so a caller that drives many
+  fits refuses first, before it opens anything) and :func:`metric_modes` (each declared
+  metric's natural direction, which a monitor without ``mode`` takes).
 """
 
 from __future__ import annotations
@@ -144,9 +149,12 @@ from nnx._foundation.validation import (
     enum_spellings,
 )
 from nnx._persistence.read_errors import cause_line
+from nnx._surface.plan_types import PlanError
+from nnx._surface.plans import ExperimentPlan, refuse_multi_rank
 from nnx.enums.nets import NetRegistration
 from nnx.metrics.registry import (
     MetricRegistration,
+    metric_modes,
     register_metric,
     registered_metrics,
     unregister_metric,
@@ -184,6 +192,7 @@ __all__ = [
     "Component",
     "ComponentSpec",
     "Domain",
+    "ExperimentPlan",
     "FinalizedStep",
     "FrozenTeacher",
     "LoopView",
@@ -200,6 +209,7 @@ __all__ = [
     "OptimizerSlot",
     "OwnerBuild",
     "Params",
+    "PlanError",
     "RecognizingTransform",
     "ResolvedPrecision",
     "Task",
@@ -243,10 +253,12 @@ __all__ = [
     "imperative_step",
     "inside",
     "load_json",
+    "metric_modes",
     "model_fingerprint",
     "net_class_axis",
     "nll_terms",
     "preserved_state",
+    "refuse_multi_rank",
     "register_calibrator_reader",
     "register_metric",
     "register_model_factory",

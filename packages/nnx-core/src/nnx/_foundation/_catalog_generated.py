@@ -6,6 +6,9 @@
 """Which distribution provides each add-on name, per entry-point group."""
 
 PROVIDERS: dict[str, dict[str, str]] = {
+    "nnx.calibration_readers": {
+        "nnx.calibration@v1": "nnx-decisions",
+    },
     "nnx.exports": {
         "AbstentionError": "nnx-decisions",
         "AbstentionPolicy": "nnx-decisions",
@@ -42,13 +45,18 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "PromptTuner": "nnx-peft",
         "RMSNorm": "nnx-lm",
         "RoPE": "nnx-lm",
+        "SearchBudget": "nnx-search",
+        "SearchConfigurationError": "nnx-search",
+        "SearchResult": "nnx-search",
         "SearchSpace": "nnx-search",
+        "StudyMismatchError": "nnx-search",
         "TeacherDataset": "nnx-paradigms",
         "TeacherRecord": "nnx-paradigms",
         "TeacherRecordError": "nnx-paradigms",
         "TemperatureCalibrator": "nnx-decisions",
         "ThresholdSelection": "nnx-decisions",
         "TransformerNN": "nnx-lm",
+        "TrialOutcome": "nnx-search",
         "VisUtils": "nnx-viz",
         "apply_dora_to": "nnx-peft",
         "apply_ia3_to": "nnx-peft",
