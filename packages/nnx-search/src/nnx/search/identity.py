@@ -37,10 +37,13 @@ def _described(value: Any) -> Any:
 
 
 def plan_identity(plan: ExperimentPlan) -> str:
-    """SHA-256 of the base plan's configuration: net, model and training params, seed, data
-    identity, resume and which step functions / objective it carries."""
+    """SHA-256 of the base plan's configuration: net, model and training params (without
+    the monitor), seed, data identity, resume and which step functions / objective it
+    carries."""
+    # The monitor is compared on its own (a study refuses "monitor", not "plan").
+    train = {k: v for k, v in plan.train.state().items() if k != "monitor"}
     doc = {"net": _described(plan.net), "model": plan.model.state(),
-           "train": plan.train.state(), "seed": plan.effective_seed,
+           "train": train, "seed": plan.effective_seed,
            "data": plan.data.identity,
            "resume": None if plan.resume is None else list(vars(plan.resume).values()),
            "steps": [_described(plan.train_step_fn), _described(plan.eval_step_fn),
