@@ -115,8 +115,11 @@ def search(plan: ExperimentPlan, space: SearchSpace | Mapping[str, Any], *, appl
     refuse_multi_rank("nnx.search.search()")
     started = time.monotonic()
     space, monitor, direction = _check(plan, space, apply, monitor, budget)
+    # No pruner means no pruning (Optuna's own default would be a MedianPruner): a pruned
+    # trial spends budget without a score, so pruning is asked for, never implied.
     study = optuna.create_study(
-        study_name=study_name, storage=storage, sampler=sampler, pruner=pruner,
+        study_name=study_name, storage=storage, sampler=sampler,
+        pruner=optuna.pruners.NopPruner() if pruner is None else pruner,
         direction="minimize" if direction == "min" else "maximize", load_if_exists=True)
     token = claim_identity(study, study_identity(space, monitor, direction, plan))
     deadline = None if budget.deadline_seconds is None else started + budget.deadline_seconds
