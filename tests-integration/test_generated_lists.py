@@ -127,8 +127,11 @@ def test_a_new_distribution_reaches_the_root_and_ci_lists_by_regenerating(tmp_pa
     assert root["tool"]["uv"]["sources"]["nnx-acme"] == {"workspace": True}
     assert "packages/nnx-acme/src" in root["tool"]["mypy"]["mypy_path"]
     ci = (tmp_path / ".github/workflows/ci.yml").read_text()
-    assert ("dist: [nnx-acme, nnx-core, nnx-decisions, nnx-diffusion, nnx-lm, nnx-paradigms, "
-            "nnx-peft]") in ci
+    # Every distribution of the workspace, with the new one in its sorted place (read from
+    # packages/, so a further distribution needs no edit here).
+    dists = sorted(["nnx-acme", *(p.name for p in (ROOT / "packages").iterdir()
+                                  if (p / "pyproject.toml").is_file())])
+    assert f"dist: [{', '.join(dists)}]" in ci
     assert '{dist: nnx-acme, python: "3.12", cell: "extra lm", args: "--extras lm"}' in ci
     assert '{dist: nnx-acme, python: "3.12", cell: "lowest nnx-core"' in ci
     assert "extra plots" not in ci  # a third-party extra pulls in no nnx distribution
