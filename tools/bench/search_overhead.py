@@ -55,7 +55,7 @@ class TimedPlan(ExperimentPlan):
             FIT_SECONDS.append(time.perf_counter() - started)
 
 
-def plan() -> TimedPlan:
+def plan() -> ExperimentPlan:
     train = NNTrainParams(n_epochs=1, optim=NNOptimParams.builder().sgd(max_lr=0.1).build(),
                           scheduler=None, monitor=MonitorSpec(metric="loss"))
     return TimedPlan(model=NNModelParams(device=Devices.CPU), train=train,

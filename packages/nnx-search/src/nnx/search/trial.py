@@ -18,7 +18,8 @@ from nnx.search.watch import TrialWatch
 
 __all__ = ["TrialRunner", "attempt_for"]
 
-Apply = Callable[[ExperimentPlan, Mapping[str, Any]], Any]
+# apply receives a fresh dict of the trial's parameters each time.
+Apply = Callable[[ExperimentPlan, dict[str, Any]], Any]
 
 
 def attempt_for(token: str, number: int) -> str:
