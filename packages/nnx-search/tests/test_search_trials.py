@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import optuna
 import pytest
+import torch
 from _search_data import make_plan, train_loader, with_lr
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 from optuna.trial import TrialState
@@ -76,6 +77,8 @@ def test_a_failing_fit_is_recorded_and_the_search_goes_on_counting_it(tmp_path,
     (lambda plan, params: plan.with_metrics(monitor=MonitorSpec(metric="error")),
      "the search scores by"),
     (lambda plan, params: plan.with_callbacks(Callback()), "borrowed callbacks"),
+    # a data factory whose result the fit refuses (PlanError, before any run exists)
+    (lambda plan, params: plan.with_data(lambda: torch.zeros(4, 4)), "data.train"),
 ])
 def test_a_configuration_error_fails_its_trial_and_stops_the_search(tmp_path, monkeypatch,
                                                                      apply, match) -> None:
@@ -177,6 +180,18 @@ def test_a_deadline_stops_a_running_trial_at_its_next_update(tmp_path, monkeypat
     assert outcome.epochs == 0 and outcome.state == "failed"  # no completed epoch: no LAST
     assert not (Path(outcome.run_path) / "checkpoints" / "last.pt").exists()
     assert result.stop_reason == "deadline"
+
+
+def test_a_study_made_for_the_other_direction_is_refused(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    optuna.create_study(study_name="d", storage=_study(tmp_path), direction="maximize")
+    from nnx.search import StudyMismatchError
+
+    with pytest.raises(StudyMismatchError, match="direction"):
+        search(make_plan(epochs=1), SPACE, apply=with_lr, budget=SearchBudget(trials=1),
+               study_name="d", storage=_study(tmp_path))
+    assert optuna.load_study(study_name="d", storage=_study(tmp_path)).user_attrs == {}
+    assert not (tmp_path / "runs").exists()
 
 
 def test_a_stored_study_continues_where_it_stopped(tmp_path, monkeypatch) -> None:

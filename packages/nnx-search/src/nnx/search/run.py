@@ -20,7 +20,7 @@ from nnx.extend import ExperimentPlan, metric_modes, refuse_multi_rank
 from nnx.search import ledger
 from nnx.search.budget import SearchBudget
 from nnx.search.checks import plan_problems
-from nnx.search.errors import SearchConfigurationError
+from nnx.search.errors import SearchConfigurationError, StudyMismatchError
 from nnx.search.identity import claim_identity, study_identity
 from nnx.search.outcomes import SearchResult, TrialOutcome
 from nnx.search.space import SearchSpace
@@ -121,6 +121,10 @@ def search(plan: ExperimentPlan, space: SearchSpace | Mapping[str, Any], *, appl
         study_name=study_name, storage=storage, sampler=sampler,
         pruner=optuna.pruners.NopPruner() if pruner is None else pruner,
         direction="minimize" if direction == "min" else "maximize", load_if_exists=True)
+    wanted = optuna.study.StudyDirection.MINIMIZE if direction == "min" else \
+        optuna.study.StudyDirection.MAXIMIZE
+    if study.direction != wanted:  # a study made elsewhere, for the other direction
+        raise StudyMismatchError(study.study_name, ("direction",))
     token = claim_identity(study, study_identity(space, monitor, direction, plan))
     deadline = None if budget.deadline_seconds is None else started + budget.deadline_seconds
     runner = TrialRunner(plan, apply, monitor, budget, deadline)
