@@ -76,7 +76,12 @@ unchanged, so an add-on (and the reference plugin under
   :func:`run_fit_loop` given an :class:`UpdateOwner` (it reads the loop through
   :class:`LoopView` and returns an :class:`OwnerBuild` of :class:`OptimizerSlot`\ s and
   a :class:`ResolvedPrecision` from :func:`resolve_precision`), never a subclass of the
-  loop.
+  loop;
+* fitting experiment plans from an add-on (a search's trials): :class:`ExperimentPlan`
+  and :class:`PlanError` (spec §20), :func:`refuse_multi_rank` (the one refusal of a
+  torchrun process group that ``ExperimentPlan.fit`` raises, so a caller that drives many
+  fits refuses first, before it opens anything) and :func:`metric_modes` (each declared
+  metric's natural direction, which a monitor without ``mode`` takes).
 """
 
 from __future__ import annotations
@@ -155,9 +160,12 @@ from nnx._foundation.validation import (
 )
 from nnx._journal.reader import epoch_ends
 from nnx._persistence.read_errors import cause_line
+from nnx._surface.plan_types import PlanError
+from nnx._surface.plans import ExperimentPlan, refuse_multi_rank
 from nnx.enums.nets import NetRegistration
 from nnx.metrics.registry import (
     MetricRegistration,
+    metric_modes,
     register_metric,
     registered_metrics,
     unregister_metric,
@@ -199,6 +207,7 @@ __all__ = [
     "ComponentSpec",
     "Domain",
     "Err",
+    "ExperimentPlan",
     "FinalizedStep",
     "FrozenTeacher",
     "LoopView",
@@ -216,6 +225,7 @@ __all__ = [
     "OptimizerSlot",
     "OwnerBuild",
     "Params",
+    "PlanError",
     "RecognizingTransform",
     "ResolvedPrecision",
     "Result",
@@ -263,11 +273,13 @@ __all__ = [
     "inside",
     "load_json",
     "load_yaml",
+    "metric_modes",
     "model_fingerprint",
     "net_class_axis",
     "nll_terms",
     "preserved_state",
     "read_provenance",
+    "refuse_multi_rank",
     "register_calibrator_reader",
     "register_metric",
     "register_model_factory",

@@ -78,14 +78,14 @@ def test_process_registries_are_shared_per_group():
 
 def test_add_on_names_without_their_distribution_raise_one_clear_error():
     # Names of distributions the workspace does not install (nnx-lm, nnx-peft,
-    # nnx-diffusion and nnx-paradigms are installed now).
+    # nnx-diffusion, nnx-paradigms and nnx-search are installed now).
     with pytest.raises(MissingDistributionError,
                        match=r"nnx\.NNGraphDataset .* pip install nnx-graph"):
         from nnx import NNGraphDataset  # noqa: F401
     with pytest.raises(MissingDistributionAttributeError, match="pip install nnx-viz"):
         _ = nnx.VisUtils
-    with pytest.raises(ImportError, match="pip install nnx-search"):
-        from nnx import SearchSpace  # noqa: F401
+    with pytest.raises(ImportError, match="pip install nnx-viz"):
+        from nnx import lr_finder  # noqa: F401
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
         _ = nnx.NoSuchThing
 

@@ -1,0 +1,97 @@
+"""Everything search refuses comes before any trial: nothing trained, no trial stored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+from _search_data import MONITOR, make_plan, with_lr
+from optuna.distributions import FloatDistribution
+
+from nnx import Callback, MonitorSpec
+from nnx.extend import PlanError
+from nnx.search import SearchBudget, search
+
+SPACE = {"lr": FloatDistribution(0.01, 0.3, log=True)}
+
+
+def _refused(tmp_path: Path, error: type[BaseException], match: str, plan=None, **kw) -> None:
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    args = {"apply": with_lr, "budget": SearchBudget(trials=2), "study_name": "s",
+            "storage": storage, **kw}
+    with pytest.raises(error, match=match):
+        search(make_plan() if plan is None else plan, args.pop("space", SPACE), **args)
+    assert not (tmp_path / "runs").exists()  # no trial trained
+    if (tmp_path / "study.db").exists():
+        names = [s.study_name for s in optuna.get_all_study_summaries(storage)]
+        assert names == [] or optuna.load_study(study_name="s", storage=storage).trials == []
+
+
+def test_an_invalid_plan_is_refused_with_every_diagnostic(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    broken = make_plan().with_data(None, val=None)
+    _refused(tmp_path, PlanError, "data.train", plan=broken)
+
+
+def test_a_monitor_other_than_the_plans_validation_monitor_is_refused(tmp_path,
+                                                                       monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    _refused(tmp_path, ValueError, "the search scores by",
+             monitor=MonitorSpec(metric="loss", min_delta=0.5))
+    _refused(tmp_path, ValueError, "validation MonitorSpec",
+             plan=make_plan(monitor=MonitorSpec(metric="loss", split="train")))
+    _refused(tmp_path, ValueError, "validation MonitorSpec", plan=make_plan(monitor=None))
+
+
+def test_borrowed_callbacks_and_a_capped_own_step_are_refused(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    _refused(tmp_path, ValueError, "borrowed callbacks",
+             plan=make_plan().with_callbacks(Callback()))
+    own_step = make_plan().with_step_fns(lambda ctx: None)
+    _refused(tmp_path, ValueError, "updates_per_trial needs a step", plan=own_step,
+             budget=SearchBudget(trials=2, updates_per_trial=3))
+
+
+def test_a_bad_space_or_budget_is_refused(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    _refused(tmp_path, ValueError, "non-empty mapping", space={})
+    _refused(tmp_path, TypeError, "SearchBudget", budget=3)
+    _refused(tmp_path, TypeError, "apply must be", apply=None)
+
+
+def test_a_multi_rank_process_group_is_refused_first(tmp_path, monkeypatch) -> None:
+    # A fake two-rank group: the refusal reads torch.distributed's world size, and comes
+    # before anything else is looked at (the plan here is not even a plan).
+    import torch.distributed as dist  # the fake group patches this module's functions
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_world_size", lambda group=None: 2)
+    with pytest.raises(RuntimeError, match="2 ranks"):
+        search("not a plan", {}, apply=None, budget=None)  # type: ignore[arg-type]
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_stored_study_for_another_space_monitor_or_plan_is_refused(tmp_path,
+                                                                      monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    first = search(make_plan(epochs=1), SPACE, apply=with_lr, budget=SearchBudget(trials=1),
+                   study_name="s", storage=storage)
+    assert first.counted == 1
+    runs = sorted((tmp_path / "runs").iterdir())
+    other_space = {"lr": FloatDistribution(0.01, 0.5, log=True)}
+    other_monitor = make_plan(epochs=1, monitor=MonitorSpec(metric="loss", min_delta=0.1))
+    from nnx.search import StudyMismatchError
+
+    for plan, space, field in ((make_plan(epochs=1), other_space, "space"),
+                               (other_monitor, SPACE, "monitor"),
+                               (make_plan(epochs=2), SPACE, "plan")):
+        with pytest.raises(StudyMismatchError, match=field) as caught:
+            search(plan, space, apply=with_lr, budget=SearchBudget(trials=5),
+                   study_name="s", storage=storage)
+        assert caught.value.fields == (field,)
+        assert len(optuna.load_study(study_name="s", storage=storage).trials) == 1
+        assert sorted((tmp_path / "runs").iterdir()) == runs
+    assert make_plan().train.monitor == MONITOR
