@@ -6,7 +6,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from _search_data import MONITOR, make_plan, with_lr
+from _search_data import MONITOR, make_plan, train_loader, val_loader, with_lr
 from optuna.distributions import FloatDistribution
 
 from nnx import Callback, MonitorSpec
@@ -51,6 +51,15 @@ def test_borrowed_callbacks_and_a_capped_own_step_are_refused(tmp_path, monkeypa
     own_step = make_plan().with_step_fns(lambda ctx: None)
     _refused(tmp_path, ValueError, "updates_per_trial needs a step", plan=own_step,
              budget=SearchBudget(trials=2, updates_per_trial=3))
+
+
+def test_borrowed_data_loaders_are_refused_naming_the_field(tmp_path, monkeypatch) -> None:
+    # A loader object (not a factory) would be iterated by every trial: shared state.
+    monkeypatch.chdir(tmp_path)
+    _refused(tmp_path, ValueError, "data.train: .*zero-argument factory",
+             plan=make_plan().with_data(train_loader()))
+    _refused(tmp_path, ValueError, "data.val: .*zero-argument factory",
+             plan=make_plan().with_data(train_loader, val=val_loader()))
 
 
 def test_a_bad_space_or_budget_is_refused(tmp_path, monkeypatch) -> None:

@@ -77,6 +77,9 @@ def test_a_failing_fit_is_recorded_and_the_search_goes_on_counting_it(tmp_path,
     (lambda plan, params: plan.with_metrics(monitor=MonitorSpec(metric="error")),
      "the search scores by"),
     (lambda plan, params: plan.with_callbacks(Callback()), "borrowed callbacks"),
+    (lambda plan, params: plan.with_data(train_loader()), "data.train: .*zero-argument factory"),
+    (lambda plan, params: plan.with_data(train_loader, val=train_loader()),
+     "data.val: .*zero-argument factory"),
     # a data factory whose result the fit refuses (PlanError, before any run exists)
     (lambda plan, params: plan.with_data(lambda: torch.zeros(4, 4)), "data.train"),
 ])

@@ -22,6 +22,12 @@ def plan_problems(plan: Any, monitor: Any, budget: SearchBudget) -> list[str]:
         found.append("callbacks: a search fits every trial with fresh callbacks; pass "
                      "zero-argument factories with with_callback_factories(...) instead of "
                      "borrowed callbacks, which would carry state from trial to trial")
+    for name in ("train", "val"):
+        source = getattr(plan.data, name)
+        if source is not None and not callable(source):
+            found.append(f"data.{name}: a search builds every trial's data afresh; pass a "
+                         f"zero-argument factory of the loader instead of a borrowed "
+                         f"{type(source).__name__}, whose state every trial would share")
     own = plan.train.monitor
     if own is None or own.split != "val":
         found.append("train.monitor: trials are scored by a validation MonitorSpec; the plan "
