@@ -104,3 +104,101 @@ def test_a_stored_study_for_another_space_monitor_or_plan_is_refused(tmp_path,
         assert len(optuna.load_study(study_name="s", storage=storage).trials) == 1
         assert sorted((tmp_path / "runs").iterdir()) == runs
     assert make_plan().train.monitor == MONITOR
+
+
+def _mine(plan):
+    from nnx.search.identity import study_identity
+    from nnx.search.space import SearchSpace
+
+    return study_identity(SearchSpace(SPACE), MONITOR, "min", plan)
+
+
+def test_a_stored_study_with_trials_but_no_search_identity_is_refused(tmp_path,
+                                                                       monkeypatch) -> None:
+    # Another program's study: its trials must not spend this search's budget.
+    monkeypatch.chdir(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    foreign = optuna.create_study(study_name="s", storage=storage)
+    foreign.optimize(lambda t: t.suggest_float("lr", 0.01, 0.3), n_trials=2)
+    from nnx.search import StudyMismatchError
+
+    with pytest.raises(StudyMismatchError, match="identity") as caught:
+        search(make_plan(epochs=1), SPACE, apply=with_lr, budget=SearchBudget(trials=5),
+               study_name="s", storage=storage)
+    assert caught.value.fields == ("identity",)
+    study = optuna.load_study(study_name="s", storage=storage)
+    assert len(study.trials) == 2 and study.user_attrs == {}
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_claimed_study_whose_identity_never_lands_is_refused_after_waiting(
+        tmp_path, monkeypatch) -> None:
+    # The claim's winner died before recording the identity: the others wait, then refuse.
+    from nnx.search import StudyMismatchError, identity
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(identity, "WAIT_SECONDS", 0.3)
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    optuna.create_study(study_name="s", storage=storage)
+    assert identity.take_claim(storage, "s")
+    with pytest.raises(StudyMismatchError) as caught:
+        search(make_plan(epochs=1), SPACE, apply=with_lr, budget=SearchBudget(trials=1),
+               study_name="s", storage=storage)
+    assert caught.value.fields == ("identity",)
+    assert optuna.load_study(study_name="s", storage=storage).user_attrs == {}
+    assert not (tmp_path / "runs").exists()
+
+
+def test_two_workers_racing_on_a_new_study_end_with_one_identity(tmp_path,
+                                                                  monkeypatch) -> None:
+    # Workers A and B (another plan) both open the new study and find no identity. A wins
+    # the claim; its record lands while B waits. Before single-writer claims, B wrote an
+    # identity of its own and trained under its own token.
+    from nnx.search import StudyMismatchError, identity
+
+    monkeypatch.chdir(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    study_a = optuna.create_study(study_name="s", storage=storage)
+    assert identity.take_claim(storage, "s")  # A won, has not recorded yet
+    landed: list[str] = []
+
+    def a_records_meanwhile(poll_seconds: float) -> None:
+        if not landed:
+            landed.append(identity.record_identity(study_a, _mine(make_plan(epochs=1))))
+
+    monkeypatch.setattr(identity, "_sleep", a_records_meanwhile)
+    with pytest.raises(StudyMismatchError) as caught:
+        search(make_plan(epochs=2), SPACE, apply=with_lr, budget=SearchBudget(trials=2),
+               study_name="s", storage=storage)
+    assert caught.value.fields == ("plan",) and landed
+    stored = optuna.load_study(study_name="s", storage=storage)
+    assert stored.user_attrs[identity.IDENTITY_ATTR]["token"] == landed[0]
+    assert stored.trials == [] and not (tmp_path / "runs").exists()
+    # A worker with A's plan joins under A's token.
+    joined = search(make_plan(epochs=1), SPACE, apply=with_lr, budget=SearchBudget(trials=1),
+                    study_name="s", storage=storage)
+    from nnx.search.trial import attempt_for
+
+    assert joined.outcomes[0].attempt_id == attempt_for(landed[0], 0)
+    assert optuna.load_study(study_name="s", storage=storage).user_attrs[
+        identity.IDENTITY_ATTR]["token"] == landed[0]
+
+
+def test_an_identity_changed_mid_search_stops_it_before_the_next_trial(tmp_path,
+                                                                        monkeypatch) -> None:
+    from nnx.search import StudyMismatchError, identity
+
+    monkeypatch.chdir(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+
+    def apply_and_overwrite(plan, params):
+        study = optuna.load_study(study_name="s", storage=storage)
+        study.set_user_attr(identity.IDENTITY_ATTR, {**_mine(make_plan(epochs=1)),
+                                                     "token": "another-worker"})
+        return with_lr(plan, params)
+
+    with pytest.raises(StudyMismatchError) as caught:
+        search(make_plan(epochs=1), SPACE, apply=apply_and_overwrite,
+               budget=SearchBudget(trials=3), study_name="s", storage=storage)
+    assert caught.value.fields == ("identity",)
+    assert len(optuna.load_study(study_name="s", storage=storage).trials) == 1

@@ -21,7 +21,8 @@ class SearchConfigurationError(ValueError):
 
 class StudyMismatchError(ValueError):
     """A stored study was created for another space, monitor or plan; raised before any
-    trial, naming each differing field in ``.fields``."""
+    trial, naming each differing field in ``.fields`` (``("identity",)``: the study has
+    no nnx.search identity, or it changed since this worker claimed it)."""
 
     def __init__(self, study_name: str, fields: tuple[str, ...]) -> None:
         self.study_name = study_name

@@ -21,7 +21,7 @@ from nnx.search import ledger
 from nnx.search.budget import SearchBudget
 from nnx.search.checks import plan_problems
 from nnx.search.errors import SearchConfigurationError, StudyMismatchError
-from nnx.search.identity import claim_identity, study_identity
+from nnx.search.identity import claim_identity, study_identity, verify_identity
 from nnx.search.outcomes import SearchResult, TrialOutcome
 from nnx.search.space import SearchSpace
 from nnx.search.trial import Apply, TrialRunner, attempt_for
@@ -115,6 +115,7 @@ def search(plan: ExperimentPlan, space: SearchSpace | Mapping[str, Any], *, appl
     refuse_multi_rank("nnx.search.search()")
     started = time.monotonic()
     space, monitor, direction = _check(plan, space, apply, monitor, budget)
+    mine = study_identity(space, monitor, direction, plan)
     # No pruner means no pruning (Optuna's own default would be a MedianPruner): a pruned
     # trial spends budget without a score, so pruning is asked for, never implied.
     study = optuna.create_study(
@@ -125,7 +126,7 @@ def search(plan: ExperimentPlan, space: SearchSpace | Mapping[str, Any], *, appl
         optuna.study.StudyDirection.MAXIMIZE
     if study.direction != wanted:  # a study made elsewhere, for the other direction
         raise StudyMismatchError(study.study_name, ("direction",))
-    token = claim_identity(study, study_identity(space, monitor, direction, plan))
+    token = claim_identity(study, mine, storage)
     deadline = None if budget.deadline_seconds is None else started + budget.deadline_seconds
     runner = TrialRunner(plan, apply, monitor, budget, deadline)
     outcomes: list[TrialOutcome] = []
@@ -141,6 +142,7 @@ def search(plan: ExperimentPlan, space: SearchSpace | Mapping[str, Any], *, appl
             return result("exhausted")
         if ledger.counted(study) >= budget.trials:
             return result("budget")
+        verify_identity(study, mine, token)  # the study is still this search's
         objective = _Objective(study, space, runner, budget.trials, token)
         study.optimize(objective, n_trials=1, catch=(_Recorded,))
         outcome = objective.outcome
