@@ -255,3 +255,24 @@ def _lease_free(lease: Path) -> bool:
             return False
         fcntl.flock(handle, fcntl.LOCK_UN)
     return True
+
+
+class _BreaksAtSecondEpoch(Callback):
+    def on_epoch_begin(self, ctx) -> None:
+        if ctx.epoch == 1:
+            raise RuntimeError("the second epoch broke")
+
+
+def test_a_fit_that_raises_keeps_its_run_links_and_committed_epochs(tmp_path,
+                                                                     monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    plan = make_plan(epochs=3).with_callback_factories(_BreaksAtSecondEpoch)
+    result = search(plan, SPACE, apply=with_lr, budget=SearchBudget(trials=1))
+    (outcome,) = result.outcomes
+    assert outcome.state == "failed" and outcome.reason == "error"
+    assert "the second epoch broke" in outcome.error
+    run = __import__("nnx").NNRun.load(outcome.run_id)
+    assert outcome.run_path == str(run.path) and Path(outcome.run_path).is_dir()
+    assert outcome.epochs == 1 == len(run.epoch_records())
+    assert outcome.checkpoint == str(Path(run.checkpoints_dir) / "best.pt")
+    assert Path(outcome.checkpoint).is_file()

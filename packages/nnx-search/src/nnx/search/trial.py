@@ -42,6 +42,13 @@ def _score(run: Any) -> tuple[float | None, int | None, int]:
     return float(best.selection.value), int(best.epoch), len(records)
 
 
+def _links(run_id: str | None, run_path: str | None, checkpoints: str | None
+           ) -> dict[str, Any]:
+    best = None if checkpoints is None else Path(checkpoints) / "best.pt"
+    return {"run_id": run_id, "run_path": run_path,
+            "checkpoint": str(best) if best is not None and best.is_file() else None}
+
+
 class ConfigurationFailure(Exception):
     """Internal: the trial met a configuration error (it is recorded, then the search
     stops with SearchConfigurationError)."""
@@ -83,17 +90,17 @@ class TrialRunner:
         except PlanError as exc:  # a factory returned something the plan cannot use
             return TrialOutcome(**base, state="failed", reason="configuration",
                                 error=str(exc), seconds=time.monotonic() - started)
-        except Exception as exc:
-            return TrialOutcome(**base, state="failed", reason="error",
+        except Exception as exc:  # the run it left (if any) stays linked
+            return TrialOutcome(**base, **_links(watch.run_id, watch.run_path,
+                                                 watch.checkpoints_dir),
+                                state="failed", reason="error",
                                 error=f"{type(exc).__name__}: {exc}", updates=watch.updates,
-                                seconds=time.monotonic() - started,
+                                epochs=watch.epochs, seconds=time.monotonic() - started,
                                 observations=tuple(watch.observations),
                                 overrun_seconds=watch.overrun)
         run = fit.run
         value, best_epoch, epochs = _score(run)
-        best_file = Path(run.checkpoints_dir) / "best.pt"
-        links: dict[str, Any] = {"run_id": run.id, "run_path": str(run.path),
-                 "checkpoint": str(best_file) if best_file.is_file() else None}
+        links = _links(str(run.id), str(run.path), str(run.checkpoints_dir))
         used: dict[str, Any] = {"epochs": epochs, "updates": watch.updates,
                 "seconds": time.monotonic() - started, "overrun_seconds": watch.overrun,
                 "observations": tuple(watch.observations)}

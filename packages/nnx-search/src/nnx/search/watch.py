@@ -30,6 +30,12 @@ class TrialWatch(Callback):
         self.overrun: float | None = None
         self.observations: list[tuple[int, float]] = []
         self.updates = 0
+        # The run's links and committed epochs, kept as training goes so that a fit that
+        # raises still reports the run it left behind.
+        self.run_id: str | None = None
+        self.run_path: str | None = None
+        self.checkpoints_dir: str | None = None
+        self.epochs = 0
 
     def _past_deadline(self) -> bool:
         if self.deadline is None:
@@ -41,6 +47,8 @@ class TrialWatch(Callback):
         return True
 
     def on_train_begin(self, ctx: CallbackContext) -> None:
+        self.run_id, self.run_path = str(ctx.run.id), str(ctx.run.path)
+        self.checkpoints_dir = str(ctx.run.checkpoints_dir)
         if self.updates_cap is not None or self.deadline is not None:
             ctx.update_listeners.append(self._after_update)
 
@@ -52,7 +60,11 @@ class TrialWatch(Callback):
         elif self._past_deadline():
             ctx.stop_at_update = True
 
+    def _committed(self, ctx: CallbackContext) -> None:
+        self.epochs = ctx.epoch + 1
+
     def on_epoch_end(self, ctx: CallbackContext) -> None:
+        ctx.defer(self._committed)  # counted once the epoch has committed, not before
         record: Any = None if ctx.idp is None else ctx.idp.selection
         if record is not None and record.value is not None and math.isfinite(record.value):
             # Only the run's own validated monitor value is ever reported (never a
