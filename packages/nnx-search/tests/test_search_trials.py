@@ -90,6 +90,7 @@ def test_a_configuration_error_fails_its_trial_and_stops_the_search(tmp_path, mo
         search(make_plan(epochs=1), SPACE, apply=apply, budget=SearchBudget(trials=5),
                storage=_study(tmp_path), study_name="c")
     assert caught.value.outcome.reason == "configuration"
+    assert caught.value.result.stop_reason == "configuration"
     assert caught.value.result.counted == 1 and len(caught.value.result.outcomes) == 1
     (trial,) = optuna.load_study(study_name="c", storage=_study(tmp_path)).trials
     assert trial.state == TrialState.FAIL  # counted against the stored study's budget

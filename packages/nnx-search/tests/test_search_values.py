@@ -61,3 +61,9 @@ def test_best_is_the_completed_trial_with_the_best_finite_value() -> None:
     assert SearchResult("s", "min", "budget", 4, trials).best.number == 2  # type: ignore[union-attr]
     assert SearchResult("s", "max", "budget", 4, trials).best.number == 0  # type: ignore[union-attr]
     assert SearchResult("s", "min", "budget", 1, trials[3:]).best is None
+
+
+def test_every_stop_reason_is_announced() -> None:
+    from nnx.search import STOP_REASONS
+
+    assert STOP_REASONS == ("budget", "deadline", "exhausted", "configuration")

@@ -13,9 +13,10 @@ __all__ = ["STATES", "STOP_REASONS", "SearchResult", "TrialOutcome"]
 
 #: A trial's state: its value scored it, it failed (``error`` says why) or it was pruned.
 STATES = ("completed", "failed", "pruned")
-#: Why a search stopped: its trial budget is spent, its deadline passed, or the sampler
-#: has no point left (an exhausted GridSampler; no budget spent).
-STOP_REASONS = ("budget", "deadline", "exhausted")
+#: Why a search stopped: its trial budget is spent, its deadline passed, the sampler
+#: has no point left (an exhausted GridSampler; no budget spent), or a trial met a
+#: configuration error (the ``.result`` of the SearchConfigurationError raised).
+STOP_REASONS = ("budget", "deadline", "exhausted", "configuration")
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,10 @@ class TrialOutcome:
 @dataclass(frozen=True)
 class SearchResult:
     """The trials this call ran (``outcomes``, in order), why it stopped
-    (``stop_reason``), the study it ran on, and how many trials the study counts
-    against the budget now (``counted``: every worker's, orphaned ones included)."""
+    (``stop_reason``: ``"budget"``, ``"deadline"``, ``"exhausted"``, or
+    ``"configuration"`` on a SearchConfigurationError's ``.result``), the study it ran
+    on, and how many trials the study counts against the budget now (``counted``: every
+    worker's, orphaned ones included)."""
 
     study_name: str
     direction: str

@@ -151,6 +151,6 @@ def search(plan: ExperimentPlan, space: SearchSpace | Mapping[str, Any], *, appl
         outcomes.append(outcome)
         if outcome.reason == "configuration":
             raise SearchConfigurationError(
-                f"trial {outcome.number}: {outcome.error}", result=result("budget"),
+                f"trial {outcome.number}: {outcome.error}", result=result("configuration"),
                 outcome=outcome)
 
