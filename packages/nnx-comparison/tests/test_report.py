@@ -84,3 +84,24 @@ def test_build_refuses_a_comparison_of_observations_it_does_not_hold():
     a, b = side("A", [0.5, 0.6]), side("B", [0.4, 0.5])
     with pytest.raises(ComparisonError, match="not among"):
         ComparisonReport.build(a, [compare(a, b, pairing=PAIRING)])
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy: the sums overflowed
+def test_an_overflowing_mean_and_paired_delta_save_and_load(tmp_path):
+    # Every value and every delta (1.2e308) is finite, but the sums overflow: A's mean,
+    # B's mean, the mean of the deltas and the bootstrap's resampled means are infinite.
+    a = side("A", [-0.6e308] * 3)
+    b = side("B", [0.6e308] * 3)
+    comparison = compare(a, b, pairing=PAIRING, bootstrap=Bootstrap(seed=1, resamples=20))
+    assert [p.status for p in comparison.pairs] == ["ok"] * 3
+    report = ComparisonReport.build(a + b, [comparison])
+    rows = report.table()
+    json.dumps(rows, allow_nan=False)  # strict JSON rows
+    groups = [r for r in rows if r["row"] == "group"]
+    assert [g["mean"] for g in groups] == ["-Infinity", "Infinity"]
+    (head,) = [r for r in rows if r["row"] == "comparison"]
+    assert head["mean"] == "Infinity" and head["n"] == 3
+    path = tmp_path / "report.json"
+    report.save(path)
+    loaded = ComparisonReport.load(path)
+    assert loaded.table() == rows and loaded.text() == report.text()

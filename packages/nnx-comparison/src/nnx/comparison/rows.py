@@ -1,5 +1,6 @@
 """The report's plain-JSON rows: one per group, observation, comparison, pair and
-unmatched replicate, in input order (spec §23). A non-finite value is written by name."""
+unmatched replicate, in input order (spec §23). A non-finite value is written by name,
+statistics too: finite values can still overflow a mean, a std or an interval."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ def _group_row(index: int, group: GroupSummary) -> dict[str, Any]:
     return {"row": "group", "group": index, "metric": group.metric.state(),
             "split": group.split, "selection": group.selection, "config": group.config,
             "data": group.data, "split_id": group.split_id, "n": group.n,
-            "mean": group.mean, "std": group.std, "n_attempts": group.n_attempts,
+            "mean": encode_number(group.mean), "std": encode_number(group.std),
+            "n_attempts": group.n_attempts,
             "n_failed": group.n_failed, "n_nonfinite": group.n_nonfinite,
             "n_not_completed": group.n_not_completed, "differing": list(group.differing)}
 
@@ -37,19 +39,26 @@ def summary_rows(summary: Summary) -> list[dict[str, Any]]:
     return rows
 
 
+def _interval(comparison: PairedComparison) -> dict[str, Any] | None:
+    if comparison.interval is None:
+        return None
+    state = comparison.interval.state()
+    return {**state, "low": encode_number(state["low"]), "high": encode_number(state["high"])}
+
+
 def comparison_rows(index: int, comparison: PairedComparison) -> list[dict[str, Any]]:
     head = {"row": "comparison", "comparison": index, "pairing": comparison.pairing,
             "metric": comparison.metric.state(), "a_config": comparison.a.config,
             "b_config": comparison.b.config, "delta": "b - a", "n": comparison.n,
-            "mean": comparison.mean, "std": comparison.std,
+            "mean": encode_number(comparison.mean), "std": encode_number(comparison.std),
             "n_nonfinite": comparison.n_nonfinite, "n_incomplete": comparison.n_incomplete,
-            "interval": None if comparison.interval is None else comparison.interval.state()}
+            "interval": _interval(comparison)}
     rows = [head]
     rows += [{"row": "pair", "comparison": index, "replicate": p.replicate,
               "a_run_id": p.a.run_id, "a_attempt_id": p.a.attempt_id,
               "b_run_id": p.b.run_id, "b_attempt_id": p.b.attempt_id,
               "a_value": encode_number(p.a.value), "b_value": encode_number(p.b.value),
-              "delta": p.delta, "status": p.status} for p in comparison.pairs]
+              "delta": encode_number(p.delta), "status": p.status} for p in comparison.pairs]
     rows += [{"row": "unmatched", "comparison": index, "replicate": u.replicate,
               "side": u.side, "run_id": u.observation.run_id,
               "attempt_id": u.observation.attempt_id} for u in comparison.unmatched]
