@@ -67,7 +67,8 @@ class SearchResult:
 
     @property
     def best(self) -> TrialOutcome | None:
-        """The completed trial with the best finite value (the first of equals)."""
+        """The completed trial of this call with the best finite value (the first of
+        equals); other workers' and earlier calls' trials are in the study, not here."""
         done = [o for o in self.outcomes if o.state == "completed" and o.value is not None
                 and math.isfinite(o.value)]
         if not done:
