@@ -33,6 +33,7 @@ def test_brackets_inside_strings_do_not_count():
     ('[{"x": {"k": 1, "k": 1}}]', "repeats the key 'k'"),
     ('{"a": NaN}', "NaN"),
     ('{"a": -Infinity}', "Infinity"),
+    ('{"a": [1, 1e999]}', "1e999, too large for a float"),
 ])
 def test_strict_refusals(text, match):
     with pytest.raises(ValueError, match=match):

@@ -12,6 +12,7 @@ run, a torn resume point, an ignored cache).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Callable
@@ -79,18 +80,22 @@ def load_json(path: str | os.PathLike[str] | None = None, *, data: bytes | str |
     raises ValueError from it).
 
     ``strict=True`` (documents read from a stranger: a run bundle, spec §22) also
-    refuses a duplicate key in any object and NaN / Infinity, and measures the nesting
+    refuses a duplicate key in any object, NaN / Infinity and a number beyond a float's
+    range, and measures the nesting
     on the raw text before the parser runs, so a 10,000-deep document never reaches
     the parser's recursion."""
     name = where or (Path(path).name if path is not None else "document")
     raw = _raw(path, data, name, max_bytes)
     pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None
+    parse_float: Callable[[str], Any] | None = None
     if strict:
         check_nesting(raw, name, max_depth=max_depth)
         pairs_hook = _unique_keys(name)
         parse_constant = _no_constant(name)
+        parse_float = _finite_float(name)
     try:
-        value = json.loads(raw, parse_constant=parse_constant, object_pairs_hook=pairs_hook)
+        value = json.loads(raw, parse_constant=parse_constant, object_pairs_hook=pairs_hook,
+                           parse_float=parse_float)
     except RecursionError:
         raise ValueError(f"{name} nests too deeply to parse") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -125,6 +130,17 @@ def _unique_keys(where: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]
             out[key] = value
         return out
     return pairs
+
+
+def _finite_float(where: str) -> Callable[[str], float]:
+    """A number literal beyond a float's range (``1e999``) parses to inf: refused, since
+    strict JSON has no infinity (a non-finite value is spelled out, e.g. ``$float``)."""
+    def parse(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"{where} holds the number {text}, too large for a float")
+        return value
+    return parse
 
 
 def _no_constant(where: str) -> Callable[[str], Any]:

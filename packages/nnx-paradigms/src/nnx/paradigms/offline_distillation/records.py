@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from nnx.extend import atomic_write_text
+from nnx.extend import atomic_write_text, load_json
 
 __all__ = ["FORMAT", "SEMANTICS", "TeacherRecord", "TeacherRecordError", "read_teacher_records",
            "write_teacher_records"]
@@ -141,29 +141,10 @@ class TeacherRecord:
         return cls(**{f: obj[f] for f in _FIELDS})
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise TeacherRecordError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise TeacherRecordError(f"the number {text} is too large for a float")
-    return value
-
-
-def _no_constant(name: str) -> Any:
-    raise TeacherRecordError(f"{name} is not a number in strict JSON")
-
-
 def _strict_loads(text: str) -> Any:
-    return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_float=_finite_float,
-                      parse_constant=_no_constant)
+    """One record line through core's strict JSON reader: no duplicate key, no NaN /
+    Infinity, no number beyond a float's range."""
+    return load_json(data=text, where="the record", strict=True)
 
 
 def read_teacher_records(path: str | os.PathLike[str]) -> list[TeacherRecord]:
