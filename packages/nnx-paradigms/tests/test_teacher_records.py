@@ -100,7 +100,10 @@ def test_a_missing_field_fails_validation_naming_path_and_line(tmp_path, field):
 @pytest.mark.parametrize("text, match", [
     ('{"format": ', "Expecting value"),
     (line(probabilities=[0.5, 0.3, 0.2]).replace("0.2]", "1e999]"), "too large for a float"),
-    (line().replace('"probabilities": [0.5', '"probabilities": [NaN'), "holds NaN, which strict JSON does not allow"),
+    (
+        line().replace('"probabilities": [0.5', '"probabilities": [NaN'),
+        "holds NaN, which strict JSON does not allow",
+    ),
     (line(extra=1), r"unknown \['extra'\]"),
     (line(format="nnx.teacher-record/2"), "format must be"),
     (line()[:-1] + ', "teacher": "again"}', "repeats the key 'teacher'"),
