@@ -16,8 +16,10 @@ from _nnx_core_tiny import sgd, tiny_batches, tiny_model
 
 import nnx._engine.epoch_commit as epoch_commit
 import nnx._persistence.best as best_module
+import nnx._persistence.best_pending as best_pending_module
 from nnx import NNCheckpoint, NNEvaluationDataPoint, NNTrainParams
 from nnx._foundation.safe_paths import UnsafePathError
+from nnx.callbacks import Callback
 from nnx._persistence.best import current_best, recorded_score
 from nnx._persistence.best_pending import PENDING_DIR, pending_runs
 from nnx._persistence.best_score import SCORE_NAME, read_score
@@ -181,6 +183,72 @@ def test_the_next_promotion_in_the_root_settles_a_cut_hand_over(tmp_path, monkey
     assert current_best(tmp_path) == a.id and pending_runs(tmp_path) == [b]
     _train(tmp_path, "c", [0.9, 0.8])  # a worse run's promotion reads the marked run
     assert current_best(tmp_path) == b and pending_runs(tmp_path) == []
+
+
+class _MarkerWatch(Callback):
+    """After each epoch's commit (a deferred action): the pending markers under the root."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.seen = root, []
+
+    def on_epoch_end(self, ctx) -> None:
+        ctx.defer(lambda _ctx: self.seen.append(pending_runs(self.root)))
+
+
+def _marker_flushes(monkeypatch) -> list[int]:
+    """Every flush of the runs/.best-pending directory (the marker's one cost)."""
+    flushed: list[int] = []
+    original = best_pending_module.fsync_dir
+
+    def fsync_dir(path, **kwargs):
+        if Path(path).name == PENDING_DIR:
+            flushed.append(1)
+        return original(path, **kwargs)
+
+    monkeypatch.setattr(best_pending_module, "fsync_dir", fsync_dir)
+    return flushed
+
+
+def test_a_fit_keeps_its_marker_from_its_first_best_to_its_end(tmp_path, monkeypatch):
+    # Every epoch improves, so every commit writes a BEST and promotes it: the marker is
+    # dropped (and its directory flushed) once, kept by each promotion, cleared at the end.
+    flushed = _marker_flushes(monkeypatch)
+    watch = _MarkerWatch(tmp_path)
+    run = _train(tmp_path, "a", [0.5, 0.4, 0.3, 0.2], callbacks=[watch])
+    assert watch.seen == [[run.id]] * 4
+    assert len(flushed) == 1
+    assert pending_runs(tmp_path) == [] and current_best(tmp_path) == run.id
+
+
+def test_a_fit_that_fails_after_its_promotion_clears_its_marker(tmp_path, monkeypatch):
+    # Epochs 0 and 1 improve and are promoted; epoch 2 does not improve and its LAST
+    # fails: no promotion is owed, so the marker goes with the fit. (A LAST that fails in
+    # an improving epoch keeps it: whether that LAST was published is not known here.)
+    with _failing(monkeypatch, tag="last", epoch=2), pytest.raises(Cut):
+        _train(tmp_path, "a", [0.5, 0.4, 0.6])
+    assert pending_runs(tmp_path) == []
+
+
+def test_a_fit_that_fails_before_its_promotion_keeps_its_marker(tmp_path, monkeypatch):
+    # Epoch 1's BEST is committed but its hand-over is cut: the marker outlives the fit.
+    _train(tmp_path, "other", [0.45, 0.45])
+    original = epoch_commit.promote_best
+    calls = []
+
+    def promote(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise Cut("the hand-over of epoch 1")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(epoch_commit, "promote_best", promote)
+    with pytest.raises(Cut):
+        _train(tmp_path, "a", [0.5, 0.4, 0.3])
+    monkeypatch.undo()
+    marked = pending_runs(tmp_path)
+    assert len(marked) == 1 and current_best(tmp_path) != marked[0]
+    _train(tmp_path, "c", [0.9, 0.8])  # the next promotion in the root settles it
+    assert current_best(tmp_path) == marked[0] and pending_runs(tmp_path) == []
 
 
 def test_an_election_settles_every_marker(tmp_path, monkeypatch):

@@ -13,6 +13,7 @@ of the loop itself.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -26,7 +27,7 @@ from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.locking import file_lock
 from nnx._foundation.records import NNIterationDataPoint, first_finite
 from nnx._persistence.best import promote_best
-from nnx._persistence.best_pending import mark_pending
+from nnx._persistence.best_pending import clear_pending, mark_pending
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.run import NNRun
 
@@ -50,6 +51,11 @@ class EpochCommit:
         self.history, self.attempt, self.phases = history, attempt, dict(phases)
         # LAST as the current commit saved it, with its training state (BEST shares it).
         self._saved_last: tuple[NNCheckpoint, dict[str, Any]] | None = None
+        # runs/.best-pending/<id>: dropped before the fit's first BEST and kept to its end
+        # (one directory flush per fit, not per BEST); owed while a BEST is not promoted.
+        self._marked = self._promotion_owed = False
+        # The configurations a checkpoint records, encoded once: they do not change in a fit.
+        self._config_states: tuple[Any, Any, Any] | None = None
 
     # -- what a checkpoint holds --------------------------------------------------------
     def slot_state(self, slot: OptimizerSlot) -> dict[str, Any]:
@@ -99,11 +105,14 @@ class EpochCommit:
         ``owes`` (LAST only): the points this commit writes after LAST, recorded in its
         position so a crash before them is recovered (:mod:`nnx._persistence.owed_points`)."""
         run, state = self.run, self.state
+        if self._config_states is None:
+            self._config_states = (run.model_params.state(),
+                                   None if run.net_params is None else run.net_params.state(),
+                                   self.params.state())
+        model, net, train = self._config_states
         checkpoint = NNCheckpoint(
             tag=tag, epoch=epoch, run_id=run.id, state_dict=self.net.state_dict(),
-            model=run.model_params.state(),
-            net=None if run.net_params is None else run.net_params.state(),
-            train=self.params.state(), idp=idp, named_monitor=state.tracker is not None,
+            model=model, net=net, train=train, idp=idp, named_monitor=state.tracker is not None,
             monitor_value=monitor_value, transforms=state.transforms)
         like = self._saved_last if as_last else None
         training_state = like[1] if like is not None else self.training_state(epoch, streams)
@@ -156,6 +165,7 @@ class EpochCommit:
         owes = self._owes(epoch, improved=improved, first_best=first_best, value=value)
         if "best" in owes and state.tracker is None:
             mark_pending(run.root, run.id)  # before LAST: a crash anywhere after is settled
+            self._marked = self._promotion_owed = True
         self.history.commit(epoch, idp)
         streams = state.capture_streams()
         try:
@@ -182,7 +192,20 @@ class EpochCommit:
             score = checkpoint_score(idp)
             self.checkpoint("best", epoch, idp, as_last=True)
             with file_lock(run.root / ".best.lock", root=run.root):
-                promote_best(run.root, run.id, score)
+                promote_best(run.root, run.id, score, keep_marker=True)
+            self._promotion_owed = False
+
+    def release_marker(self) -> None:
+        """The fit is over: clear its runs/.best-pending marker unless a BEST's promotion
+        is still owed (a commit failed between LAST and runs/best: the next promotion or
+        election in the root settles it). Best effort: a marker left behind only makes
+        the next promotion read this run's BEST once."""
+        if not self._marked or self._promotion_owed:
+            return
+        with contextlib.suppress(OSError), file_lock(self.run.root / ".best.lock",
+                                                    root=self.run.root):
+            clear_pending(self.run.root, self.run.id)
+        self._marked = False
 
     def _owes(self, epoch: int, *, improved: bool, first_best: bool, value: float | None
               ) -> dict[str, dict[str, Any]]:

@@ -604,6 +604,8 @@ class FitLoop:
             raise
         finally:
             self.progress.close()
+            if self.is_main:
+                self.committer.release_marker()
             end_callbacks(self.callbacks, ctx, full=self._full_history)
         try:
             self._final_last()

@@ -202,7 +202,8 @@ def _has_best(run_dir: Path) -> bool:
     return (run_dir / "run.yaml").is_file() and (run_dir / "checkpoints" / "best.pt").is_file()
 
 
-def promote_best(root: str | os.PathLike[str], run_id: str, score: float) -> str | None:
+def promote_best(root: str | os.PathLike[str], run_id: str, score: float, *,
+                 keep_marker: bool = False) -> str | None:
     """After ``run_id``'s BEST improved to ``score``: the same winner as a full
     :func:`elect_best`, reading only the incumbent and the runs marked pending
     (:mod:`nnx._persistence.best_pending`). Only this run's score changed, and it only
@@ -212,11 +213,16 @@ def promote_best(root: str | os.PathLike[str], run_id: str, score: float) -> str
     The incumbent's score comes from beside the pointer when that record verifies
     (:mod:`nnx._persistence.best_score`); a hand-over, and any record that does not,
     reads the incumbent exactly (:func:`run_score`) first. The caller holds .best.lock.
+
+    ``keep_marker``: leave ``run_id``'s own pending marker (a live fit keeps it from its
+    first BEST to its end, so each later BEST commit needs no directory flush for it;
+    :meth:`EpochCommit.release_marker` clears it).
     """
     root = Path(root)
     winner, held = _promote(root, run_id, score)
     winner = _settle_pending(root, winner, held, skip=run_id)
-    clear_pending(root, run_id)
+    if not keep_marker:
+        clear_pending(root, run_id)
     return winner
 
 
