@@ -19,19 +19,25 @@ Contenders, all saving the same weights and optimizer state:
   the sidecar by a hard link) when NNx wrote BEST in that commit. What NNx adds to it
   is NNx's own cost; the rest is the layout's;
 * **journal** — the long fit again with ``history=HistoryJournal(...)``: its commit at
-  epochs 1–10 against 490–500 (no floor: the journal's layout is another one).
+  epochs 1–10 against 490–500 (no floor: the journal's layout is another one);
+* **sized** — the issue-31 figure: FeedFwd 64 → W → W → 10 nets of about 1M and 10M
+  parameters (W = 1000, 3100), two batches an epoch so the commit dominates, every
+  epoch against the spec floor; then one more fit each with the commit and the floor
+  broken down by where the milliseconds go (:class:`Breakdown`: serializing, hashing,
+  flushing, other file-system calls, and the rest: NNx's own Python and the floor's).
 
 Every pair runs interleaved in one process (in a fit, the order alternates by
 epoch: whatever runs first after the batches meets cold caches); figures are
 medians, ratios the median of the per-repeat (or per-epoch) ratios.
 
-    uv run python tools/bench/commit_cost.py [--repeats N] [--long-epochs N]
+    uv run python tools/bench/commit_cost.py [--repeats N] [--long-epochs N] [--sized-only]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -293,14 +299,165 @@ def measure_long(epochs: int, *, journal: bool = False) -> dict[str, dict[str, f
             f"epochs {epochs - 10}-{epochs - 1}{kind}": _summary(late)}
 
 
+# -- the commit of a 1M- and a 10M-parameter net, and where its milliseconds go ---------------
+
+SIZED_WIDTHS = {1000: 12, 3100: 8}  # hidden width → epochs: ~1.08M and ~9.85M parameters
+_CATEGORIES = ("serialize", "hash", "fsync", "file calls", "rest")
+
+
+class Breakdown:
+    """Seconds per category of every commit timed inside :meth:`active`: ``torch.save``
+    (serialize), SHA-256 (hash), ``os.fsync`` (fsync), the other ``os`` file-system calls
+    (file calls), and the remainder of the commit's wall time (rest). NNx and the floor
+    call the same functions, so their columns compare like with like."""
+
+    _OS_CALLS = ("open", "replace", "rename", "link", "unlink", "stat", "lstat", "listdir",
+                 "scandir", "mkdir", "readlink", "symlink", "close", "write")
+
+    def __init__(self) -> None:
+        self.totals: dict[str, dict[str, float]] = {}
+        self._sink: dict[str, float] | None = None
+
+    def _wrap(self, owner: Any, name: str, category: str) -> Callable[[], None]:
+        original = getattr(owner, name)
+
+        @functools.wraps(original)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            sink = self._sink
+            if sink is None:
+                return original(*args, **kwargs)
+            self._sink = None  # nested calls count once, in the outer category
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                sink[category] = sink.get(category, 0.0) + time.perf_counter() - start
+                self._sink = sink
+
+        setattr(owner, name, timed)
+        return lambda: setattr(owner, name, original)
+
+    @contextlib.contextmanager
+    def patched(self) -> Iterator[None]:
+        undo = [self._wrap(torch, "save", "serialize"), self._wrap(hashlib, "sha256", "hash"),
+                self._wrap(os, "fsync", "fsync")]
+        undo += [self._wrap(os, name, "file calls") for name in self._OS_CALLS]
+        try:
+            yield
+        finally:
+            for restore in reversed(undo):
+                restore()
+
+    @contextlib.contextmanager
+    def active(self, label: str) -> Iterator[None]:
+        sink: dict[str, float] = {}
+        self._sink = sink
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._sink = None
+            sink["rest"] = time.perf_counter() - start - sum(sink.values())
+            total = self.totals.setdefault(label, {})
+            total["commits"] = total.get("commits", 0) + 1
+            for key, value in sink.items():
+                total[key] = total.get(key, 0.0) + value
+
+    def per_commit_ms(self, label: str) -> dict[str, float]:
+        total = self.totals[label]
+        return {key: total.get(key, 0.0) / total["commits"] * 1e3 for key in _CATEGORIES}
+
+
+def _sized_fit(root: Path, width: int, epochs: int, salt: str) -> NNRun:
+    from nnx import NNModel, NNModelParams, NNParams
+    from nnx.enums import Devices, Losses
+
+    torch.manual_seed(0)
+    model = NNModel(net_params=NNParams(input_dim=64, output_dim=10, hidden_dims=(width, width)),
+                    params=NNModelParams(device=Devices.CPU, loss=Losses.CROSS_ENTROPY))
+    x, y = torch.randn(512, 64), torch.randint(0, 10, (512,))
+    loader = DataLoader(TensorDataset(x, y), batch_size=256, shuffle=True,
+                        generator=torch.Generator().manual_seed(0))
+    params = NNTrainParams(n_epochs=epochs, train_loader=loader, seed=0, scheduler=None,
+                           save_phase_checkpoints=False,
+                           optim=NNOptimParams.builder().adam(max_lr=1e-4).build())
+    return model.train(params, salt=salt, root=root, verbose=False)
+
+
+@contextlib.contextmanager
+def broken_down(breakdown: Breakdown) -> Iterator[None]:
+    """Each ``FitLoop.commit`` and, right after it, the floor of the same commit, both
+    timed by category (the floor second: its pages are as warm as NNx's were)."""
+    original = FitLoop.commit
+
+    def timed(self: FitLoop, epoch: int, *args: Any, **kwargs: Any) -> None:
+        best = bool(kwargs.get("improved")) or not (self.run.checkpoints_dir / "best.pt"
+                                                    ).exists()
+        with breakdown.active("NNx"):
+            original(self, epoch, *args, **kwargs)
+        history = (self.run.path / "idps.csv").read_bytes()
+        with breakdown.active("floor"):
+            floor_commit(self.run.path.parent.parent / "floor", self.model.net,
+                         self.primary.optimizer, epoch, history, best=best)
+
+    FitLoop.commit = timed  # type: ignore[method-assign]
+    try:
+        with breakdown.patched():
+            yield
+    finally:
+        FitLoop.commit = original  # type: ignore[method-assign]
+
+
+def measure_sized() -> list[tuple[int, dict[str, float], dict[str, dict[str, float]]]]:
+    """Per size: (parameters, the commit / floor figures, the per-commit breakdowns)."""
+    rows = []
+    for width, epochs in SIZED_WIDTHS.items():
+        pairs: list[tuple[int, float, float, float]] = []
+        breakdown = Breakdown()
+        with tempfile.TemporaryDirectory() as tmp:
+            with paired_commits(pairs):
+                _sized_fit(Path(tmp) / "runs", width, epochs, "sized")
+            with broken_down(breakdown):
+                _sized_fit(Path(tmp) / "again", width, epochs, "sized-breakdown")
+        ratios = [c / f for _, c, _, f in pairs]
+        figures = {**_summary(pairs), "min": min(ratios), "max": max(ratios)}
+        params = 64 * width + width + width * width + width + width * 10 + 10
+        rows.append((params, figures, {label: breakdown.per_commit_ms(label)
+                                       for label in ("NNx", "floor")}))
+    return rows
+
+
+def print_sized() -> None:
+    print(f"\n{'net':<24}  {'NNx commit':>10}  {'spec floor':>10}  {'NNx / floor':>11}"
+          f"  {'min-max':>11}")
+    rows = measure_sized()
+    for params, row, _ in rows:
+        print(f"{f'FeedFwd, {params:,} params':<24}  {row['commit_ms']:>8.1f}ms  "
+              f"{row['floor_ms']:>8.1f}ms  {row['floor_ratio']:>11.2f}  "
+              f"{row['min']:>5.2f}-{row['max']:<5.2f}")
+    print(f"\n{'where a commit goes (ms)':<24}  " + "  ".join(f"{c:>10}" for c in _CATEGORIES)
+          + f"  {'total':>8}")
+    for params, _, split in rows:
+        for label, ms in split.items():
+            print(f"{f'{params:,} params, {label}':<24}  "
+                  + "  ".join(f"{ms[c]:>10.2f}" for c in _CATEGORIES)
+                  + f"  {sum(ms.values()):>8.2f}")
+    print(f"load average: {os.getloadavg()[0]:.2f} (1 min)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--long-epochs", type=int, default=500)
     parser.add_argument("--skip-fits", action="store_true",
                         help="only the resume point against one save")
+    parser.add_argument("--sized-only", action="store_true",
+                        help="only the 1M / 10M-parameter commits against the spec floor")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.sized_only:
+        print_sized()
+        return
     print(f"{'params':>10}  {'resume point':>12}  {'torch.save':>10}  {'careful':>9}  "
           f"{'vs careful':>10}")
     for width in (128, 512, 2048):
@@ -319,6 +476,7 @@ def main() -> None:
                  f"{row['floor_ms']:>8.2f}ms  {row['floor_ratio']:>11.2f}")
         print(f"{label:<36}  {row['commit_ms']:>8.2f}ms  {row['careful_ms']:>7.2f}ms  "
               f"{row['ratio']:>6.2f}  {floor}")
+    print_sized()
 
 
 if __name__ == "__main__":

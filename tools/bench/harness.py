@@ -409,6 +409,12 @@ class Summary:
         a shared machine between rounds cancels instead of landing on one contender."""
         return float(statistics.median(a / b for a, b in self._paired(name, other)))
 
+    def spread(self, name: str, other: str) -> tuple[float, float]:
+        """The lowest and highest per-round ratio NNx / ``other``: how far one round's
+        figure can be from the median on this machine."""
+        ratios = [a / b for a, b in self._paired(name, other)]
+        return min(ratios), max(ratios)
+
     def difference(self, name: str, other: str) -> float:
         """The median over the rounds of NNx − ``other`` within the round."""
         return float(statistics.median(a - b for a, b in self._paired(name, other)))
@@ -460,11 +466,17 @@ def table(summary: Summary) -> str:
                              ("epoch commit", "commit_s", _ms),
                              ("peak RSS", "peak_rss", _mib)):
         cells = [fmt(summary.median(c, name)) for c in have]
-        cells += [f"{summary.ratio(name, c):.3f}" for c in ratios]
+        cells += [_ratio_cell(summary, name, c) for c in ratios]
         rows.append(f"| {label} | " + " | ".join(cells) + " |")
     cells = [f"{summary.median(c, 'check_loss'):.4f}" for c in have]
     rows.append("| trained loss (check) | " + " | ".join(cells) + " |" + " |" * len(ratios))
     return "\n".join(rows)
+
+
+def _ratio_cell(summary: Summary, name: str, other: str) -> str:
+    """The median ratio with the rounds' min–max beside it."""
+    low, high = summary.spread(name, other)
+    return f"{summary.ratio(name, other):.3f} ({low:.2f}–{high:.2f})"
 
 
 def overhead_line(summary: Summary) -> str:

@@ -67,7 +67,8 @@ def section(summaries: list[tuple[str, Summary]], repeats: int) -> str:
         f"rotating, after one untimed warm-up round; every figure is the median over "
         f"{repeats} repeats of each run's median, and every ratio the median over the "
         "repeats of the ratio within one repeat (its contenders ran back to back, so the "
-        "machine's drift between repeats cancels).",
+        "machine's drift between repeats cancels), with the lowest and highest of those "
+        "per-repeat ratios in brackets.",
         "",
         "*Per step* is the interval between two consecutive batches handed out by the "
         "training `DataLoader` (a subclass that stamps them), so it holds the data "
