@@ -286,8 +286,9 @@ class DoRALinear(LoRALinear):
             return False
         with torch.no_grad():
             factor = self.magnitude.detach().to(_compute_dtype(self.magnitude.dtype))
-            factor = factor / self._row_norm()
-            self.base.weight.copy_(self.effective_weight())
+            norm = self._row_norm()  # V built once (or not at all, cached) for both
+            factor = factor / norm
+            self.base.weight.copy_(self._composed_weight(norm))
         self._merge_factor = factor
         self._norm_cache = None  # base.weight now holds W' (its version moved too)
         self._merge_flags = (self.lora_A.weight.requires_grad, self.lora_B.weight.requires_grad)
