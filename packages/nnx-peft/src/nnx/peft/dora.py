@@ -15,12 +15,22 @@ Decisions (docs/peft.md, "DoRA"):
   in FP32 for FP16 / BF16 layers (FP64 keeps FP64); the row scale is cast back
   to the layer dtype. The norm is clamped below at ``NORM_EPS``, so a zero (or
   tiny) row of ``V`` gives a finite row equal to the base's at init, not NaN.
-* Two forward paths, equal to rounding. When autograd must see the adapter
-  (grad enabled and W, A, B or magnitude trainable):
+* Two forward formulas, equal to rounding: the factored
   ``y = s ⊙ (W x + (alpha/r)·B(A x)) + b`` with the row scale
-  ``s = magnitude / ||V||``. Otherwise (inference, ``no_grad``) one matmul
-  ``F.linear(x, W', b)``: V is built every forward for its norms anyway, so W'
-  costs one pass over the weight rather than the adapter's passes over the output.
+  ``s = magnitude / ||V||``, and the composed ``F.linear(x, W', b)``. When
+  autograd must see the adapter (grad enabled and W, A, B or magnitude
+  trainable) the factored one, with the norm recomputed every forward. Otherwise
+  (eval, ``no_grad``, ``inference_mode``) whichever is cheaper for the input's
+  row count (:func:`_factored_is_cheaper`), with the norm from the cache below.
+* The norm cache. ``||V||`` depends on W, A, B and alpha/r only (not on
+  ``magnitude``), so it is kept, one vector of ``out_features``, keyed on those
+  tensors' identity, version counter, storage, dtype and device, on alpha/r and
+  on a count of ``torch.optim`` steps: any in-place write (an optimizer step,
+  ``load_state_dict``, ``w.add_`` under ``no_grad``, ``merge`` / ``unmerge``)
+  and any ``Optimizer.step`` (fused optimizers write without bumping version
+  counters) invalidate it; so do ``.to()`` / ``.half()`` (``_apply``). A write
+  through ``.data`` bypasses version counters and is not seen. The cache is not
+  state: it stays out of ``state_dict`` and is dropped by pickling / deepcopy.
 * Dropout, as HF PEFT: the composed update ``W' - W`` sees ``dropout(x)`` while
   the frozen path sees ``x``: ``y = W x + b + (W' - W)·dropout(x)``. With no
   dropout active (p = 0 or eval) this is the plain ``W' x + b`` above.
@@ -28,9 +38,13 @@ Decisions (docs/peft.md, "DoRA"):
 
 from __future__ import annotations
 
+import weakref
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from nnx.peft.lora import LoRALinear, check_lora_args
 from nnx.peft.targeting import replace_slots, select_linear_slots
@@ -46,6 +60,38 @@ _HALF = (torch.float16, torch.bfloat16)
 
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in _HALF else dtype
+
+
+class _OptimizerSteps:
+    """How many ``torch.optim`` steps this process has taken (a norm-cache key part).
+
+    Fused optimizers (``fused=True``) write parameters without bumping their
+    version counters, so versions alone would let a cached norm outlive a step.
+    The hook is registered once, on the first DoRALinear built, and only counts.
+    """
+
+    count = 0
+    _handle: Any = None
+
+    @classmethod
+    def install(cls) -> None:
+        if cls._handle is None:
+            cls._handle = register_optimizer_step_post_hook(cls._tick)
+
+    @classmethod
+    def _tick(cls, _optimizer: object, _args: object, _kwargs: object) -> None:
+        cls.count += 1
+
+
+def _factored_is_cheaper(rows: int, out_f: int, in_f: int, r: int) -> bool:
+    """Whether ``s ⊙ (W x + B(A x))`` costs less than building ``W'`` for this input.
+
+    Beyond the shared ``W x``: the factored form does ``rows·r·(in + out)``
+    multiply-adds and one pass over the output; composing does ``out·in·r`` and
+    about two passes over the weight (the scaled copy, its cast). With few rows
+    (decoding, small batches) factored wins by far; with many, composing does.
+    """
+    return rows * (r * (in_f + out_f) + out_f) < out_f * in_f * (r + 2)
 
 
 class DoRALinear(LoRALinear):
@@ -68,6 +114,9 @@ class DoRALinear(LoRALinear):
         self.magnitude = nn.Parameter(norm.to(dtype=weight.dtype, device=weight.device))
         self._merge_factor: torch.Tensor | None = None
         self._magnitude_flag = True
+        # (key, weak refs to W / A / B, the clamped norm); see the module docstring.
+        self._norm_cache: tuple[tuple[Any, ...], tuple[Any, ...], torch.Tensor] | None = None
+        _OptimizerSteps.install()
 
     # -- the row normalization --------------------------------------------------
     def _composed(self) -> torch.Tensor:
@@ -78,19 +127,53 @@ class DoRALinear(LoRALinear):
         b = self.lora_B.weight.detach().to(ct)
         return torch.addmm(w, b, a, alpha=self.scaling)
 
-    def _row_norm(self) -> torch.Tensor:
-        """``||V||`` per output row, clamped at NORM_EPS, a constant (no graph)."""
-        norm: torch.Tensor = torch.linalg.vector_norm(self._composed(), dim=1)
-        return norm.clamp_min(NORM_EPS)
+    def _norm_key(self) -> tuple[tuple[Any, ...], tuple[torch.Tensor, ...]] | None:
+        """What the cached norm was computed from, and W, A, B; None where it cannot be told."""
+        tensors = (self.base.weight, self.lora_A.weight, self.lora_B.weight)
+        if any(t.is_inference() for t in tensors):  # no version counter to key on
+            return None
+        key = tuple((t._version, t.data_ptr(), t.dtype, t.device) for t in tensors)
+        return (*key, self.scaling, _OptimizerSteps.count), tensors
 
-    def row_scale(self) -> torch.Tensor:
-        """``magnitude / ||V||`` per output row, in the layer dtype.
+    def _row_norm(self, *, reuse: bool = True) -> torch.Tensor:
+        """``||V||`` per output row, clamped at NORM_EPS, a constant (no graph).
 
-        Differentiable in ``magnitude`` only: the norm is detached (paper §4.3).
+        ``reuse`` takes the cached vector while W, A, B are unchanged; either way
+        the fresh value is cached. Bitwise the same value as recomputing it.
         """
-        dtype = self.base.weight.dtype
+        key = self._norm_key()
+        cached = self._norm_cache
+        if (reuse and key is not None and cached is not None and cached[0] == key[0]
+                and all(ref() is t for ref, t in zip(cached[1], key[1], strict=True))):
+            norm = cached[2]
+            if norm.is_inference() and not torch.is_inference_mode_enabled():
+                # Built under inference_mode: autograd may not save it (magnitude / norm
+                # does); a normal copy, once, serves every later mode.
+                norm = norm.clone()
+                self._norm_cache = (cached[0], cached[1], norm)
+            return norm
         with torch.no_grad():
-            norm = self._row_norm()
+            fresh: torch.Tensor = torch.linalg.vector_norm(self._composed(), dim=1)
+            norm = fresh.clamp_min(NORM_EPS)
+        self._norm_cache = None if key is None else (
+            key[0], tuple(map(weakref.ref, key[1])), norm)
+        return norm
+
+    def _apply(self, fn: Any, recurse: bool = True) -> DoRALinear:
+        # .to() / .half() / .cuda() replace the parameters' data: drop the cached norm.
+        self._norm_cache = None
+        super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Weak references do not pickle, and a cache is not state (deepcopy, torch.save).
+        state: dict[str, Any] = dict(super().__getstate__())  # type: ignore[no-untyped-call]
+        state["_norm_cache"] = None
+        return state
+
+    def _scale(self, norm: torch.Tensor) -> torch.Tensor:
+        """``magnitude / norm`` in the layer dtype, differentiable in ``magnitude``."""
+        dtype = self.base.weight.dtype
         scale = self.magnitude.to(norm.dtype) / norm
         if dtype in _HALF:
             # A zero row of V with a nonzero magnitude (one loaded onto a pruned base)
@@ -100,12 +183,24 @@ class DoRALinear(LoRALinear):
             scale = scale.clamp(-big, big)
         return scale.to(dtype)
 
+    def row_scale(self) -> torch.Tensor:
+        """``magnitude / ||V||`` per output row, in the layer dtype.
+
+        Differentiable in ``magnitude`` only: the norm is detached (paper §4.3).
+        """
+        return self._scale(self._row_norm())
+
     def effective_weight(self) -> torch.Tensor:
         """``W' = magnitude ⊙ V / ||V||`` in the layer dtype (detached), what merging writes."""
         if self.merged:
             return self.base.weight.detach().clone()
-        v = self._composed()  # built once: its row norms and W' both come from it
-        norm = torch.linalg.vector_norm(v, dim=1).clamp_min(NORM_EPS)
+        return self._composed_weight(None)
+
+    def _composed_weight(self, norm: torch.Tensor | None) -> torch.Tensor:
+        """``W'`` from ``V``, with ``V``'s row norms taken from it unless ``norm`` is given."""
+        v = self._composed()  # built once: W' (and its row norms when not given) from it
+        if norm is None:
+            norm = torch.linalg.vector_norm(v, dim=1).clamp_min(NORM_EPS)
         scale = self.magnitude.detach().to(v.dtype) / norm
         composed: torch.Tensor = (scale.unsqueeze(1) * v).to(self.base.weight.dtype)
         return composed
@@ -115,30 +210,43 @@ class DoRALinear(LoRALinear):
         if self.merged:  # W' already lives in base.weight
             out: torch.Tensor = self.base(x)
             return out
-        weight, bias = self.base.weight, self.base.bias
         no_dropout = isinstance(self.lora_dropout, nn.Identity) or not self.training
         if no_dropout and not self._tracks_grad():
-            # Inference (no_grad, or nothing to train): one matmul with W'. V is built
-            # every forward for its row norms anyway, so W' costs one more pass over the
-            # weight instead of the adapter's passes over the (larger) output.
-            fast: torch.Tensor = F.linear(x, self.effective_weight(), bias)
-            return fast
-        scale = self.row_scale()
+            return self._inference_forward(x)
+        # Autograd sees the adapter: the norm afresh, once (training changes W, A, B).
+        scale = self._scale(self._row_norm(reuse=False))
         if no_dropout:
-            # s ⊙ (W x + (alpha/r)·B(A x)) + b: W' x + b without building W'. B's
-            # product accumulates into W x (one addmm), and the scale and bias are one
-            # addcmul: two passes over the output beyond the matmuls.
-            rows = x.reshape(-1, x.shape[-1])
-            inner = torch.addmm(F.linear(rows, weight), self.lora_A(rows),
-                                self.lora_B.weight.t(), alpha=self.scaling)
-            inner = inner.view(*x.shape[:-1], inner.shape[-1])
-            return inner * scale if bias is None else torch.addcmul(bias, inner, scale)
+            return self._factored(x, scale)
+        weight = self.base.weight
         # Training with dropout: the composed update W' - W sees dropout(x).
         frozen: torch.Tensor = self.base(x)
         dropped = self.lora_dropout(x)
         wx = F.linear(dropped, weight)
         update: torch.Tensor = self.lora_B(self.lora_A(dropped)) * self.scaling
         return frozen + (scale - 1) * wx + scale * update
+
+    def _inference_forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Eval / ``no_grad``: the cached norm, and the cheaper of the two formulas."""
+        norm = self._row_norm()
+        rows = x.numel() // max(x.shape[-1], 1)
+        if _factored_is_cheaper(rows, self.base.out_features, self.base.in_features, self.r):
+            return self._factored(x, self._scale(norm))
+        out: torch.Tensor = F.linear(x, self._composed_weight(norm), self.base.bias)
+        return out
+
+    def _factored(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        """``s ⊙ (W x + (alpha/r)·B(A x)) + b``: W' x + b without building W'.
+
+        B's product accumulates into W x (one addmm), and the scale and bias are
+        one addcmul: two passes over the output beyond the matmuls.
+        """
+        bias = self.base.bias
+        rows = x.reshape(-1, x.shape[-1])
+        inner = torch.addmm(F.linear(rows, self.base.weight), self.lora_A(rows),
+                            self.lora_B.weight.t(), alpha=self.scaling)
+        inner = inner.view(*x.shape[:-1], inner.shape[-1])
+        out: torch.Tensor = inner * scale if bias is None else torch.addcmul(bias, inner, scale)
+        return out
 
     def _tracks_grad(self) -> bool:
         """Whether autograd must see W' as a function of W, A, B and magnitude.
@@ -178,9 +286,11 @@ class DoRALinear(LoRALinear):
             return False
         with torch.no_grad():
             factor = self.magnitude.detach().to(_compute_dtype(self.magnitude.dtype))
-            factor = factor / self._row_norm()
-            self.base.weight.copy_(self.effective_weight())
+            norm = self._row_norm()  # V built once (or not at all, cached) for both
+            factor = factor / norm
+            self.base.weight.copy_(self._composed_weight(norm))
         self._merge_factor = factor
+        self._norm_cache = None  # base.weight now holds W' (its version moved too)
         self._merge_flags = (self.lora_A.weight.requires_grad, self.lora_B.weight.requires_grad)
         self._magnitude_flag = self.magnitude.requires_grad
         for p in (self.lora_A.weight, self.lora_B.weight, self.magnitude):
@@ -202,6 +312,7 @@ class DoRALinear(LoRALinear):
         self.magnitude.requires_grad_(self._magnitude_flag)
         self._merge_flags = None
         self._merge_factor = None
+        self._norm_cache = None
         self.merged = False
         return True
 
