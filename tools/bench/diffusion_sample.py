@@ -24,13 +24,20 @@ from __future__ import annotations
 import argparse
 import importlib
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from nnx.diffusion import DiffusionMLP, NoiseSchedulers, sample
+
+if __package__ in (None, ""):  # run as a script: make tools.bench importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tools.bench.spread import load, ratio_text
 
 T = 1000
 
@@ -88,11 +95,12 @@ def main() -> None:
     times, diff = measure(args.repeats, args.batch, args.device)
     print(f"DiffusionMLP hidden [64, 64], {T} steps, batch {args.batch}, {args.device}; "
           f"{args.repeats} repeats, {args.threads} thread(s); max |nnx - diffusers| = {diff:.2e}")
-    print(f"{'contender':<10}  {'median s':>9}  {'steps/s':>8}  {'vs diffusers':>12}")
+    print(f"{'contender':<10}  {'median s':>9}  {'steps/s':>8}  {'vs diffusers (min-max)':>23}")
     for name, series in times.items():
-        ratio = statistics.median(a / b for a, b in zip(series, times["diffusers"], strict=True))
         median = statistics.median(series)
-        print(f"{name:<10}  {median:>9.3f}  {T / median:>8.0f}  {ratio:>11.2f}x")
+        print(f"{name:<10}  {median:>9.3f}  {T / median:>8.0f}  "
+              f"{ratio_text(series, times['diffusers']):>23}")
+    print(f"load average: {load()}")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -31,6 +32,11 @@ from typing import Any
 import torch
 
 from nnx import GenerativeNNModel, Nets, NNModelParams, NNTransformerParams
+
+if __package__ in (None, ""):  # run as a script: make tools.bench importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tools.bench.spread import load, ratio_text
 
 SHAPE = NNTransformerParams(vocab_size=512, d_model=128, n_heads=4, n_layers=4, max_seq_len=512)
 PROMPT_LEN = 16
@@ -107,15 +113,15 @@ def main() -> None:
     print(f"TransformerNN {SHAPE.n_layers} layers, d_model {SHAPE.d_model}, {params:,} params; "
           f"prompt {PROMPT_LEN}, {NEW_TOKENS} new tokens greedy; {args.repeats} repeats, "
           f"{args.threads} thread(s)")
-    print(f"{'contender':<14}  {'median s':>9}  {'tokens/s':>9}  {'cache speed-up':>14}  "
+    print(f"{'contender':<14}  {'median s':>9}  {'tokens/s':>9}  {'time / cached (min-max)':>24}  "
           f"{'same tokens':>11}")
     for name, series in times.items():
-        ratio = statistics.median(t / c for t, c in zip(series, times["cache"], strict=True))
         median = statistics.median(series)
-        print(f"{name:<14}  {median:>9.3f}  {NEW_TOKENS / median:>9.0f}  {ratio:>13.2f}x  "
-              f"{notes['same_tokens'][name]!s:>11}")
+        print(f"{name:<14}  {median:>9.3f}  {NEW_TOKENS / median:>9.0f}  "
+              f"{ratio_text(series, times['cache']):>24}  {notes['same_tokens'][name]!s:>11}")
     if "transformers" in notes:
         print(f"{'transformers':<14}  skipped: {notes['transformers']}")
+    print(f"load average: {load()}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ if __package__ in (None, ""):  # run as a script: make tools.bench importable
 from tools.bench import workloads
 from tools.bench.commit_cost import careful_save
 from tools.bench.harness import Stamps, Workload, quiet, run_nnx, run_plain
+from tools.bench.spread import load, ratio_text
 
 RUNNERS: dict[str, Callable[[Workload, Path], object]] = {
     # The harness's plain loop, its LAST / BEST saves made durable.
@@ -54,8 +55,7 @@ def measure(work: Workload, repeats: int) -> dict[str, float]:
             times[contender].append(fit_seconds(work, contender))
     return {"careful_s": statistics.median(times["careful"]),
             "nnx_s": statistics.median(times["nnx"]),
-            "ratio": statistics.median(a / b for a, b in zip(times["nnx"], times["careful"],
-                                                             strict=True))}
+            "ratio": ratio_text(times["nnx"], times["careful"])}
 
 
 def main() -> None:
@@ -63,11 +63,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    print(f"{'scenario':<34}  {'careful':>9}  {'NNx':>9}  {'NNx / careful':>13}")
+    print(f"{'scenario':<34}  {'careful':>9}  {'NNx':>9}  {'NNx / careful (min-max)':>23}")
     for work in (workloads.mlp(), workloads.mlp_val()):
         row = measure(work, args.repeats)
         print(f"{work.title:<34}  {row['careful_s'] * 1e3:>7.0f}ms  {row['nnx_s'] * 1e3:>7.0f}ms  "
-              f"{row['ratio']:>13.3f}")
+              f"{row['ratio']:>23}")
+    print(f"load average: {load()}")
 
 
 if __name__ == "__main__":
