@@ -11,13 +11,15 @@ autocast and in the teacher's own inference precision.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import weakref
 from typing import Any
 
 import torch
 from torch import nn
 
 __all__ = ["FrozenTeacher"]
+
+_NO_PARAMETER = torch.empty(0)  # a parameterless teacher runs on the CPU
 
 
 class FrozenTeacher:
@@ -32,6 +34,9 @@ class FrozenTeacher:
         self.frozen = False
         # What freeze() changed: each parameter's requires_grad and each module's mode.
         self._before: tuple[list[tuple[Any, bool]], list[tuple[nn.Module, bool]]] = ([], [])
+        # The student net the last check_student passed (weak: the teacher never keeps a
+        # student alive, and a collected net's id can never match a new one).
+        self._passed: weakref.ref[nn.Module] | None = None
 
     def freeze(self) -> None:
         """Freeze the teacher's parameters and put its net in eval (once)."""
@@ -53,6 +58,13 @@ class FrozenTeacher:
                 m.training = mode
             self._before, self.frozen = ([], []), False
 
+    def check_student_once(self, student_net: nn.Module) -> None:
+        """:meth:`check_student`, skipped for the net the last check passed (a step calls
+        it per batch; the run checked that net before it built its optimizer)."""
+        last = self._passed
+        if last is None or last() is not student_net:
+            self.check_student(student_net)
+
     def check_student(self, student_net: nn.Module) -> None:
         """Refuse a teacher that is, or shares parameters with, the student's net.
 
@@ -67,28 +79,39 @@ class FrozenTeacher:
             shared = any(id(p) in student for p in self.net.parameters())
             problem = "the teacher shares parameters with the student" if shared else ""
         if problem:
+            self._passed = None
             self._thaw()
             raise ValueError(f"{self.who}: {problem}")
+        self._passed = weakref.ref(student_net)
 
-    @contextlib.contextmanager
-    def _precision(self, device: torch.device) -> Iterator[None]:
-        """Leave the student's autocast and enter the teacher's own inference policy."""
-        with torch.autocast(device_type=device.type, enabled=False):
-            if hasattr(self.teacher, "inference_precision"):
-                with self.teacher.inference_precision().autocast():
-                    yield
-            else:
-                yield
+    def _inference_policy(self) -> Any:
+        """The teacher's own reduced inference precision, or None (full precision)."""
+        own = getattr(self.teacher, "inference_precision", None)
+        if own is None:
+            return None
+        precision = own()
+        return precision if precision.is_reduced else None
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         """The teacher's raw output for ``x`` as float32 on ``x``'s device."""
-        device = next(self.net.parameters(), torch.empty(0)).device
-        with torch.no_grad(), self._precision(device):
-            self.net.eval()
+        net = self.net
+        device = next(net.parameters(), _NO_PARAMETER).device
+        # Read the modes rather than set them: eval() writes every module's flag each
+        # batch, and nothing but a callback flipping modes can have changed them.
+        if any(m.training for m in net.modules()):
+            net.eval()
+        policy = self._inference_policy()
+        with torch.no_grad(), contextlib.ExitStack() as scope:
+            # Leave the student's autocast, enter the teacher's own policy; both only
+            # when there is one (entering a disabled autocast costs as much as a layer).
+            if torch.is_autocast_enabled(device.type):
+                scope.enter_context(torch.autocast(device_type=device.type, enabled=False))
+            if policy is not None:
+                scope.enter_context(policy.autocast())
             if hasattr(self.teacher, "forward_raw"):
                 out = self.teacher.forward_raw((x.to(self.teacher.device),))
             else:
-                out = self.net(x.to(device))
+                out = net(x.to(device))
         if not isinstance(out, torch.Tensor):
             raise TypeError(f"{self.who}: the teacher returned {type(out).__name__}, not a "
                             "logits tensor")

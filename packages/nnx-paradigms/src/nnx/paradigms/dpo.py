@@ -53,8 +53,9 @@ def _check_ids(part: str, ids: Any, pad_id: int) -> torch.Tensor:
     real = ids != pad_id
     if ids.shape[1] == 0 or not bool(real[:, 0].all()):
         raise ValueError(f"{_WHO}: every row's {part} needs >= 1 token before its padding")
-    # Right padding: once a row pads, it pads to the end (the pad id is never content).
-    if bool((real[:, 1:] & ~real[:, :-1]).any()):
+    # Right padding: once a row pads, it pads to the end (the pad id is never content),
+    # i.e. the row's real flags never rise again: one comparison, not three masks.
+    if ids.shape[1] > 1 and bool((real[:, 1:] > real[:, :-1]).any()):
         raise ValueError(f"{_WHO}: the batch's {part} has a token after the pad id "
                          f"{pad_id}: right-pad every row (NNPreferenceDataset.loader does)")
     return ids
@@ -160,7 +161,8 @@ class DPOTrainStep:
                              f"ids {tuple(ids.shape)}; expected (B, T, {vocab}) as the reference")
         policy = completion_log_probs(logits, ids, mask)
         with torch.no_grad():
-            self.reference_net.eval()
+            if any(m.training for m in self.reference_net.modules()):  # a callback's flip
+                self.reference_net.eval()  # (eval() itself writes every module's flag)
             ref_device = next(iter(self.reference_net.parameters())).device
             ref = completion_log_probs(self.reference_net(ids.to(ref_device)).to(device),
                                        ids, mask)
@@ -169,11 +171,13 @@ class DPOTrainStep:
         with torch.no_grad():
             chosen_r = self.beta * (policy[:b] - ref[:b])
             rejected_r = self.beta * (policy[b:] - ref[b:])
+            # The four batch means read back together: one host transfer, not four.
+            rewards = torch.stack([chosen_r.mean(), rejected_r.mean(),
+                                   (chosen_r - rejected_r).mean(),
+                                   (chosen_r > rejected_r).float().mean()]).tolist()
         done = finalize_step(ctx, loss)
-        return done.record(chosen_reward=float(chosen_r.mean()),
-                           rejected_reward=float(rejected_r.mean()),
-                           reward_margin=float((chosen_r - rejected_r).mean()),
-                           reward_accuracy=float((chosen_r > rejected_r).float().mean()))
+        return done.record(chosen_reward=rewards[0], rejected_reward=rewards[1],
+                           reward_margin=rewards[2], reward_accuracy=rewards[3])
 
     def __repr__(self) -> str:
         return f"dpo_train_step_factory(beta={self.beta}, pad_id={self.pad_id})"

@@ -79,7 +79,7 @@ def kd_train_step_factory(teacher: Any, *, alpha: float = 0.5,
     def kd_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
         train_mode(ctx)  # nnx's step factories train in train mode (§11)
         x, target = labelled_input(ctx.model, ctx.batch, who)
-        frozen.check_student(ctx.model.net)
+        frozen.check_student_once(ctx.model.net)  # the run checked it: once per net
         output = ctx.forward((x,)).float()
         hard = supervised_loss(ctx.model, output, target)
         loss, soft = kd_loss(output, frozen.logits(x), hard, alpha=alpha,
@@ -169,7 +169,7 @@ def feature_kd_train_step_factory(teacher: Any, *, layers: Mapping[str, str],
     def feature_kd_train_step(ctx: TrainStepContext) -> NNEvaluationDataPoint:
         train_mode(ctx)  # nnx's step factories train in train mode (§11)
         x, target = labelled_input(ctx.model, ctx.batch, who)
-        frozen.check_student(ctx.model.net)
+        frozen.check_student_once(ctx.model.net)
         student_modules = _modules(ctx.model.net, pairs, "student", who)
         with _captured(student_modules) as mine:
             output = ctx.forward((x,)).float()

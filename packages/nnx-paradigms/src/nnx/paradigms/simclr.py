@@ -51,11 +51,16 @@ def nt_xent_loss(z1: torch.Tensor, z2: torch.Tensor, *,
     if z1.shape != z2.shape or z1.shape[0] == 0:
         raise ValueError(f"nt_xent_loss needs z1 and z2 of one shape (N, D) with N >= 1; got "
                          f"{tuple(z1.shape)} and {tuple(z2.shape)}")
+    return _nt_xent(z1, z2, t)
+
+
+def _nt_xent(z1: torch.Tensor, z2: torch.Tensor, t: float) -> torch.Tensor:
+    """NT-Xent of checked embeddings at a checked temperature (the step checked both
+    once, not per batch)."""
     n = z1.shape[0]
     z = F.normalize(torch.cat([z1, z2]), dim=1)
-    logits = (z @ z.T) / t
-    self_pairs = torch.eye(2 * n, dtype=torch.bool, device=z.device)
-    logits = logits.masked_fill(self_pairs, float("-inf"))  # a view is not its own negative
+    # In place on the quotient (its backward keeps no output): no (2N, 2N) mask is built.
+    logits = ((z @ z.T) / t).fill_diagonal_(float("-inf"))  # a view is not its own negative
     rows = torch.arange(n, device=z.device)
     positives = torch.cat([rows + n, rows])  # view i of z1 pairs with view i of z2
     return F.cross_entropy(logits, positives)
@@ -93,7 +98,10 @@ def simclr_train_step_factory(
         z1, z2 = ctx.forward((v1,)), ctx.forward((v2,))
         if z1.dim() > 2:
             z1, z2 = z1.flatten(1), z2.flatten(1)
-        loss = nt_xent_loss(z1.float(), z2.float(), temperature=t)
+        if z1.dim() != 2 or z1.shape != z2.shape or z1.shape[0] == 0:
+            loss = nt_xent_loss(z1.float(), z2.float(), temperature=t)  # its ValueError
+        else:
+            loss = _nt_xent(z1.float(), z2.float(), t)
         # The contrastive loss has no error: BEST and the plateau fall back to the loss.
         return NNEvaluationDataPoint(loss=finalize_step(ctx, loss).loss)
 
