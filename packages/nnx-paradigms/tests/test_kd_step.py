@@ -287,3 +287,45 @@ def test_the_grad_clip_norm_is_honored(tmp_path):
                   root=tmp_path, verbose=False)
     moved = torch.cat([(weights(clipped)[k] - v).flatten() for k, v in start.items()])
     assert float(moved.norm()) == pytest.approx(1e-3, rel=1e-3)
+
+
+@pytest.mark.parametrize("factory", ["kd", "feature_kd"])
+@pytest.mark.parametrize("bad", [torch.tensor([0, 1, 3, 2, 0]), torch.tensor([0, -2, 1, 2, 0]),
+                                 torch.zeros(5, 2)],
+                         ids=["index-too-high", "negative-index", "float-wrong-shape"])
+def test_a_bad_target_is_refused_with_task_validation_error_before_any_update(tmp_path, factory,
+                                                                              bad):
+    # The hard term goes through the task adapter's fast path (torch's mean, labels
+    # counted at the commit): a class index out of range must still be refused, by name,
+    # before the first update — also when it is the second batch of the run.
+    from nnx import TaskValidationError
+
+    teacher, student = classifier(7), classifier(0)
+    before, t_before = weights(student), weights(teacher)
+    step = (kd_train_step_factory(teacher) if factory == "kd" else
+            feature_kd_train_step_factory(teacher, layers={"layers.0": "layers.0"}))
+    x = batches(1)[0][0]
+    with pytest.raises(TaskValidationError):
+        student.train(plan([(x, bad)]), train_step_fn=step, root=tmp_path, verbose=False)
+    assert same(weights(student), before) and same(weights(teacher), t_before)
+    assert all(p.grad is None for p in student.net.parameters())
+
+
+def test_every_target_ignored_trains_on_the_soft_term_alone(tmp_path):
+    # An all-ignored batch has no hard term: an exact 0 (never 0/0), so the update is
+    # α · KL · T² alone and the record has no error to report.
+    teacher, student, ref = classifier(7, hidden=(8,)), classifier(0), classifier(0)
+    x = batches(1)[0][0]
+    y = torch.full((5,), -100)
+    run = student.train(plan([(x, y)]), train_step_fn=kd_train_step_factory(
+        teacher, alpha=ALPHA, temperature=T), root=tmp_path, verbose=False)
+    q = torch.softmax(teacher.net(x).detach() / T, 1)
+    soft = (q * (q.log() - torch.log_softmax(ref.net(x) / T, 1))).sum(1).mean() * T * T
+    expected = ALPHA * soft
+    edp = run.idps[0].train_edp
+    assert edp.loss == pytest.approx(float(expected.detach()), abs=1e-6)
+    assert edp.extra["hard"] == 0.0 and edp.error is None
+    assert edp.extra["distillation"] == pytest.approx(float(soft.detach()), abs=1e-6)
+    sgd_step(ref, expected)
+    for k, v in weights(ref).items():
+        torch.testing.assert_close(weights(student)[k], v, atol=1e-6, rtol=1e-5)

@@ -50,7 +50,9 @@ unchanged, so an add-on (and the reference plugin under
   :class:`ObjectiveStream`, :class:`FrozenTeacher` and :func:`distillation_loss` (the
   one KD soft term); for a hand-written step: :func:`imperative_step`,
   :func:`finalize_step` / :class:`FinalizedStep`, :func:`train_mode`,
-  :func:`full_precision_only`;
+  :func:`full_precision_only`, and :func:`supervised_loss` / :class:`SupervisedLoss` (a
+  supervised term through the task adapter as the default step computes it: torch's
+  mean, the loss read once, the record's label counting deferred to the commit);
 * net params: :class:`NNParams` with its public hooks ``validate``, ``omit_from_state``
   and ``field_name``;
 * transform recipes: :class:`TransformRecipe` and :func:`config_targets`, and
@@ -106,8 +108,10 @@ from nnx._engine.optimizer_factories import (
 from nnx._engine.prediction import decode_on_axis, net_class_axis
 from nnx._engine.step_helpers import (
     FinalizedStep,
+    SupervisedLoss,
     finalize_step,
     full_precision_only,
+    supervised_loss,
     train_mode,
 )
 from nnx._engine.update_engine import OptimizerSlot
@@ -230,6 +234,7 @@ __all__ = [
     "ResolvedPrecision",
     "Result",
     "RunProvenance",
+    "SupervisedLoss",
     "Task",
     "TaskRuntime",
     "TrainableModel",
@@ -299,6 +304,7 @@ __all__ = [
     "set_field",
     "sha256_hex",
     "softmax64",
+    "supervised_loss",
     "train_mode",
     "unregister_calibrator_reader",
     "unregister_metric",

@@ -207,3 +207,23 @@ def test_an_imperative_step_owns_the_mode_and_train_mode_switches_it_each_epoch(
     model.train(NNTrainParams(n_epochs=1, train_loader=tiny_batches(2), optim=sgd()),
                 root=tmp_path / "default", verbose=False)
     assert modes == [True, True]
+
+
+def test_finalize_step_reads_the_step_s_values_with_its_loss_before_the_update(tmp_path):
+    # Scalar terms the step records come back in FinalizedStep.values, in order.
+    seen: list[tuple[float, tuple[float, ...], float]] = []
+
+    @full_precision_only
+    def step(ctx: TrainStepContext):
+        (x,), y = ctx.model.split_batch(ctx.batch)
+        out = ctx.model.net(x)
+        norm = out.square().mean()
+        done = finalize_step(ctx, torch.nn.functional.cross_entropy(out, y), (norm, norm * 2))
+        seen.append((float(norm.detach()), done.values, done.loss))
+        return done.record(norm=done.values[0])
+
+    model = tiny_model()
+    run = model.train(NNTrainParams(n_epochs=1, train_loader=tiny_batches(2), optim=sgd()),
+                      train_step_fn=step, root=tmp_path / "runs", verbose=False)
+    assert [v for _, v, _ in seen] == [(n, 2 * n) for n, _, _ in seen]
+    assert [i.train_edp.extra["norm"] for i in run.idps] == [n for n, _, _ in seen]

@@ -19,16 +19,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from nnx._contracts.trainable import TrainableModel
 from nnx._engine.steps import TrainStepContext
 from nnx._engine.update_window import WindowStepper, holds_gradients
-from nnx._foundation.records import NNEvaluationDataPoint
+from nnx._foundation.records import NNEvaluationDataPoint, with_extra_now
 from nnx.objectives.ownership import full_precision_only, is_full_precision_only
 
-__all__ = ["FinalizedStep", "finalize_step", "full_precision_only", "is_full_precision_only",
-           "train_mode"]
+__all__ = ["FinalizedStep", "SupervisedLoss", "finalize_step", "full_precision_only",
+           "is_full_precision_only", "supervised_loss", "train_mode"]
 
 
 @dataclass(frozen=True)
@@ -38,10 +40,54 @@ class FinalizedStep:
 
     loss: float
     stepped: bool
+    #: The ``values`` tensors finalize_step was given, read back with the loss.
+    values: tuple[float, ...] = ()
 
     def record(self, **extra: float) -> NNEvaluationDataPoint:
         """The batch's record: the loss, as error too (BEST tracking stays meaningful)."""
         return NNEvaluationDataPoint(loss=self.loss, error=self.loss, extra=dict(extra))
+
+
+class SupervisedLoss:
+    """A step's supervised term through the model's task adapter, as the default step
+    computes it (:func:`supervised_loss`).
+
+    ``loss`` is what to back-propagate: the loss module's mean over the scored targets
+    (torch's own mean where the adapter's fast path applies; the summed loss over
+    their weight otherwise), the sum for ``reduction="sum"``, and an exact 0 on the
+    graph when every target is ignored. ``value`` is its value (already read back
+    once by the adapter; 0.0 when every target is ignored).
+    """
+
+    __slots__ = ("_batch", "loss", "value")
+
+    def __init__(self, batch: Any) -> None:
+        self._batch = batch
+        self.loss: torch.Tensor = batch.numerator
+        self.value: float = float(batch.value) if batch.has_targets else 0.0
+
+    def record(self, loss: float, **extra: float) -> NNEvaluationDataPoint:
+        """The batch's record with ``loss`` (the step's own) and ``extra``: the top-1
+        error / accuracy (and the task's scores) the default step records, computed as
+        it does, on the CPU when the record is first read (at the epoch's commit)."""
+        return with_extra_now(self._batch.record(loss), extra)
+
+
+def supervised_loss(model: TrainableModel, output: torch.Tensor,
+                    target: torch.Tensor) -> SupervisedLoss:
+    """``model.loss_fn`` on ``output`` through the model's task adapter, exactly as the
+    default step evaluates one microbatch that is its own window (spec §3.1, §6.3): a
+    native NLLLoss gets ``log_softmax`` first, class weights, ``ignore_index``,
+    ``label_smoothing`` and ``reduction`` stay the module's. A target that does not fit
+    the task (a class index out of range, a float target for class indices) raises
+    TaskValidationError before anything is back-propagated.
+
+    For an add-on step whose loss adds a supervised term (KD's hard loss): one
+    call, the loss value read once, and the record's label counting left to the
+    commit where the default step leaves it.
+    """
+    return SupervisedLoss(model.task_adapter.training_batch(output, target, model.loss_fn,
+                                                            normalize=True))
 
 
 def train_mode(ctx: TrainStepContext) -> None:
@@ -74,16 +120,19 @@ def _refuse_unsupported(ctx: TrainStepContext, loss: object) -> None:
         raise ValueError(f"finalize_step: loss must be a scalar tensor; got {shape}")
 
 
-def finalize_step(ctx: TrainStepContext, loss: torch.Tensor) -> FinalizedStep:
+def finalize_step(ctx: TrainStepContext, loss: torch.Tensor,
+                  values: Sequence[torch.Tensor] = ()) -> FinalizedStep:
     """Guard, back-propagate and step ``ctx.optimizer`` on ``loss`` (a scalar tensor).
 
     A non-finite loss is never back-propagated: the batch's gradients are dropped and
     the loop warns once per epoch (and refuses an epoch left without updates), as the
     default step's guard does. The step reports its own update, so the calling step
-    function must not call ``ctx.report_update()`` for it.
+    function must not call ``ctx.report_update()`` for it. ``values`` (scalar tensors
+    the step records, e.g. its loss terms) come back as ``FinalizedStep.values``, read
+    in the loss's one transfer from a device, before the update.
     """
     _refuse_unsupported(ctx, loss)
-    value = float(loss.detach())
+    value, read = _read(loss, values)
     bad = not math.isfinite(value)
     if ctx.distributed is not None:
         bad = ctx.distributed.any(bad)  # every rank drops the batch, or none does
@@ -100,7 +149,19 @@ def finalize_step(ctx: TrainStepContext, loss: torch.Tensor) -> FinalizedStep:
     stepper = WindowStepper((ctx.optimizer,), (ctx.grad_clip_norm,), None,
                             report=_Report(ctx))
     closed = stepper.close(takes_update=not bad)
-    return FinalizedStep(loss=value, stepped=closed == "stepped")
+    return FinalizedStep(loss=value, stepped=closed == "stepped", values=read)
+
+
+def _read(loss: torch.Tensor, values: Sequence[torch.Tensor]) -> tuple[float, tuple[float, ...]]:
+    """The loss's value and ``values``'; one device-to-host transfer off the CPU (on the
+    CPU, reading each is cheaper than stacking them)."""
+    if not values:
+        return float(loss.detach()), ()
+    if loss.is_cpu:
+        return float(loss.detach()), tuple(float(v.detach()) for v in values)
+    both = torch.stack([loss.detach().float(), *(v.detach().float().reshape(())
+                                                 for v in values)]).tolist()
+    return both[0], tuple(both[1:])
 
 
 @dataclass(frozen=True)

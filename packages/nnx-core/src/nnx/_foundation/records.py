@@ -29,6 +29,7 @@ __all__ = [
     "deferred_record",
     "first_finite",
     "signal_walk",
+    "with_extra_now",
 ]
 
 #: The scalar fields of an edp, in column order.
@@ -217,6 +218,16 @@ def deferred_record(source: FieldSource, *, loss: float | None, kind: str | None
     _SLOTS["kind"].__set__(record, kind)
     _SLOTS["count"].__set__(record, count)
     _SLOTS["status"].__set__(record, status)
+    return record
+
+
+def with_extra_now(record: NNEvaluationDataPoint,
+                   extra: Mapping[str, Any]) -> NNEvaluationDataPoint:
+    """``record`` with ``extra`` set in place, for a record just made that nobody holds
+    yet: a deferred record keeps its fields deferred (``dataclasses.replace`` would read,
+    and so compute, every one of them)."""
+    if extra:
+        object.__setattr__(record, "extra", _numbers("extra", {**record.extra, **extra}))
     return record
 
 

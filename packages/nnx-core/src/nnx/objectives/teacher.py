@@ -92,6 +92,11 @@ class FrozenTeacher:
         precision = own()
         return precision if precision.is_reduced else None
 
+    def _forward(self, net: nn.Module, x: torch.Tensor, device: torch.device) -> Any:
+        if hasattr(self.teacher, "forward_raw"):
+            return self.teacher.forward_raw((x.to(self.teacher.device),))
+        return net(x.to(device))
+
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         """The teacher's raw output for ``x`` as float32 on ``x``'s device."""
         net = self.net
@@ -101,17 +106,20 @@ class FrozenTeacher:
         if any(m.training for m in net.modules()):
             net.eval()
         policy = self._inference_policy()
-        with torch.no_grad(), contextlib.ExitStack() as scope:
-            # Leave the student's autocast, enter the teacher's own policy; both only
-            # when there is one (entering a disabled autocast costs as much as a layer).
-            if torch.is_autocast_enabled(device.type):
-                scope.enter_context(torch.autocast(device_type=device.type, enabled=False))
-            if policy is not None:
-                scope.enter_context(policy.autocast())
-            if hasattr(self.teacher, "forward_raw"):
-                out = self.teacher.forward_raw((x.to(self.teacher.device),))
+        autocast = torch.is_autocast_enabled(device.type)
+        with torch.no_grad():
+            if policy is None and not autocast:  # the common case: no context to build
+                out = self._forward(net, x, device)
             else:
-                out = net(x.to(device))
+                with contextlib.ExitStack() as scope:
+                    # Leave the student's autocast, enter the teacher's own policy; each
+                    # only when there is one (a disabled autocast costs as much as a layer).
+                    if autocast:
+                        scope.enter_context(torch.autocast(device_type=device.type,
+                                                           enabled=False))
+                    if policy is not None:
+                        scope.enter_context(policy.autocast())
+                    out = self._forward(net, x, device)
         if not isinstance(out, torch.Tensor):
             raise TypeError(f"{self.who}: the teacher returned {type(out).__name__}, not a "
                             "logits tensor")

@@ -7,7 +7,8 @@
   ``NLLLoss`` gets ``log_softmax`` over the class axis first, exactly as the default
   step does, so CE and NLL students train identically from the same weights; class
   weights, ``ignore_index`` and ``reduction`` stay the loss module's;
-* the top-1 error, or the λ-weighted correctness of a mixed batch, for the record;
+* the λ-weighted correctness of a mixed batch, for the record (KD's steps record
+  through :func:`nnx.extend.supervised_loss`, as the default step does);
 * the live steps' refusal of an offline teacher batch
   (:class:`~nnx.paradigms.offline_distillation.TeacherBatch` carries probabilities,
   not logits; §10.1 "Offline").
@@ -23,7 +24,7 @@ from nnx.extend import TrainableModel
 from nnx.paradigms.offline_distillation.batch import TeacherBatch
 
 __all__ = ["classifier_batch", "labelled_input", "mixed_accuracy", "one_input",
-           "refuse_teacher_records", "supervised_loss", "top1_error"]
+           "refuse_teacher_records", "supervised_loss"]
 
 
 def refuse_teacher_records(batch: Any, who: str) -> None:
@@ -107,24 +108,3 @@ def mixed_accuracy(model: TrainableModel, output: torch.Tensor, y_a: torch.Tenso
     if float(weight) <= 0:
         return None
     return float(total / weight)
-
-
-def top1_error(output: torch.Tensor, target: Any, loss_fn: Any) -> float | None:
-    """The fraction of scored rows whose argmax misses the label (None when none is
-    scored): class-index targets skip the loss's ignore_index, soft targets compare
-    argmaxes."""
-    if not isinstance(target, torch.Tensor) or output.dim() < 2:
-        return None
-    guess = output.detach().argmax(dim=1)
-    if target.is_floating_point():
-        if target.shape != output.shape:
-            return None
-        label = target.argmax(dim=1)
-        valid = torch.ones_like(label, dtype=torch.bool)
-    else:
-        label = target.long()
-        valid = label != int(getattr(loss_fn, "ignore_index", -100))
-    count = int(valid.sum())
-    if count == 0:
-        return None
-    return float(((guess != label) & valid).sum()) / count

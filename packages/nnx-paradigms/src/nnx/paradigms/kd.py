@@ -35,9 +35,10 @@ from nnx.extend import (
     finalize_step,
     full_precision_only,
     imperative_step,
+    supervised_loss,
     train_mode,
 )
-from nnx.paradigms._classifier import labelled_input, supervised_loss, top1_error
+from nnx.paradigms._classifier import labelled_input
 
 __all__ = ["feature_kd_train_step_factory", "kd_loss", "kd_train_step_factory"]
 
@@ -81,23 +82,16 @@ def kd_train_step_factory(teacher: Any, *, alpha: float = 0.5,
         x, target = labelled_input(ctx.model, ctx.batch, who)
         frozen.check_student_once(ctx.model.net)  # the run checked it: once per net
         output = ctx.forward((x,)).float()
+        # Validates the targets before anything is back-propagated; the record's label
+        # counting waits for the commit, as the default step's does.
         hard = supervised_loss(ctx.model, output, target)
-        loss, soft = kd_loss(output, frozen.logits(x), hard, alpha=alpha,
+        loss, soft = kd_loss(output, frozen.logits(x), hard.loss, alpha=alpha,
                              temperature=temperature)
-        done = finalize_step(ctx, loss)
-        return _record(done.loss, output, target, ctx.model.loss_fn,
-                       distillation=float(soft), hard=float(hard.detach()))
+        done = finalize_step(ctx, loss, (soft,))
+        return hard.record(done.loss, distillation=done.values[0], hard=hard.value)
 
     _describe(kd_train_step, frozen, alpha, temperature)
     return kd_train_step
-
-
-def _record(loss: float, output: torch.Tensor, target: Any, loss_fn: Any,
-            **extra: float) -> NNEvaluationDataPoint:
-    """The batch's record: the combined loss and the student's top-1 error."""
-    error = top1_error(output, target, loss_fn)
-    return NNEvaluationDataPoint(loss=loss, error=error,
-                                 accuracy=None if error is None else 1.0 - error, extra=extra)
 
 
 def _describe(step: Any, frozen: FrozenTeacher, alpha: float, temperature: float) -> None:
@@ -187,12 +181,13 @@ def feature_kd_train_step_factory(teacher: Any, *, layers: Mapping[str, str],
                                  "student's net and name its output instead")
             feature = feature + F.mse_loss(a.float(), b.detach().float().to(a.device))
         hard = supervised_loss(ctx.model, output, target)
-        kd, soft = kd_loss(output, teacher_logits, hard, alpha=alpha, temperature=temperature)
+        kd, soft = kd_loss(output, teacher_logits, hard.loss, alpha=alpha,
+                           temperature=temperature)
         loss = kd + beta * feature if beta else kd
-        done = finalize_step(ctx, loss)
-        return _record(done.loss, output, target, ctx.model.loss_fn,
-                       distillation=float(soft), hard=float(hard.detach()),
-                       feature_mse=float(feature.detach()))
+        done = finalize_step(ctx, loss, (soft, feature))
+        distillation, feature_mse = done.values
+        return hard.record(done.loss, distillation=distillation, hard=hard.value,
+                           feature_mse=feature_mse)
 
     _describe(feature_kd_train_step, frozen, alpha, temperature)
     feature_kd_train_step.layers = dict(pairs)  # type: ignore[attr-defined]
