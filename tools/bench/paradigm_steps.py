@@ -53,7 +53,7 @@ def _loader(dataset: Any, stamps: Stamps | None, batch_size: int = BATCH,
     cls = DataLoader if stamps is None else TimedLoader
     loader = cls(dataset, batch_size=batch_size, shuffle=True, generator=generator, **kwargs)
     if stamps is not None:
-        loader.stamps = stamps  # type: ignore[attr-defined]
+        loader.stamps = stamps
     return loader
 
 
@@ -122,7 +122,7 @@ def kd() -> Paradigm:
                                 F.softmax(t / temperature, 1),
                                 reduction="batchmean") * temperature ** 2
                 loss = alpha * soft + (1 - alpha) * F.cross_entropy(out, yb)
-                loss.backward()
+                torch.autograd.backward(loss)
                 optimizer.step()
                 losses.append(loss.item())
         return losses
@@ -161,7 +161,7 @@ def simclr() -> Paradigm:
                 logits = (z @ z.T / temperature).fill_diagonal_(float("-inf"))
                 rows = torch.arange(n)
                 loss = F.cross_entropy(logits, torch.cat([rows + n, rows]))
-                loss.backward()
+                torch.autograd.backward(loss)
                 optimizer.step()
                 losses.append(loss.item())
         return losses
@@ -237,7 +237,7 @@ def dpo() -> Paradigm:
                 b = prompt.shape[0]
                 margin = (policy_lp[:b] - ref_lp[:b]) - (policy_lp[b:] - ref_lp[b:])
                 loss = -F.logsigmoid(beta * margin).mean()
-                loss.backward()
+                torch.autograd.backward(loss)
                 optimizer.step()
                 losses.append(loss.item())
         return losses

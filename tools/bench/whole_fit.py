@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -46,7 +47,7 @@ def fit_seconds(work: Workload, contender: str) -> float:
         return time.perf_counter() - start
 
 
-def measure(work: Workload, repeats: int) -> dict[str, float]:
+def measure(work: Workload, repeats: int) -> dict[str, Any]:
     for contender in RUNNERS:  # warm-up: imports, allocator, first-call paths
         fit_seconds(work, contender)
     times: dict[str, list[float]] = {c: [] for c in RUNNERS}

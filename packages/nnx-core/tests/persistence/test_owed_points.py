@@ -19,11 +19,11 @@ import nnx._persistence.best as best_module
 import nnx._persistence.best_pending as best_pending_module
 from nnx import NNCheckpoint, NNEvaluationDataPoint, NNTrainParams
 from nnx._foundation.safe_paths import UnsafePathError
-from nnx.callbacks import Callback
 from nnx._persistence.best import current_best, recorded_score
 from nnx._persistence.best_pending import PENDING_DIR, pending_runs
 from nnx._persistence.best_score import SCORE_NAME, read_score
 from nnx._persistence.resume_point import read_point
+from nnx.callbacks import Callback
 from nnx.cli import main
 
 make_model = functools.partial(tiny_model, hidden=6)

@@ -5,9 +5,10 @@ A run whose epoch will commit a BEST first drops an empty marker
 from its first BEST to its end (one directory flush per fit) and clears it
 under ``.best.lock`` when nothing is owed (EpochCommit.release_marker); other
 promotions clear it (``promote_best``, ``settle_owed``). A process killed (or
-failing) between a BEST and its promotion leaves the marker, and the next promotion or election in that root
-reads the marked run's committed BEST like any candidate's, moves runs/best
-to it when it scores lower, and clears the marker. So a crash between a BEST
+failing) between a BEST and its promotion leaves the marker, and the next
+promotion or election in that root reads the marked run's committed BEST like
+any candidate's, moves runs/best to it when it scores lower, and clears the
+marker. So a crash between a BEST
 commit and its hand-over never leaves runs/best on a worse run for good, and
 the common promotion still reads only the incumbent plus the few marked runs.
 
