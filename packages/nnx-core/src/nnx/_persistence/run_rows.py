@@ -25,10 +25,9 @@ from pathlib import Path
 from nnx._foundation.bounded import load_yaml
 from nnx._foundation.hashing import md5_hex
 from nnx._foundation.locking import lock_is_held
-from nnx._persistence.best_pointer import BEST_NAME
 from nnx._persistence.history_completeness import LastMark
 from nnx._persistence.history_ends import check_history_ends
-from nnx._persistence.run_damage import DamagedRun, RunDamagedError
+from nnx._persistence.run_damage import RunDamagedError
 from nnx._persistence.run_summary import read_summary
 from nnx.provenance import read_provenance
 
@@ -124,49 +123,21 @@ def _row(root: Path, path: Path) -> RunSummary | None:
         best_value=best.get("value"), salt=body["salt"], data_id=body["data_id"])
 
 
-def _run_dirs(root: Path) -> list[Path]:
-    """The runs (a run.yaml) and empty reservations under ``root``, sorted."""
-    if not root.is_dir():
-        return []
-    found = []
-    for entry in sorted(root.iterdir()):
+def list_runs(root: str | os.PathLike[str]) -> tuple[list[RunSummary], list[Path]]:
+    """The rows of the runs under ``root`` whose summaries can be trusted, and the other
+    directories (not hidden, not links), which the caller reads the full way: a run
+    without a trusted summary, an empty reservation, damage."""
+    base = Path(root)
+    rows: list[RunSummary] = []
+    rest: list[Path] = []
+    if not base.is_dir():
+        return rows, rest
+    for entry in sorted(base.iterdir()):
         if entry.name.startswith(".") or entry.is_symlink() or not entry.is_dir():
             continue
-        if (entry / "run.yaml").is_file():
-            found.append(entry)
-        elif entry.name != BEST_NAME:
-            # lazy: loads torch; a directory without run.yaml is rare
-            from nnx._persistence.reservation import is_empty_reservation
-
-            if is_empty_reservation(entry):
-                found.append(entry)
-    return found
-
-
-def list_runs(root: str | os.PathLike[str]
-              ) -> tuple[list[RunSummary], list[DamagedRun], int]:
-    """Every run under ``root`` sorted by id (as ``summarize_runs``), and how many rows
-    came from the checkpoints because the run had no summary to trust."""
-    rows: list[RunSummary] = []
-    damaged: list[DamagedRun] = []
-    fallback = 0
-    base = Path(root)
-    for entry in _run_dirs(base):
         row = _row(base, entry) if (entry / "run.yaml").is_file() else None
-        if row is not None:
+        if row is None:
+            rest.append(entry)
+        else:
             rows.append(row)
-            continue
-        from nnx._persistence.run_listing import (  # lazy: loads torch
-            incomplete_row,
-            summarize_run,
-        )
-
-        if not (entry / "run.yaml").is_file():
-            rows.append(incomplete_row(base, entry.name))
-            continue
-        fallback += 1
-        try:
-            rows.append(summarize_run(root, entry.name))
-        except RunDamagedError as exc:
-            damaged.append(DamagedRun(exc.run_id, exc.path, exc.reason))
-    return rows, damaged, fallback
+    return rows, rest

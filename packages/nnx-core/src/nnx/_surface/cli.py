@@ -70,7 +70,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _damaged_row(run_id: str, path: Path, reason: str) -> str:
-    from nnx._persistence.run_damage import display_path
+    from nnx._persistence.run_damage import display_path  # lazy: only listing needs it
 
     return f"{run_id:<32}  damaged  {display_path(path)}: {reason}"
 
@@ -82,7 +82,7 @@ def _tags(row: RunSummary) -> str:
 
 
 def _list_row(row: RunSummary, mark: str, tags_width: int, net_width: int = 8) -> str:
-    from nnx._persistence.run_rows import format_score
+    from nnx._persistence.run_rows import format_score  # lazy: only listing needs it
 
     created = "-" if row.created is None else row.created.strftime("%Y-%m-%d %H:%M")
     if row.best_epoch is None:
@@ -101,10 +101,26 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     and the exit status is 1 when there is one (every readable run is still listed)."""
     # Torch-free: rows come from the runs' summaries; only a run without one (written
     # before summaries) is read from its checkpoints, which loads torch then.
-    from nnx._persistence.best_pointer import current_best
-    from nnx._persistence.run_rows import list_runs
+    from nnx._persistence.best_pointer import current_best  # lazy: only listing needs it
+    from nnx._persistence.run_rows import list_runs  # lazy: only listing needs it
 
-    rows, damaged, from_checkpoints = list_runs(args.root)
+    rows, rest = list_runs(args.root)
+    damaged, from_checkpoints = [], 0
+    if rest:  # lazy: loads torch, only for runs without a trusted summary
+        from nnx._persistence.best_pointer import BEST_NAME
+        from nnx._persistence.reservation import is_empty_reservation
+        from nnx._persistence.run_damage import DamagedRun, RunDamagedError
+        from nnx._persistence.run_listing import incomplete_row, summarize_run
+
+        for entry in rest:
+            if (entry / "run.yaml").is_file():
+                from_checkpoints += 1
+                try:
+                    rows.append(summarize_run(args.root, entry.name))
+                except RunDamagedError as exc:
+                    damaged.append(DamagedRun(exc.run_id, exc.path, exc.reason))
+            elif entry.name != BEST_NAME and is_empty_reservation(entry):
+                rows.append(incomplete_row(Path(args.root), entry.name))
     if not rows and not damaged:
         print(f"no runs under {args.root}/")
         return 0
