@@ -107,10 +107,10 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     rows, rest = list_runs(args.root)
     damaged, from_checkpoints = [], 0
     if rest:  # lazy: loads torch, only for runs without a trusted summary
-        from nnx._persistence.best_pointer import BEST_NAME
-        from nnx._persistence.reservation import is_empty_reservation
-        from nnx._persistence.run_damage import DamagedRun, RunDamagedError
-        from nnx._persistence.run_listing import incomplete_row, summarize_run
+        from nnx._persistence.best_pointer import BEST_NAME  # lazy: fallback only
+        from nnx._persistence.reservation import is_empty_reservation  # lazy: fallback only
+        from nnx._persistence.run_damage import DamagedRun, RunDamagedError  # lazy: fallback only
+        from nnx._persistence.run_listing import incomplete_row, summarize_run  # lazy: fallback only
 
         for entry in rest:
             if (entry / "run.yaml").is_file():
