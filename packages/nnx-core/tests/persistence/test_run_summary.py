@@ -14,6 +14,7 @@ from _nnx_core_tiny import sgd, tiny_batches, tiny_model
 
 from nnx import Callback, EarlyStopping, MonitorSpec, NNTrainParams
 from nnx.cli import main
+from nnx.history import HistoryJournal
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "add_on_runs"
 
@@ -104,12 +105,14 @@ def test_a_tampered_or_stale_summary_is_ignored(capsys):
     path.write_text(json.dumps(forged))
     out, err = listing(capsys)
     assert out == right and "1 run listed from their checkpoints" in err
-    stale = json.loads(json.dumps(doc))
-    stale["body"]["last"][0] -= 1  # a generation behind LAST's, with a digest that verifies
     from nnx._foundation.hashing import canonical_bytes, sha256_hex
 
+    path.write_bytes(canonical_bytes(doc))  # the original, rewritten: trusted again
+    assert listing(capsys) == (right, "")
+    stale = json.loads(json.dumps(doc))
+    stale["body"]["last"][0] -= 1  # a generation behind LAST's, with a digest that verifies
     stale["sha256"] = sha256_hex(canonical_bytes(stale["body"]))
-    path.write_text(json.dumps(stale))
+    path.write_bytes(canonical_bytes(stale))  # as the writer writes it
     out, err = listing(capsys)
     assert out == right and "1 run listed from their checkpoints" in err
 
@@ -131,3 +134,51 @@ def test_old_runs_without_a_summary_still_list(capsys, in_tmp):
     ids = [p.name for p in (in_tmp / "runs").iterdir() if (p / "run.yaml").is_file()]
     assert all(run_id in out for run_id in ids)
     assert f"{len(ids)} runs listed from their checkpoints" in err
+
+
+def test_a_journal_run_lists_through_its_summary_as_through_its_checkpoints(capsys):
+    run = tiny_model().train(params(3), verbose=False,
+                             history=HistoryJournal(retention=2, chunk_size=2))
+    assert (run.path / "summary.json").is_file()
+    fast, fast_err = listing(capsys)
+    assert run.id in fast and "checkpoints" not in fast_err
+    drop_summaries()
+    full, full_err = listing(capsys)
+    assert full == fast and "1 run listed from their checkpoints" in full_err
+
+
+def test_an_empty_reservation_and_best_s_fallback_directory_need_no_torch(in_tmp):
+    # Neither is a run to read from its checkpoints: listing them must stay torch-free.
+    run = tiny_model().train(params(2), verbose=False)
+    pointer = in_tmp / "runs" / "best"
+    if pointer.is_symlink():
+        pointer.unlink()
+    else:
+        shutil.rmtree(pointer)
+    pointer.mkdir()  # the fallback where symlinks are unavailable: POINTER.txt only
+    (pointer / "POINTER.txt").write_text(run.id, encoding="utf-8")
+    reserved = in_tmp / "runs" / ("0" * 32)
+    (reserved / "checkpoints").mkdir(parents=True)
+    (reserved / ".history-committed-by-last").write_bytes(b"")
+    code = ("import sys; from nnx.cli import main; rc = main(['runs', 'list']); "
+            "print(rc, 'torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=in_tmp, capture_output=True,
+                          text=True, check=True)
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "0 False", done.stdout + done.stderr
+    assert any(line.startswith("0" * 32) and "incomplete" in line for line in lines)
+    assert any(line.startswith(run.id) and line.rstrip().endswith("*") for line in lines)
+    assert not any(line.startswith("best ") for line in lines)
+    assert "checkpoints" not in done.stderr
+
+
+def test_a_run_yaml_changed_after_the_summary_is_checked_the_full_way(capsys):
+    # The summary records run.yaml's bytes as its commit checked them; other bytes are
+    # parsed and hashed by the full path, which names a run.yaml of another run.
+    run = tiny_model().train(params(1), verbose=False)
+    path = Path("runs") / run.id / "run.yaml"
+    path.write_text(path.read_text().replace("n_epochs: 1", "n_epochs: 9"))
+    capsys.readouterr()
+    assert main(["runs", "list"]) == 1
+    captured = capsys.readouterr()
+    assert "damaged" in captured.out and "1 run listed from their checkpoints" in captured.err

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from nnx._foundation.bounded import load_yaml
-from nnx._foundation.locking import lock_is_held
 from nnx._foundation.plugins import MissingDistributionError
 from nnx._foundation.safe_paths import is_link
 from nnx._foundation.validation import check_run_id
@@ -44,12 +43,12 @@ from nnx._persistence.add_on_run import AddOnRun, best_score, read_add_on_run, r
 from nnx._persistence.best import BEST_NAME
 from nnx._persistence.history_completeness import LastMark
 from nnx._persistence.history_ends import check_history_ends
-from nnx._persistence.reservation import is_empty_reservation
+from nnx._persistence.reservation_shape import is_empty_reservation
 from nnx._persistence.resume_point import manifest_path, read_point
 from nnx._persistence.run import NNRun
 from nnx._persistence.run_damage import DamagedRun, RunDamagedError
 from nnx._persistence.run_damage import reading as _reading
-from nnx._persistence.run_rows import RunSummary, created_at, status_of
+from nnx._persistence.run_rows import RunSummary, created_at, incomplete_row, status_of
 from nnx.enums.nets import Nets
 
 __all__ = ["RunSummary", "incomplete_row", "matching_run_ids", "summarize_run", "summarize_runs"]
@@ -124,15 +123,6 @@ def _run_dirs(root: Path) -> list[Path]:
                   if not entry.name.startswith(".") and not entry.is_symlink()
                   and entry.is_dir() and ((entry / "run.yaml").is_file() or (
                       entry.name != BEST_NAME and is_empty_reservation(entry))))
-
-
-def incomplete_row(root: Path, run_id: str) -> RunSummary:
-    """The row of an empty reservation: no configuration to show."""
-    running = lock_is_held(root / ".leases" / f"{run_id}.lock")
-    return RunSummary(run_id=run_id, created=created_at(root / run_id), net="-", epochs=0,
-                      planned=0, status="running" if running else "incomplete",
-                      best_epoch=None, best_what=None, best_value=None, salt=None,
-                      data_id=None)
 
 
 def summarize_runs(root: str | os.PathLike[str]) -> tuple[list[RunSummary], list[DamagedRun]]:

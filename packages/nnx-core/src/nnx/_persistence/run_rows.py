@@ -1,13 +1,15 @@
 """``nnx runs list`` from the runs' listing summaries (:mod:`nnx._persistence.run_summary`),
 without torch (spec §4; docs/durability.md, "The listing summary").
 
-Per run it reads run.yaml (checked to hash to the directory's name, as the full path
-checks it), metadata.yaml when there is one, the summary, LAST's live manifest, the
-history's ends and attempt.json; the lease is probed as everywhere. A run whose
-summary cannot be trusted (none: written before summaries; a digest that does not
-verify; a LAST newer than it), or that reads as damaged here, or whose net needs an
-absent add-on, is summarized by the full path (:mod:`nnx._persistence.run_listing`,
-imported only then: it loads torch), which names the damage as before.
+Per run it reads the summary, LAST's live manifest, the bytes of run.yaml and
+metadata.yaml (hashed, not parsed: the commit that wrote the summary checked these
+very bytes as the full path checks them), the history's ends and attempt.json; it
+stats last.pt and best.pt and probes the lease as everywhere. A run whose summary
+cannot be trusted (none: written before summaries; a digest that does not verify; a
+LAST newer than it; files changed since), or that reads as damaged here, or whose
+net needs an absent add-on, is summarized by the full path
+(:mod:`nnx._persistence.run_listing`, imported only then: it loads torch), which
+names the damage as before. Empty reservations are recognized here, torch-free.
 """
 
 from __future__ import annotations
@@ -19,19 +21,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 
-from nnx._foundation.bounded import load_yaml
-from nnx._foundation.hashing import md5_hex
 from nnx._foundation.locking import lock_is_held
+from nnx._persistence.best_pointer import BEST_NAME
 from nnx._persistence.history_completeness import LastMark
 from nnx._persistence.history_ends import check_history_ends
+from nnx._persistence.reservation_shape import is_empty_reservation
 from nnx._persistence.run_damage import RunDamagedError
-from nnx._persistence.run_summary import read_summary
+from nnx._persistence.run_summary import CHECKED_FILES, file_digest, read_summary
 from nnx.provenance import read_provenance
 
-__all__ = ["RunSummary", "created_at", "format_score", "list_runs", "status_of"]
+__all__ = ["RunSummary", "created_at", "format_score", "incomplete_row", "list_runs", "status_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,8 @@ def created_at(path: Path) -> datetime | None:
 
 @cache
 def _installed(distribution: str) -> bool:
+    from importlib import metadata  # lazy: only an add-on's run asks (a costly import)
+
     try:
         metadata.distribution(distribution)
     except metadata.PackageNotFoundError:
@@ -98,11 +101,11 @@ def _row(root: Path, path: Path) -> RunSummary | None:
     if body is None:
         return None
     try:
-        doc = load_yaml(path / "run.yaml")
-        if md5_hex(doc) != path.resolve().name:  # the run id check the full path makes
-            return None
-        if (path / "metadata.yaml").is_file():
-            load_yaml(path / "metadata.yaml")
+        # The checks the full path makes (run.yaml hashes to the run id, both parse)
+        # were made by the commit that wrote the summary, for these very bytes.
+        files = body["files"]
+        if any(file_digest(path, name) != files[name] for name in CHECKED_FILES):
+            return None  # changed since: the full path checks them
         distribution = body["distribution"]
         if distribution not in (None, "nnx-core") and not _installed(str(distribution)):
             return None  # shown as "<net> (needs <distribution>)" by the full path
@@ -123,10 +126,21 @@ def _row(root: Path, path: Path) -> RunSummary | None:
         best_value=best.get("value"), salt=body["salt"], data_id=body["data_id"])
 
 
+def incomplete_row(root: Path, run_id: str) -> RunSummary:
+    """The row of an empty reservation: no configuration to show."""
+    running = lock_is_held(root / ".leases" / f"{run_id}.lock")
+    return RunSummary(run_id=run_id, created=created_at(root / run_id), net="-", epochs=0,
+                      planned=0, status="running" if running else "incomplete",
+                      best_epoch=None, best_what=None, best_value=None, salt=None,
+                      data_id=None)
+
+
 def list_runs(root: str | os.PathLike[str]) -> tuple[list[RunSummary], list[Path]]:
-    """The rows of the runs under ``root`` whose summaries can be trusted, and the other
-    directories (not hidden, not links), which the caller reads the full way: a run
-    without a trusted summary, an empty reservation, damage."""
+    """The rows under ``root`` this module can give (runs whose summaries can be
+    trusted, empty reservations), and the runs (a run.yaml) the caller reads the full
+    way: without a trusted summary, or damaged. The directories are those
+    :func:`nnx._persistence.run_listing.summarize_runs` lists (not hidden, not links,
+    runs/best's fallback directory never); the rest is not a run and is skipped."""
     base = Path(root)
     rows: list[RunSummary] = []
     rest: list[Path] = []
@@ -135,8 +149,10 @@ def list_runs(root: str | os.PathLike[str]) -> tuple[list[RunSummary], list[Path
     for entry in sorted(base.iterdir()):
         if entry.name.startswith(".") or entry.is_symlink() or not entry.is_dir():
             continue
-        row = _row(base, entry) if (entry / "run.yaml").is_file() else None
-        if row is None:
+        if not (entry / "run.yaml").is_file():
+            if entry.name != BEST_NAME and is_empty_reservation(entry):
+                rows.append(incomplete_row(base, entry.name))
+        elif (row := _row(base, entry)) is None:
             rest.append(entry)
         else:
             rows.append(row)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +24,8 @@ __all__ = ["main"]
 
 def installed_distributions() -> list[tuple[str, str]]:
     """(name, version) of every installed nnx distribution, nnx-core first."""
+    from importlib import metadata  # lazy: a costly import only --version needs
+
     found: dict[str, str] = {}
     for dist in metadata.distributions():
         name = (dist.metadata["Name"] or "").strip()
@@ -105,22 +106,16 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     from nnx._persistence.run_rows import list_runs  # lazy: only listing needs it
 
     rows, rest = list_runs(args.root)
-    damaged, from_checkpoints = [], 0
+    damaged = []
     if rest:  # lazy: loads torch, only for runs without a trusted summary
-        from nnx._persistence.best_pointer import BEST_NAME  # lazy: fallback only
-        from nnx._persistence.reservation import is_empty_reservation  # lazy: fallback only
         from nnx._persistence.run_damage import DamagedRun, RunDamagedError  # lazy: fallback only
-        from nnx._persistence.run_listing import incomplete_row, summarize_run  # lazy: fallback only
+        from nnx._persistence.run_listing import summarize_run  # lazy: fallback only
 
         for entry in rest:
-            if (entry / "run.yaml").is_file():
-                from_checkpoints += 1
-                try:
-                    rows.append(summarize_run(args.root, entry.name))
-                except RunDamagedError as exc:
-                    damaged.append(DamagedRun(exc.run_id, exc.path, exc.reason))
-            elif entry.name != BEST_NAME and is_empty_reservation(entry):
-                rows.append(incomplete_row(Path(args.root), entry.name))
+            try:
+                rows.append(summarize_run(args.root, entry.name))
+            except RunDamagedError as exc:
+                damaged.append(DamagedRun(exc.run_id, exc.path, exc.reason))
     if not rows and not damaged:
         print(f"no runs under {args.root}/")
         return 0
@@ -131,7 +126,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     lines = {d.run_id: _damaged_row(d.run_id, d.path, d.reason) for d in damaged}
     for row in rows:
         lines[row.run_id] = _list_row(row, "*" if row.run_id == best else "", width, net_width)
-    if from_checkpoints:
+    if from_checkpoints := len(rest):
         print(f"({from_checkpoints} run{'s' if from_checkpoints != 1 else ''} listed from "
               "their checkpoints: written before listing summaries, or the summary is out "
               "of date; the next commit writes one)", file=sys.stderr)
