@@ -111,7 +111,7 @@ def test_run_directory_layout_identity_and_history(tmp_path, monkeypatch, capsys
     run_dir = tmp_path / "runs" / run.id
     assert sorted(p.name for p in run_dir.iterdir()) == sorted(
         [".history-committed-by-last", ".run.lock", "checkpoints", "idps.csv", "metadata.yaml",
-         "run.yaml"])
+         "run.yaml", "summary.json"])  # summary.json: the listing's (durability.md)
     doc = yaml.safe_load((run_dir / "run.yaml").read_text())
     assert md5_hex(doc) == run.id  # run.yaml hashes to the directory name
     assert "environment" not in str(doc)

@@ -68,6 +68,7 @@ from nnx._foundation.seeding import set_seed
 from nnx._persistence.reservation import RunExistsError, RunLeaseError, admit_run
 from nnx._persistence.run import NNRun, display_path
 from nnx._persistence.run_history import open_history
+from nnx._persistence.summary_writer import summarize_commit
 from nnx.callbacks.base import CallbackContext
 from nnx.metrics import check_metric_inputs, metric_modes
 from nnx.provenance import begin_attempt
@@ -467,6 +468,8 @@ class FitLoop:
         the others keep the score."""
         if self.is_main:
             self.committer.commit(epoch, idp, improved=improved, value=value)
+            summarize_commit(self.run, epoch, idp, named_monitor=self.state.tracker is not None,
+                             monitor_value=value)
         else:
             keep_best_score(self.state, improved=improved, value=value)
 
@@ -485,6 +488,9 @@ class FitLoop:
         try:
             if self.is_main:
                 self.committer.refresh_last()
+                if (last := self.state.last_commit) is not None:  # LAST may be a new point
+                    summarize_commit(self.run, last.epoch, last.idp, named_monitor=False,
+                                     monitor_value=None)
         except BaseException as exc:
             failure = exc
         message = None if self.dist is None else self.dist.broadcast(

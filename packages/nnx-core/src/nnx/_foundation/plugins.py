@@ -22,11 +22,13 @@ import importlib
 import re
 import sys
 from collections.abc import Callable, Iterator
-from importlib import metadata
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nnx._foundation.catalog import GROUP_KINDS, distribution_for
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 __all__ = [
     "EntryPointRegistry",
@@ -148,6 +150,9 @@ class EntryPointRegistry:
 
     def _entry_points(self) -> dict[str, list[metadata.EntryPoint]]:
         if self._points is None:
+            # lazy: importlib.metadata costs a CLI command that never looks a plugin up
+            from importlib import metadata
+
             found: dict[str, list[metadata.EntryPoint]] = {}
             for ep in metadata.entry_points(group=self.group):
                 found.setdefault(ep.name, []).append(ep)

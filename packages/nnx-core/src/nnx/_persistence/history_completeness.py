@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from nnx._foundation.records import NNIterationDataPoint
-from nnx._persistence.checkpoint_format import read_record
 from nnx._persistence.run_damage import RunDamagedError
 
 __all__ = ["LastMark", "check_ends_at", "last_within", "read_mark"]
@@ -56,6 +55,8 @@ class LastMark:
 
 def read_mark(last: Path) -> LastMark:
     """LAST's mark, through the safe reader (nothing unpickled, no tensor read)."""
+    from nnx._persistence.checkpoint_format import read_record  # lazy: loads torch
+
     return LastMark.of(read_record(last))
 
 

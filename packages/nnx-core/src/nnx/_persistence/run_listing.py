@@ -31,16 +31,11 @@ listed like any other, its net as ``TRANSFORMER (needs nnx-lm)``
 
 from __future__ import annotations
 
-import contextlib
 import os
-import warnings
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from nnx._foundation.bounded import load_yaml
-from nnx._foundation.locking import lock_is_held
 from nnx._foundation.plugins import MissingDistributionError
 from nnx._foundation.safe_paths import is_link
 from nnx._foundation.validation import check_run_id
@@ -48,32 +43,15 @@ from nnx._persistence.add_on_run import AddOnRun, best_score, read_add_on_run, r
 from nnx._persistence.best import BEST_NAME
 from nnx._persistence.history_completeness import LastMark
 from nnx._persistence.history_ends import check_history_ends
-from nnx._persistence.reservation import is_empty_reservation
+from nnx._persistence.reservation_shape import is_empty_reservation
 from nnx._persistence.resume_point import manifest_path, read_point
 from nnx._persistence.run import NNRun
 from nnx._persistence.run_damage import DamagedRun, RunDamagedError
 from nnx._persistence.run_damage import reading as _reading
+from nnx._persistence.run_rows import RunSummary, created_at, incomplete_row, status_of
 from nnx.enums.nets import Nets
-from nnx.provenance import read_provenance
 
-__all__ = ["RunSummary", "matching_run_ids", "summarize_run", "summarize_runs"]
-
-@dataclass(frozen=True, slots=True)
-class RunSummary:
-    """One row of ``nnx runs list``."""
-
-    run_id: str
-    created: datetime | None  # when the run was reserved (local time)
-    net: str
-    epochs: int  # epochs committed: LAST's epoch + 1, 0 before the first commit
-    planned: int  # the epoch the plan ends at (exclusive), as LAST records it
-    status: str  # running | committed | interrupted | incomplete
-    best_epoch: int | None
-    best_what: str | None  # "val error", "val loss", ..., or the named monitor
-    best_value: float | None
-    salt: str | None
-    data_id: str | None
-
+__all__ = ["RunSummary", "incomplete_row", "matching_run_ids", "summarize_run", "summarize_runs"]
 
 def _yaml(path: Path) -> Any:
     # Bounded (a planted deep document is damage, never a RecursionError) and through
@@ -106,32 +84,6 @@ def _planned(run: NNRun | AddOnRun, last: Path) -> tuple[int, bool]:
     return int(run.loop_params.n_epochs), False
 
 
-def _attempt_status(run: NNRun | AddOnRun) -> str | None:
-    with warnings.catch_warnings():  # unreadable provenance is ignored here as everywhere
-        warnings.simplefilter("ignore", RuntimeWarning)
-        prov = read_provenance(run.path)
-    return None if prov is None or prov.attempt is None else prov.attempt.status
-
-
-def _status(run: NNRun | AddOnRun, epochs: int, planned: int, stopped: bool) -> str:
-    # FitLoop._reserve holds this lease for the whole fit.
-    if lock_is_held(run.root / ".leases" / f"{run.id}.lock"):
-        return "running"
-    attempt = _attempt_status(run)
-    if attempt is not None:
-        return "committed" if attempt == "completed" else "interrupted"
-    return "committed" if epochs and (epochs >= planned or stopped) else "interrupted"
-
-
-def _created(path: Path) -> datetime | None:
-    # The reservation marker is written once when the run is reserved; run.yaml
-    # (rewritten on a resume) stands in for a run older than the marker.
-    for name in (".history-committed-by-last", "run.yaml"):
-        with contextlib.suppress(OSError):
-            return datetime.fromtimestamp((path / name).stat().st_mtime)
-    return None
-
-
 def summarize_run(root: str | os.PathLike[str], run_id: str) -> RunSummary:
     """One run's row; :class:`RunDamagedError` names the file that cannot be read."""
     path = Path(root) / check_run_id("run_id", run_id)
@@ -156,8 +108,9 @@ def summarize_run(root: str | os.PathLike[str], run_id: str) -> RunSummary:
     planned, stopped = (_planned(run, last) if committed is not None
                         else (int(run.loop_params.n_epochs), False))
     best_epoch, what, value = best_score(run_id, run.checkpoints_dir / "best.pt")
-    return RunSummary(run_id=run.id, created=_created(path), net=_net(run), epochs=epochs,
-                      planned=planned, status=_status(run, epochs, planned, stopped),
+    status = status_of(Path(run.root), run.id, epochs, planned, stopped)
+    return RunSummary(run_id=run.id, created=created_at(path), net=_net(run), epochs=epochs,
+                      planned=planned, status=status,
                       best_epoch=best_epoch, best_what=what, best_value=value,
                       salt=run.salt, data_id=run.loop_params.data_id)
 
@@ -172,22 +125,13 @@ def _run_dirs(root: Path) -> list[Path]:
                       entry.name != BEST_NAME and is_empty_reservation(entry))))
 
 
-def _incomplete(root: Path, run_id: str) -> RunSummary:
-    """The row of an empty reservation: no configuration to show."""
-    running = lock_is_held(root / ".leases" / f"{run_id}.lock")
-    return RunSummary(run_id=run_id, created=_created(root / run_id), net="-", epochs=0,
-                      planned=0, status="running" if running else "incomplete",
-                      best_epoch=None, best_what=None, best_value=None, salt=None,
-                      data_id=None)
-
-
 def summarize_runs(root: str | os.PathLike[str]) -> tuple[list[RunSummary], list[DamagedRun]]:
     """Every run under ``root`` sorted by id: the rows (an empty reservation's as
     ``incomplete``), and the damaged runs (as :meth:`NNRun.scan` names them)."""
     rows, damaged = [], []
     for entry in _run_dirs(Path(root)):
         if not (entry / "run.yaml").is_file():
-            rows.append(_incomplete(Path(root), entry.name))
+            rows.append(incomplete_row(Path(root), entry.name))
             continue
         try:
             rows.append(summarize_run(root, entry.name))

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from nnx._foundation.records import NNIterationDataPoint, first_finite
 from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.run_rows import format_score
 from nnx.enums.nets import Nets
 from nnx.params.descriptors import describe
 from nnx.params.model import NNModelParams
@@ -70,11 +71,6 @@ def score_label(idp: NNIterationDataPoint | None, *, named_monitor: bool = False
         return what, monitor_value
     found = None if idp is None else first_finite(idp)
     return None if found is None else (_SIGNALS.get(found[0], found[0]), found[1])
-
-
-def format_score(what: str, value: float) -> str:
-    """An error (a fraction) to three places; a loss or a monitor to four digits."""
-    return f"{value:.3f}" if what.endswith("error") else f"{value:.4g}"
 
 
 def epoch_rows(run: RenderedRun) -> list[tuple[str, ...]]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,13 +17,15 @@ from nnx._foundation.plugins import MissingDistributionError
 from nnx._foundation.validation import check_run_id
 
 if TYPE_CHECKING:
-    from nnx._persistence.run_listing import RunSummary
+    from nnx._persistence.run_rows import RunSummary
 
 __all__ = ["main"]
 
 
 def installed_distributions() -> list[tuple[str, str]]:
     """(name, version) of every installed nnx distribution, nnx-core first."""
+    from importlib import metadata  # lazy: a costly import only --version needs
+
     found: dict[str, str] = {}
     for dist in metadata.distributions():
         name = (dist.metadata["Name"] or "").strip()
@@ -70,7 +71,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _damaged_row(run_id: str, path: Path, reason: str) -> str:
-    from nnx._persistence.run import display_path  # lazy: loads torch (module docstring)
+    from nnx._persistence.run_damage import display_path  # lazy: only listing needs it
 
     return f"{run_id:<32}  damaged  {display_path(path)}: {reason}"
 
@@ -82,7 +83,7 @@ def _tags(row: RunSummary) -> str:
 
 
 def _list_row(row: RunSummary, mark: str, tags_width: int, net_width: int = 8) -> str:
-    from nnx._persistence.run_render import format_score  # lazy: loads torch
+    from nnx._persistence.run_rows import format_score  # lazy: only listing needs it
 
     created = "-" if row.created is None else row.created.strftime("%Y-%m-%d %H:%M")
     if row.best_epoch is None:
@@ -99,11 +100,22 @@ def _list_row(row: RunSummary, mark: str, tags_width: int, net_width: int = 8) -
 def cmd_runs_list(args: argparse.Namespace) -> int:
     """Every run under the root; a damaged run is a row naming its file and the problem,
     and the exit status is 1 when there is one (every readable run is still listed)."""
-    # lazy: both load torch (module docstring)
-    from nnx._persistence.best import current_best
-    from nnx._persistence.run_listing import summarize_runs
+    # Torch-free: rows come from the runs' summaries; only a run without one (written
+    # before summaries) is read from its checkpoints, which loads torch then.
+    from nnx._persistence.best_pointer import current_best  # lazy: only listing needs it
+    from nnx._persistence.run_rows import list_runs  # lazy: only listing needs it
 
-    rows, damaged = summarize_runs(args.root)
+    rows, rest = list_runs(args.root)
+    damaged = []
+    if rest:  # lazy: loads torch, only for runs without a trusted summary
+        from nnx._persistence.run_damage import DamagedRun, RunDamagedError  # lazy: fallback only
+        from nnx._persistence.run_listing import summarize_run  # lazy: fallback only
+
+        for entry in rest:
+            try:
+                rows.append(summarize_run(args.root, entry.name))
+            except RunDamagedError as exc:
+                damaged.append(DamagedRun(exc.run_id, exc.path, exc.reason))
     if not rows and not damaged:
         print(f"no runs under {args.root}/")
         return 0
@@ -114,6 +126,10 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     lines = {d.run_id: _damaged_row(d.run_id, d.path, d.reason) for d in damaged}
     for row in rows:
         lines[row.run_id] = _list_row(row, "*" if row.run_id == best else "", width, net_width)
+    if from_checkpoints := len(rest):
+        print(f"({from_checkpoints} run{'s' if from_checkpoints != 1 else ''} listed from "
+              "their checkpoints: written before listing summaries, or the summary is out "
+              "of date; the next commit writes one)", file=sys.stderr)
     print(f"{'run id':<32}  {'net':<{net_width}}  {'epochs':>6}  {'status':<11}  "
           f"{'best (what it scores)':<28}  {'created':<16}  {'salt / data':<{width}}  best")
     for run_id in sorted(lines):

@@ -132,3 +132,19 @@ def test_a_trainer_step_context_answers_epoch_idx_beside_epoch(tmp_path):
     Trainer(tiny_model()).train(_plan(*TWO, n_epochs=2), trainer_step_fn=step, verbose=False,
                                 root=tmp_path)
     assert seen == [(0, 0), (0, 0), (1, 1), (1, 1)]
+
+
+def test_a_trainer_run_lists_through_its_summary_as_through_its_checkpoints(tmp_path, capsys):
+    from nnx.cli import main
+
+    run = Trainer(gan_model()).train(gan_builder(2).build(), trainer_step_fn=GanStep(),
+                                     verbose=False, root=tmp_path)
+    assert (run.path / "summary.json").is_file()
+    capsys.readouterr()
+    main(["runs", "list", "--root", str(tmp_path)])
+    fast = capsys.readouterr()
+    (run.path / "summary.json").unlink()  # as a run written before summaries
+    main(["runs", "list", "--root", str(tmp_path)])
+    full = capsys.readouterr()
+    assert run.id in fast.out and "checkpoints" not in fast.err
+    assert full.out == fast.out and "1 run listed from their checkpoints" in full.err

@@ -1,0 +1,192 @@
+"""A run's listing summary, ``summary.json``: what ``nnx runs list`` shows of it, written
+at the end of each epoch commit (docs/durability.md, "The listing summary").
+
+It is a derived cache, never the truth: it is written atomically but not flushed (a
+crash may lose it or leave an older one; the atomic writer's temp, ``.summary.json.<8
+hex>``, is a leftover the scanner already recognizes), and it carries its own digest
+(SHA-256 of its canonical body) and LAST's generation and checkpoint id. A reader trusts
+it only when the digest verifies and LAST's live manifest names the same point;
+anything else (no summary, an older one, a damaged one, a staged LAST) sends the
+reader back to the checkpoints. It also records the SHA-256 of run.yaml's and
+metadata.yaml's bytes once the writer has checked them (run.yaml hashes to the run id,
+both parse), so a reader finding the same bytes need not parse them.
+
+Reading imports nothing heavy (no torch): ``nnx runs list`` answers at once. Writing
+happens inside the commit, where torch is loaded already.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nnx._foundation.atomic import atomic_write_bytes
+from nnx._foundation.bounded import load_json, load_yaml, read_bounded
+from nnx._foundation.hashing import canonical_bytes, md5_hex, sha256_hex
+
+__all__ = ["CHECKED_FILES", "SUMMARY_FORMAT", "SUMMARY_NAME", "file_digest", "read_summary",
+           "write_summary"]
+
+SUMMARY_NAME = "summary.json"
+SUMMARY_FORMAT = "nnx.run_summary/1"
+#: The run's YAML files, recorded by their bytes' SHA-256 once checked (run.yaml hashes
+#: to the run id, both parse): a reader finding the same bytes need not parse them again.
+CHECKED_FILES = ("run.yaml", "metadata.yaml")
+
+
+def file_digest(run_dir: Path, name: str) -> str | None:
+    """SHA-256 of the file's bytes; None when it is absent."""
+    path = run_dir / name
+    if not path.is_file():
+        return None
+    return sha256_hex(read_bounded(path))
+
+
+def _checked_files(run_dir: Path,
+                   previous: Mapping[str, Any] | None) -> dict[str, str | None] | None:
+    """The digests of :data:`CHECKED_FILES` after checking them as the full listing
+    does; a file whose bytes the previous summary recorded is not parsed again (the
+    commits of one fit parse each once). None when a check fails: no summary then, and
+    the listing's full path names the damage."""
+    kept = None if previous is None else previous.get("files")
+    kept = kept if isinstance(kept, Mapping) else {}
+    found: dict[str, str | None] = {}
+    for name in CHECKED_FILES:
+        digest = file_digest(run_dir, name)
+        if digest is not None and kept.get(name) != digest:
+            try:
+                doc = load_yaml(run_dir / name)
+            except ValueError:
+                return None
+            if name == "run.yaml" and md5_hex(doc) != run_dir.name:
+                return None
+        found[name] = digest
+    return found
+
+
+def _manifest(run_dir: Path, tag: str) -> Mapping[str, Any] | None:
+    """The live manifest of ``tag``'s point as raw JSON (no torch), None without one."""
+    path = run_dir / "checkpoints" / f"{tag}.pt.manifest.json"
+    if path.is_symlink() or not path.is_file():
+        return None
+    doc = load_json(path)
+    return doc if isinstance(doc, Mapping) else None
+
+
+def _point_id(manifest: Mapping[str, Any] | None) -> list[Any] | None:
+    return None if manifest is None else [manifest.get("generation"),
+                                          manifest.get("checkpoint_id")]
+
+
+def read_summary(run_dir: Path) -> Mapping[str, Any] | None:
+    """The summary's body when it can be trusted (its digest verifies, it names its run,
+    and LAST's live manifest is the point it describes, with no staged save pending);
+    None otherwise. Never raises for what it reads: an unusable summary is no summary."""
+    body = read_summary_body(run_dir)
+    try:
+        if (body is None or body.get("format") != SUMMARY_FORMAT
+                or body.get("run_id") != run_dir.name):
+            return None
+        if (run_dir / "checkpoints" / "last.pt.manifest.json.staged").exists():
+            return None  # a save of LAST in flight or killed: the checkpoints decide
+        last = _manifest(run_dir, "last")
+        if _point_id(last) != body.get("last") or not _whole(run_dir, "last", last):
+            return None
+        best = body.get("best")
+        if isinstance(best, Mapping) and not _whole(run_dir, "best", best):
+            return None
+        return body
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _checkpoint_size(manifest: Mapping[str, Any] | None) -> Any:
+    files = None if manifest is None else manifest.get("files")
+    entry = files.get("checkpoint") if isinstance(files, Mapping) else None
+    return entry.get("size") if isinstance(entry, Mapping) else None
+
+
+def _whole(run_dir: Path, tag: str, recorded: Mapping[str, Any] | None) -> bool:
+    """Whether ``tag``'s checkpoint file has the size its manifest records (``recorded``:
+    the manifest, or the summary's BEST row, which keeps BEST's size): one stat, which
+    catches an emptied or truncated file the way the full path's record read does;
+    the bytes themselves are ``nnx runs verify``'s."""
+    if tag == "best" and recorded is not None:
+        size = recorded.get("size")
+    else:
+        size = _checkpoint_size(recorded)
+    path = run_dir / "checkpoints" / f"{tag}.pt"
+    return isinstance(size, int) and path.stat().st_size == size
+
+
+def write_summary(run_dir: Path, *, epoch: int, iter_idx: int | None, net: str,
+                  distribution: str | None, salt: str | None, data_id: str | None,
+                  best_of_this_commit: tuple[int, str | None, float | None],
+                  best_score: Any) -> None:
+    """Write the summary of the point LAST's live manifest names. BEST's row is this
+    commit's (``best_of_this_commit``) when BEST's manifest names LAST's point (a BEST
+    saved in this commit shares it), the previous summary's when BEST is the point
+    that one recorded, else ``best_score(path)`` read from BEST itself (rare: the first
+    commit after a resume of a run without a summary). A no-op without a live LAST."""
+    last = _manifest(run_dir, "last")
+    if last is None:
+        return
+    previous = read_summary_body(run_dir)
+    if previous is not None and previous.get("last") == _point_id(last):
+        return  # it describes this very point already (a final LAST refresh that was skipped)
+    best_manifest = _manifest(run_dir, "best")
+    best_id = _point_id(best_manifest)
+    best: dict[str, Any] | None = None
+    if best_manifest is not None:
+        if best_id == _point_id(last):
+            found = best_of_this_commit
+        else:
+            kept = None if previous is None else previous.get("best")
+            if isinstance(kept, Mapping) and kept.get("point") == best_id:
+                found = (kept["epoch"], kept["what"], kept["value"])
+            else:
+                found = best_score(run_dir / "checkpoints" / "best.pt")
+        best = {"point": best_id, "epoch": found[0], "what": found[1], "value": found[2],
+                "size": _checkpoint_size(best_manifest)}
+    position = last.get("position")
+    position = position if isinstance(position, Mapping) else {}
+    planned = position.get("planned_n_epochs")
+    body = {"format": SUMMARY_FORMAT, "run_id": run_dir.name, "last": _point_id(last),
+            "epoch": epoch, "iter_idx": iter_idx, "planned": planned if isinstance(
+                planned, int) and not isinstance(planned, bool) else None,
+            "stopped": position.get("stopped") is True, "net": net,
+            "distribution": distribution, "salt": salt, "data_id": data_id, "best": best,
+            "files": _checked_files(run_dir, previous)}
+    if body["files"] is None:
+        with contextlib.suppress(FileNotFoundError):
+            (run_dir / SUMMARY_NAME).unlink()  # an older one would be stale anyway
+        return
+    data = canonical_bytes({"body": body, "sha256": sha256_hex(canonical_bytes(body))})
+    # No flush: a derived cache the reader checks against LAST (module docstring).
+    atomic_write_bytes(run_dir / SUMMARY_NAME, data, sync=False)
+
+
+#: The file is the canonical form of {"body": ..., "sha256": ...}: the body's canonical
+#: bytes between these two ends, so its digest is checked on the bytes as read, with no
+#: re-encoding (a listing reads a thousand of them).
+_HEAD = b'{"body":'
+_TAIL = re.compile(rb',"sha256":"([0-9a-f]{64})"\}\Z')
+
+
+def read_summary_body(run_dir: Path) -> Mapping[str, Any] | None:
+    """The summary's body when its digest verifies, whatever point it names (the writer
+    carries BEST's row forward from it); None otherwise."""
+    with contextlib.suppress(OSError, ValueError, RecursionError):
+        data = read_bounded(run_dir / SUMMARY_NAME)
+        tail = _TAIL.search(data)
+        if not data.startswith(_HEAD) or tail is None:
+            return None
+        raw = data[len(_HEAD):tail.start()]
+        if sha256_hex(raw) != tail.group(1).decode():
+            return None
+        body = load_json(data=raw, where=SUMMARY_NAME)
+        return body if isinstance(body, dict) else None
+    return None

@@ -1,0 +1,184 @@
+"""The listing summary (summary.json) and ``nnx runs list`` from it without torch
+(issue 31; docs/durability.md, "The listing summary")."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _nnx_core_tiny import sgd, tiny_batches, tiny_model
+
+from nnx import Callback, EarlyStopping, MonitorSpec, NNTrainParams
+from nnx.cli import main
+from nnx.history import HistoryJournal
+
+FIXTURE = Path(__file__).resolve().parent.parent / "data" / "add_on_runs"
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # runs/ lands in a scratch directory
+    return tmp_path
+
+
+def params(n_epochs=3, **changes):
+    return NNTrainParams(n_epochs=n_epochs, train_loader=tiny_batches(),
+                         val_loader=tiny_batches(seed=1), scheduler=None, optim=sgd(),
+                         **changes)
+
+
+def listing(capsys) -> tuple[str, str]:
+    capsys.readouterr()
+    main(["runs", "list"])
+    captured = capsys.readouterr()
+    return captured.out, captured.err
+
+
+def summary(run_id: str) -> dict:
+    return json.loads((Path("runs") / run_id / "summary.json").read_text())
+
+
+def drop_summaries() -> None:
+    for path in Path("runs").glob("*/summary.json"):
+        path.unlink()
+
+
+def some_runs() -> list[str]:
+    plain = tiny_model().train(params(data_id="d1"), salt="s1", verbose=False)
+    monitored = tiny_model().train(params(monitor=MonitorSpec(metric="loss", split="val")),
+                                   verbose=False)
+    stopped = tiny_model().train(params(), salt="early", verbose=False,
+                                 callbacks=[EarlyStopping(patience=0)])
+    return [plain.id, monitored.id, stopped.id]
+
+
+def test_summary_path_and_full_path_list_identically_and_the_full_path_notes_it(capsys):
+    ids = some_runs()
+    fast, fast_err = listing(capsys)
+    assert all(run_id in fast for run_id in ids) and "checkpoints" not in fast_err
+    drop_summaries()  # as runs written before summaries
+    full, full_err = listing(capsys)
+    assert full == fast
+    assert "3 runs listed from their checkpoints" in full_err
+
+
+def test_runs_list_imports_no_torch(in_tmp):
+    tiny_model().train(params(2), verbose=False)
+    code = ("import sys; from nnx.cli import main; main(['runs', 'list']); "
+            "print('torch' in sys.modules, 'numpy' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=in_tmp, capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "False False", done.stdout + done.stderr
+    assert "FEED_FWD" in done.stdout
+
+
+class Snap(Callback):
+    """Records the summary's epoch as each epoch starts (after the previous commit)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def on_epoch_begin(self, ctx):
+        path = ctx.run.path / "summary.json"
+        self.seen.append(json.loads(path.read_text())["body"]["epoch"]
+                         if path.exists() else None)
+
+
+def test_each_commit_rewrites_the_summary():
+    snap = Snap()
+    run = tiny_model().train(params(3), verbose=False, callbacks=[snap])
+    assert snap.seen == [None, 0, 1]
+    assert summary(run.id)["body"]["epoch"] == 2
+
+
+def test_a_tampered_or_stale_summary_is_ignored(capsys):
+    run = tiny_model().train(params(2), verbose=False)
+    right, _ = listing(capsys)
+    path = Path("runs") / run.id / "summary.json"
+    doc = json.loads(path.read_text())
+    forged = json.loads(json.dumps(doc))
+    forged["body"]["epoch"] = 0  # the digest no longer verifies
+    path.write_text(json.dumps(forged))
+    out, err = listing(capsys)
+    assert out == right and "1 run listed from their checkpoints" in err
+    from nnx._foundation.hashing import canonical_bytes, sha256_hex
+
+    path.write_bytes(canonical_bytes(doc))  # the original, rewritten: trusted again
+    assert listing(capsys) == (right, "")
+    stale = json.loads(json.dumps(doc))
+    stale["body"]["last"][0] -= 1  # a generation behind LAST's, with a digest that verifies
+    stale["sha256"] = sha256_hex(canonical_bytes(stale["body"]))
+    path.write_bytes(canonical_bytes(stale))  # as the writer writes it
+    out, err = listing(capsys)
+    assert out == right and "1 run listed from their checkpoints" in err
+
+
+def test_a_stranded_summary_temp_is_a_leftover_that_repair_removes(capsys):
+    run = tiny_model().train(params(1), verbose=False)
+    temp = Path("runs") / run.id / ".summary.json.0123abcd"
+    temp.write_text("{}")
+    assert main(["runs", "verify", run.id]) == 0
+    assert ".summary.json.0123abcd" in capsys.readouterr().out
+    main(["runs", "verify", run.id, "--repair"])
+    assert not temp.exists()
+
+
+def test_old_runs_without_a_summary_still_list(capsys, in_tmp):
+    shutil.copytree(FIXTURE, in_tmp / "runs", ignore=shutil.ignore_patterns("*.py"))
+    assert not list((in_tmp / "runs").glob("*/summary.json"))
+    out, err = listing(capsys)
+    ids = [p.name for p in (in_tmp / "runs").iterdir() if (p / "run.yaml").is_file()]
+    assert all(run_id in out for run_id in ids)
+    assert f"{len(ids)} runs listed from their checkpoints" in err
+
+
+def test_a_journal_run_lists_through_its_summary_as_through_its_checkpoints(capsys):
+    run = tiny_model().train(params(3), verbose=False,
+                             history=HistoryJournal(retention=2, chunk_size=2))
+    assert (run.path / "summary.json").is_file()
+    fast, fast_err = listing(capsys)
+    assert run.id in fast and "checkpoints" not in fast_err
+    drop_summaries()
+    full, full_err = listing(capsys)
+    assert full == fast and "1 run listed from their checkpoints" in full_err
+
+
+def test_an_empty_reservation_and_best_s_fallback_directory_need_no_torch(in_tmp):
+    # Neither is a run to read from its checkpoints: listing them must stay torch-free.
+    run = tiny_model().train(params(2), verbose=False)
+    pointer = in_tmp / "runs" / "best"
+    if pointer.is_symlink():
+        pointer.unlink()
+    else:
+        shutil.rmtree(pointer)
+    pointer.mkdir()  # the fallback where symlinks are unavailable: POINTER.txt only
+    (pointer / "POINTER.txt").write_text(run.id, encoding="utf-8")
+    reserved = in_tmp / "runs" / ("0" * 32)
+    (reserved / "checkpoints").mkdir(parents=True)
+    (reserved / ".history-committed-by-last").write_bytes(b"")
+    code = ("import sys; from nnx.cli import main; rc = main(['runs', 'list']); "
+            "print(rc, 'torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=in_tmp, capture_output=True,
+                          text=True, check=True)
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "0 False", done.stdout + done.stderr
+    assert any(line.startswith("0" * 32) and "incomplete" in line for line in lines)
+    assert any(line.startswith(run.id) and line.rstrip().endswith("*") for line in lines)
+    assert not any(line.startswith("best ") for line in lines)
+    assert "checkpoints" not in done.stderr
+
+
+def test_a_run_yaml_changed_after_the_summary_is_checked_the_full_way(capsys):
+    # The summary records run.yaml's bytes as its commit checked them; other bytes are
+    # parsed and hashed by the full path, which names a run.yaml of another run.
+    run = tiny_model().train(params(1), verbose=False)
+    path = Path("runs") / run.id / "run.yaml"
+    path.write_text(path.read_text().replace("n_epochs: 1", "n_epochs: 9"))
+    capsys.readouterr()
+    assert main(["runs", "list"]) == 1
+    captured = capsys.readouterr()
+    assert "damaged" in captured.out and "1 run listed from their checkpoints" in captured.err
