@@ -29,6 +29,7 @@ if __package__ in (None, ""):  # run as a script: make tools.bench importable
 import yaml
 
 from nnx._foundation.hashing import canonical_bytes, sha256_hex
+from nnx._persistence.run_summary import history_signature
 from tools.bench.commit_cost import populate
 from tools.bench.harness import machine
 
@@ -47,6 +48,7 @@ def _own_summaries(root: Path) -> None:
         # populate wrote a run.yaml that hashes to the copy's id: the check the commit
         # makes before it records the bytes' digest
         body["files"]["run.yaml"] = sha256_hex((run / "run.yaml").read_bytes())
+        body["history"] = history_signature(run)  # the copy's own idps.csv, as its commit
         path.unlink()  # a hard link may share it with another root
         path.write_bytes(canonical_bytes({"body": body,
                                           "sha256": sha256_hex(canonical_bytes(body))}))

@@ -182,3 +182,27 @@ def test_a_run_yaml_changed_after_the_summary_is_checked_the_full_way(capsys):
     assert main(["runs", "list"]) == 1
     captured = capsys.readouterr()
     assert "damaged" in captured.out and "1 run listed from their checkpoints" in captured.err
+
+
+def test_the_history_the_commit_recorded_is_not_read_again_and_a_changed_one_is(
+        capsys, monkeypatch):
+    # The summary records idps.csv as its commit left it (inode, size, time): the listing
+    # then skips reading the history's ends; a history torn since is read and named.
+    import nnx._persistence.run_rows as run_rows
+
+    run = tiny_model().train(params(2), verbose=False)
+    assert summary(run.id)["body"]["history"] is not None
+    read = []
+    original = run_rows.check_history_ends
+    monkeypatch.setattr(run_rows, "check_history_ends",
+                        lambda *a, **k: (read.append(1), original(*a, **k))[1])
+    out, err = listing(capsys)
+    assert run.id in out and "damaged" not in out and not read and not err
+    csv = Path("runs") / run.id / "idps.csv"
+    header = len(csv.read_bytes().split(b"\n", 1)[0]) + 1
+    with csv.open("r+b") as handle:  # cut back to its header in place: same file, shorter
+        handle.truncate(header)
+    capsys.readouterr()
+    assert main(["runs", "list"]) == 1
+    captured = capsys.readouterr()
+    assert read and "damaged" in captured.out

@@ -29,7 +29,12 @@ from nnx._persistence.history_completeness import LastMark
 from nnx._persistence.history_ends import check_history_ends
 from nnx._persistence.reservation_shape import is_empty_reservation
 from nnx._persistence.run_damage import RunDamagedError
-from nnx._persistence.run_summary import CHECKED_FILES, file_digest, read_summary
+from nnx._persistence.run_summary import (
+    CHECKED_FILES,
+    file_digest,
+    history_signature,
+    read_summary,
+)
 from nnx.provenance import read_provenance
 
 __all__ = ["RunSummary", "created_at", "format_score", "incomplete_row", "list_runs", "status_of"]
@@ -57,7 +62,7 @@ def format_score(what: str, value: float) -> str:
     return f"{value:.3f}" if what.endswith("error") else f"{value:.4g}"
 
 
-def _attempt_status(path: Path) -> str | None:
+def _attempt_status(path: str) -> str | None:
     with warnings.catch_warnings():  # unreadable provenance is ignored here as everywhere
         warnings.simplefilter("ignore", RuntimeWarning)
         prov = read_provenance(path)
@@ -67,20 +72,20 @@ def _attempt_status(path: Path) -> str | None:
 def status_of(root: Path, run_id: str, epochs: int, planned: int, stopped: bool) -> str:
     """running | committed | interrupted (run_listing's module docstring)."""
     # FitLoop._reserve holds this lease for the whole fit.
-    if lock_is_held(root / ".leases" / f"{run_id}.lock"):
+    if lock_is_held(os.path.join(root, ".leases", f"{run_id}.lock")):
         return "running"
-    attempt = _attempt_status(root / run_id)
+    attempt = _attempt_status(os.path.join(root, run_id))
     if attempt is not None:
         return "committed" if attempt == "completed" else "interrupted"
     return "committed" if epochs and (epochs >= planned or stopped) else "interrupted"
 
 
-def created_at(path: Path) -> datetime | None:
+def created_at(path: str | os.PathLike[str]) -> datetime | None:
     # The reservation marker is written once when the run is reserved; run.yaml
     # (rewritten on a resume) stands in for a run older than the marker.
     for name in (".history-committed-by-last", "run.yaml"):
         with contextlib.suppress(OSError):
-            return datetime.fromtimestamp((path / name).stat().st_mtime)
+            return datetime.fromtimestamp(os.stat(os.path.join(path, name)).st_mtime)
     return None
 
 
@@ -97,14 +102,15 @@ def _installed(distribution: str) -> bool:
 
 def _row(root: Path, path: Path) -> RunSummary | None:
     """The run's row from its summary; None when the full path must decide."""
-    body = read_summary(path)
+    run_dir = os.fspath(path)  # plain strings below: this runs once per listed run
+    body = read_summary(run_dir)
     if body is None:
         return None
     try:
         # The checks the full path makes (run.yaml hashes to the run id, both parse)
         # were made by the commit that wrote the summary, for these very bytes.
         files = body["files"]
-        if any(file_digest(path, name) != files[name] for name in CHECKED_FILES):
+        if any(file_digest(run_dir, name) != files[name] for name in CHECKED_FILES):
             return None  # changed since: the full path checks them
         distribution = body["distribution"]
         if distribution not in (None, "nnx-core") and not _installed(str(distribution)):
@@ -112,14 +118,17 @@ def _row(root: Path, path: Path) -> RunSummary | None:
         epoch, planned = body["epoch"], body["planned"]
         if not isinstance(epoch, int) or not isinstance(planned, int):
             return None
-        check_history_ends(path.name, path, LastMark(epoch, body["iter_idx"]))
+        # The history the commit wrote and checked, unchanged since (same file, same
+        # size and time), ends where LAST does; any other is read from its ends.
+        if body.get("history") is None or body["history"] != history_signature(run_dir):
+            check_history_ends(path.name, path, LastMark(epoch, body["iter_idx"]))
     except (OSError, ValueError, KeyError, TypeError, RunDamagedError):
         return None  # the full path names the damage
     best = body["best"]
     best = best if isinstance(best, Mapping) else {}
     epochs = epoch + 1
     return RunSummary(
-        run_id=path.name, created=created_at(path), net=str(body["net"]), epochs=epochs,
+        run_id=path.name, created=created_at(run_dir), net=str(body["net"]), epochs=epochs,
         planned=planned, status=status_of(root, path.name, epochs, planned,
                                           body["stopped"] is True),
         best_epoch=best.get("epoch"), best_what=best.get("what"),

@@ -18,7 +18,9 @@ happens inside the commit, where torch is loaded already.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,8 +29,8 @@ from nnx._foundation.atomic import atomic_write_bytes
 from nnx._foundation.bounded import load_json, load_yaml, read_bounded
 from nnx._foundation.hashing import canonical_bytes, md5_hex, sha256_hex
 
-__all__ = ["CHECKED_FILES", "SUMMARY_FORMAT", "SUMMARY_NAME", "file_digest", "read_summary",
-           "write_summary"]
+__all__ = ["CHECKED_FILES", "SUMMARY_FORMAT", "SUMMARY_NAME", "file_digest", "history_signature",
+           "read_summary", "write_summary"]
 
 SUMMARY_NAME = "summary.json"
 SUMMARY_FORMAT = "nnx.run_summary/1"
@@ -37,12 +39,28 @@ SUMMARY_FORMAT = "nnx.run_summary/1"
 CHECKED_FILES = ("run.yaml", "metadata.yaml")
 
 
-def file_digest(run_dir: Path, name: str) -> str | None:
+# The reader runs once per run of a listing (a thousand of them): it joins plain strings
+# and calls os directly, since pathlib's objects cost more than the reads themselves.
+
+
+def file_digest(run_dir: str | os.PathLike[str], name: str) -> str | None:
     """SHA-256 of the file's bytes; None when it is absent."""
-    path = run_dir / name
-    if not path.is_file():
+    try:
+        return sha256_hex(read_bounded(os.path.join(run_dir, name)))
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
-    return sha256_hex(read_bounded(path))
+
+
+def history_signature(run_dir: str | os.PathLike[str]) -> list[int] | None:
+    """(inode, size, mtime in ns) of the eager history ``idps.csv``, None without one: the
+    commit records it after writing the history, and a listing finding the same file
+    (a rewrite is a new inode; a cut or a torn tail another size) need not read its
+    ends again (history_ends)."""
+    try:
+        found = os.stat(os.path.join(run_dir, "idps.csv"))
+    except OSError:
+        return None
+    return [found.st_ino, found.st_size, found.st_mtime_ns]
 
 
 def _checked_files(run_dir: Path,
@@ -67,10 +85,14 @@ def _checked_files(run_dir: Path,
     return found
 
 
-def _manifest(run_dir: Path, tag: str) -> Mapping[str, Any] | None:
+def _manifest(run_dir: str | os.PathLike[str], tag: str) -> Mapping[str, Any] | None:
     """The live manifest of ``tag``'s point as raw JSON (no torch), None without one."""
-    path = run_dir / "checkpoints" / f"{tag}.pt.manifest.json"
-    if path.is_symlink() or not path.is_file():
+    path = os.path.join(run_dir, "checkpoints", f"{tag}.pt.manifest.json")
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(found.st_mode):  # a link or anything else: not a manifest to read
         return None
     doc = load_json(path)
     return doc if isinstance(doc, Mapping) else None
@@ -81,16 +103,17 @@ def _point_id(manifest: Mapping[str, Any] | None) -> list[Any] | None:
                                           manifest.get("checkpoint_id")]
 
 
-def read_summary(run_dir: Path) -> Mapping[str, Any] | None:
+def read_summary(run_dir: str | os.PathLike[str]) -> Mapping[str, Any] | None:
     """The summary's body when it can be trusted (its digest verifies, it names its run,
     and LAST's live manifest is the point it describes, with no staged save pending);
     None otherwise. Never raises for what it reads: an unusable summary is no summary."""
     body = read_summary_body(run_dir)
     try:
         if (body is None or body.get("format") != SUMMARY_FORMAT
-                or body.get("run_id") != run_dir.name):
+                or body.get("run_id") != os.path.basename(run_dir)):
             return None
-        if (run_dir / "checkpoints" / "last.pt.manifest.json.staged").exists():
+        if os.path.exists(os.path.join(run_dir, "checkpoints",
+                                       "last.pt.manifest.json.staged")):
             return None  # a save of LAST in flight or killed: the checkpoints decide
         last = _manifest(run_dir, "last")
         if _point_id(last) != body.get("last") or not _whole(run_dir, "last", last):
@@ -109,7 +132,8 @@ def _checkpoint_size(manifest: Mapping[str, Any] | None) -> Any:
     return entry.get("size") if isinstance(entry, Mapping) else None
 
 
-def _whole(run_dir: Path, tag: str, recorded: Mapping[str, Any] | None) -> bool:
+def _whole(run_dir: str | os.PathLike[str], tag: str, recorded: Mapping[str, Any] | None
+           ) -> bool:
     """Whether ``tag``'s checkpoint file has the size its manifest records (``recorded``:
     the manifest, or the summary's BEST row, which keeps BEST's size): one stat, which
     catches an emptied or truncated file the way the full path's record read does;
@@ -118,8 +142,8 @@ def _whole(run_dir: Path, tag: str, recorded: Mapping[str, Any] | None) -> bool:
         size = recorded.get("size")
     else:
         size = _checkpoint_size(recorded)
-    path = run_dir / "checkpoints" / f"{tag}.pt"
-    return isinstance(size, int) and path.stat().st_size == size
+    path = os.path.join(run_dir, "checkpoints", f"{tag}.pt")
+    return isinstance(size, int) and os.stat(path).st_size == size
 
 
 def write_summary(run_dir: Path, *, epoch: int, iter_idx: int | None, net: str,
@@ -159,7 +183,7 @@ def write_summary(run_dir: Path, *, epoch: int, iter_idx: int | None, net: str,
                 planned, int) and not isinstance(planned, bool) else None,
             "stopped": position.get("stopped") is True, "net": net,
             "distribution": distribution, "salt": salt, "data_id": data_id, "best": best,
-            "files": _checked_files(run_dir, previous)}
+            "files": _checked_files(run_dir, previous), "history": history_signature(run_dir)}
     if body["files"] is None:
         with contextlib.suppress(FileNotFoundError):
             (run_dir / SUMMARY_NAME).unlink()  # an older one would be stale anyway
@@ -176,11 +200,11 @@ _HEAD = b'{"body":'
 _TAIL = re.compile(rb',"sha256":"([0-9a-f]{64})"\}\Z')
 
 
-def read_summary_body(run_dir: Path) -> Mapping[str, Any] | None:
+def read_summary_body(run_dir: str | os.PathLike[str]) -> Mapping[str, Any] | None:
     """The summary's body when its digest verifies, whatever point it names (the writer
     carries BEST's row forward from it); None otherwise."""
     with contextlib.suppress(OSError, ValueError, RecursionError):
-        data = read_bounded(run_dir / SUMMARY_NAME)
+        data = read_bounded(os.path.join(run_dir, SUMMARY_NAME))
         tail = _TAIL.search(data)
         if not data.startswith(_HEAD) or tail is None:
             return None
