@@ -20,6 +20,7 @@ from torch import nn
 __all__ = ["FrozenTeacher"]
 
 _NO_PARAMETER = torch.empty(0)  # a parameterless teacher runs on the CPU
+_UNSET = object()
 
 
 class FrozenTeacher:
@@ -37,6 +38,10 @@ class FrozenTeacher:
         # The student net the last check_student passed (weak: the teacher never keeps a
         # student alive, and a collected net's id can never match a new one).
         self._passed: weakref.ref[nn.Module] | None = None
+        # Read per batch, built once: the teacher's modules (a list walks faster than
+        # modules()' recursion) and its inference policy (its configuration is frozen).
+        self._modules: list[nn.Module] | None = None
+        self._policy: Any = _UNSET
 
     def freeze(self) -> None:
         """Freeze the teacher's parameters and put its net in eval (once)."""
@@ -103,9 +108,13 @@ class FrozenTeacher:
         device = next(net.parameters(), _NO_PARAMETER).device
         # Read the modes rather than set them: eval() writes every module's flag each
         # batch, and nothing but a callback flipping modes can have changed them.
-        if any(m.training for m in net.modules()):
+        if self._modules is None:
+            self._modules = list(net.modules())
+        if any(m.training for m in self._modules):
             net.eval()
-        policy = self._inference_policy()
+        if self._policy is _UNSET:
+            self._policy = self._inference_policy()
+        policy = self._policy
         autocast = torch.is_autocast_enabled(device.type)
         with torch.no_grad():
             if policy is None and not autocast:  # the common case: no context to build
