@@ -1,4 +1,6 @@
-"""What ``nnx runs list`` shows of each run, read cheaply (spec §4, §4.1, §4.4).
+"""What ``nnx runs list`` shows of a run read through its checkpoints (spec §4, §4.1,
+§4.4): the full path, for a run without a trusted listing summary
+(:mod:`nnx._persistence.run_rows` lists the others and walks the runs root).
 
 A row reads run.yaml and metadata.yaml, LAST's and BEST's records through the
 safe reader (:func:`nnx._persistence.checkpoint_format.read_record`: no tensor is read, nothing
@@ -40,18 +42,15 @@ from nnx._foundation.plugins import MissingDistributionError
 from nnx._foundation.safe_paths import is_link
 from nnx._foundation.validation import check_run_id
 from nnx._persistence.add_on_run import AddOnRun, best_score, read_add_on_run, read_record_of
-from nnx._persistence.best import BEST_NAME
 from nnx._persistence.history_completeness import LastMark
 from nnx._persistence.history_ends import check_history_ends
-from nnx._persistence.reservation_shape import is_empty_reservation
 from nnx._persistence.resume_point import manifest_path, read_point
 from nnx._persistence.run import NNRun
-from nnx._persistence.run_damage import DamagedRun, RunDamagedError
 from nnx._persistence.run_damage import reading as _reading
-from nnx._persistence.run_rows import RunSummary, created_at, incomplete_row, status_of
+from nnx._persistence.run_rows import RunSummary, created_at, status_of
 from nnx.enums.nets import Nets
 
-__all__ = ["RunSummary", "incomplete_row", "matching_run_ids", "summarize_run", "summarize_runs"]
+__all__ = ["RunSummary", "matching_run_ids", "summarize_run"]
 
 def _yaml(path: Path) -> Any:
     # Bounded (a planted deep document is damage, never a RecursionError) and through
@@ -113,31 +112,6 @@ def summarize_run(root: str | os.PathLike[str], run_id: str) -> RunSummary:
                       planned=planned, status=status,
                       best_epoch=best_epoch, best_what=what, best_value=value,
                       salt=run.salt, data_id=run.loop_params.data_id)
-
-
-def _run_dirs(root: Path) -> list[Path]:
-    """The runs (a run.yaml) and empty reservations under ``root``, sorted."""
-    if not root.is_dir():
-        return []
-    return sorted(entry for entry in root.iterdir()
-                  if not entry.name.startswith(".") and not entry.is_symlink()
-                  and entry.is_dir() and ((entry / "run.yaml").is_file() or (
-                      entry.name != BEST_NAME and is_empty_reservation(entry))))
-
-
-def summarize_runs(root: str | os.PathLike[str]) -> tuple[list[RunSummary], list[DamagedRun]]:
-    """Every run under ``root`` sorted by id: the rows (an empty reservation's as
-    ``incomplete``), and the damaged runs (as :meth:`NNRun.scan` names them)."""
-    rows, damaged = [], []
-    for entry in _run_dirs(Path(root)):
-        if not (entry / "run.yaml").is_file():
-            rows.append(incomplete_row(Path(root), entry.name))
-            continue
-        try:
-            rows.append(summarize_run(root, entry.name))
-        except RunDamagedError as exc:
-            damaged.append(DamagedRun(exc.run_id, exc.path, exc.reason))
-    return rows, damaged
 
 
 def matching_run_ids(root: str | os.PathLike[str], text: str) -> list[str]:

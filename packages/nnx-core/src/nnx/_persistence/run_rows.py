@@ -147,9 +147,9 @@ def incomplete_row(root: Path, run_id: str) -> RunSummary:
 def list_runs(root: str | os.PathLike[str]) -> tuple[list[RunSummary], list[Path]]:
     """The rows under ``root`` this module can give (runs whose summaries can be
     trusted, empty reservations), and the runs (a run.yaml) the caller reads the full
-    way: without a trusted summary, or damaged. The directories are those
-    :func:`nnx._persistence.run_listing.summarize_runs` lists (not hidden, not links,
-    runs/best's fallback directory never); the rest is not a run and is skipped."""
+    way: without a trusted summary, or damaged. A directory is listed when it is not
+    hidden, not a link, and not runs/best's fallback directory; the rest is not a run
+    and is skipped."""
     base = Path(root)
     rows: list[RunSummary] = []
     rest: list[Path] = []
