@@ -39,6 +39,13 @@ def test_the_pages_are_found() -> None:
     assert len(PAGES) >= 10, PAGES  # the glob must not silently match nothing
 
 
+def test_the_quickstart_links_every_page() -> None:
+    quickstart = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
+    linked = set(re.findall(r"\]\(([a-z0-9-]+\.md)", quickstart))
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"quickstart.md"}
+    assert pages - linked == set(), "docs pages the quickstart does not link"
+
+
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_every_block_of_the_page_runs_in_order(page: Path, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:

@@ -88,6 +88,8 @@ ABSENT_CHECKS = {
         "out = versioned_registry('nnx.optimizer_factories').get('example.sgd', 1)"
     ),
     "module": "import nnx.example_plugin",
+    "module_from": "from nnx.example_plugin import ExampleMLP",
+    "unknown_module": "import nnx.no_such_subpackage",
     "factory_hint": (
         "from nnx._engine.optimizer_factories import resolve_optimizer_factory\n"
         "from nnx.params.optim_factory import OptimizerFactorySpec\n"
@@ -268,6 +270,18 @@ def test_absent_plugin_unknown_names_raise_without_hint(env: Env) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("check", ["module", "module_from"])
+def test_absent_plugin_subpackage_import_names_its_distribution(env: Env, check: str) -> None:
+    # ``import nnx.<sub>`` is a ModuleNotFoundError, as any absent module, with the hint.
+    msg = _raised(env.absent[check], "MissingSubpackageError")
+    assert "ModuleNotFoundError" in env.absent[check]["mro"]
+    assert msg == ("nnx.example_plugin is provided by the nnx-example-plugin distribution, "
+                   "which is not installed; install it with: " + HINT)
+    plain = _raised(env.absent["unknown_module"], "ModuleNotFoundError")
+    assert plain == "No module named 'nnx.no_such_subpackage'"
+
+
+@pytest.mark.slow
 def test_absent_plugin_optimizer_factory_names_its_distribution(env: Env) -> None:
     assert HINT in _raised(env.absent["factory_hint"], "MissingOptimizerFactoryError")
 
@@ -275,7 +289,6 @@ def test_absent_plugin_optimizer_factory_names_its_distribution(env: Env) -> Non
 @pytest.mark.slow
 def test_absent_plugin_leaves_registries_and_core_alone(env: Env) -> None:
     assert _value(env.absent["factory"]) is None
-    _raised(env.absent["module"], "ModuleNotFoundError")
     assert _value(env.absent["core_still_works"]) == [1, 2]
 
 

@@ -41,7 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 UV = os.environ.get("UV") or shutil.which("uv") or "uv"
-TEST_TOOLS = ("pytest", "hypothesis", "scikit-learn")  # the dev group's test tools
+TEST_TOOLS = ("pytest", "pytest-xdist", "hypothesis", "scikit-learn")  # the dev group's test tools
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
 

@@ -1,11 +1,13 @@
 """Generate nnx-core's install-hint catalog from every distribution's entry points.
 
 Each nnx distribution's ``[project.entry-points."nnx.*"]`` tables are the only
-list of its names. This tool reads them (every ``packages/*/pyproject.toml``, the
-reference plugin's, and ``tools/planned_names.toml`` for distributions the design
-plans but the workspace does not build yet) and writes the one table nnx-core
-consults after a name failed to resolve, to say ``pip install <distribution>``.
-nnx-core's own entry points are skipped: core is always installed.
+list of its names, and its ``src/nnx/<sub>/`` packages the only list of its
+subpackages. This tool reads them (every ``packages/*`` distribution, the
+reference plugin, and ``tools/planned_names.toml`` for distributions the design
+plans but the workspace does not build yet) and writes the tables nnx-core
+consults after a name or an ``import nnx.<sub>`` failed to resolve, to say
+``pip install <distribution>``. nnx-core's own names are skipped: core is always
+installed.
 
     uv run python tools/gen_catalog.py           # rewrite the generated module
     uv run python tools/gen_catalog.py --check   # exit 1 with the diff when it is stale
@@ -35,6 +37,8 @@ CORE = "nnx-core"
 GROUP_PREFIX = "nnx."
 
 Providers = dict[str, dict[str, str]]  # entry-point group -> name -> distribution
+#: The key of tools/planned_names.toml that lists a planned distribution's subpackages.
+PLANNED_SUBPACKAGES = "subpackages"
 
 
 class CatalogError(Exception):
@@ -60,8 +64,14 @@ def distribution_dirs(packages: Path, extras: tuple[Path, ...] = EXTRAS) -> list
     return [*found, *(p for p in extras if (p / "pyproject.toml").is_file())]
 
 
+def subpackages(dist_dir: Path) -> list[str]:
+    """``nnx.<sub>`` for every ``src/nnx/<sub>/__init__.py`` the distribution ships."""
+    return sorted(f"nnx.{p.parent.name}" for p in (dist_dir / "src" / "nnx").glob("*/__init__.py"))
+
+
 def planned(path: Path) -> dict[str, dict[str, list[str]]]:
-    """Distribution -> group -> names, for distributions not built yet."""
+    """Distribution -> group (or ``subpackages``) -> names, for distributions not built
+    yet."""
     if not path.is_file():
         return {}
     table = tomllib.loads(path.read_text())
@@ -70,13 +80,14 @@ def planned(path: Path) -> dict[str, dict[str, list[str]]]:
 
 
 def collect(dirs: list[Path], planned_names: dict[str, dict[str, list[str]]]) -> Providers:
-    """Group -> name -> distribution; a built distribution supersedes its planned rows."""
+    """Group -> name -> distribution, and ``subpackages`` -> ``nnx.<sub>`` ->
+    distribution; a built distribution supersedes its planned rows."""
     sources: dict[str, dict[str, list[str]]] = {}
     for d in dirs:
         name, groups = declared(d / "pyproject.toml")
         if name in sources:
             raise CatalogError(f"two directories declare the distribution {name}")
-        sources[name] = groups
+        sources[name] = {**groups, PLANNED_SUBPACKAGES: subpackages(d)}
     for dist, groups in planned_names.items():
         sources.setdefault(dist, groups)  # once built, its own pyproject is the list
     providers: Providers = {}
@@ -84,15 +95,21 @@ def collect(dirs: list[Path], planned_names: dict[str, dict[str, list[str]]]) ->
         if dist == CORE:
             continue
         for group, names in groups.items():
+            if group == PLANNED_SUBPACKAGES:
+                _claim(providers.setdefault(PLANNED_SUBPACKAGES, {}), group, names, dist)
+                continue
             if not group.startswith(GROUP_PREFIX):
                 raise CatalogError(f"{dist}: {group!r} is not an nnx entry-point group")
-            table = providers.setdefault(group, {})
-            for entry in names:
-                other = table.setdefault(entry, dist)
-                if other != dist:
-                    raise CatalogError(f"{group} {entry!r} is declared by both {other} and "
-                                       f"{dist}; one name has one provider")
+            _claim(providers.setdefault(group, {}), group, names, dist)
     return providers
+
+
+def _claim(table: dict[str, str], group: str, names: list[str], dist: str) -> None:
+    for entry in names:
+        other = table.setdefault(entry, dist)
+        if other != dist:
+            raise CatalogError(f"{group} {entry!r} is declared by both {other} and "
+                               f"{dist}; one name has one provider")
 
 
 def render(providers: Providers) -> str:
@@ -102,15 +119,20 @@ def render(providers: Providers) -> str:
         "# tools/planned_names.toml. Do not edit: change an entry point, then run",
         "#     uv run python tools/gen_catalog.py",
         "# (CI runs it with --check).",
-        '"""Which distribution provides each add-on name, per entry-point group."""',
+        '"""Which distribution provides each add-on name, per entry-point group, and each',
+        '``nnx.<sub>`` subpackage."""',
         "",
         "PROVIDERS: dict[str, dict[str, str]] = {",
     ]
-    for group in sorted(providers):
+    groups = sorted(g for g in providers if g != PLANNED_SUBPACKAGES)
+    for group in groups:
         lines.append(f"    {json.dumps(group)}: {{")
         for name in sorted(providers[group]):
             lines.append(f"        {json.dumps(name)}: {json.dumps(providers[group][name])},")
         lines.append("    },")
+    lines += ["}", "", "SUBPACKAGES: dict[str, str] = {"]
+    for module, dist in sorted(providers.get(PLANNED_SUBPACKAGES, {}).items()):
+        lines.append(f"    {json.dumps(module)}: {json.dumps(dist)},")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -8,13 +8,39 @@ import X`` raises :class:`~nnx._foundation.plugins.MissingDistributionError` (an
 ImportError), ``nnx.X`` its twin
 :class:`~nnx._foundation.plugins.MissingDistributionAttributeError` (an
 AttributeError, so ``hasattr(nnx, "X")`` is False and ``getattr(nnx, "X", None)``
-is None), both with the same message.
+is None), both with the same message. ``import nnx.<sub>`` of a catalogued
+subpackage whose distribution is missing (``nnx.search``, ``nnx.lm``, ...) raises
+:class:`~nnx._foundation.plugins.MissingSubpackageError`, a ModuleNotFoundError
+with the same hint.
 """
 
 # Add-on distributions contribute nnx/<sub> directories to this package.
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
+import sys as _sys
 from typing import TYPE_CHECKING, Any
+
+
+class _MissingSubpackageFinder:
+    """Last on ``sys.meta_path``: asked only after every real finder missed, so an
+    installed add-on's ``nnx.<sub>`` never reaches it. For a subpackage the catalog
+    knows, the miss becomes the install hint instead of a bare "No module named"."""
+
+    nnx_missing_subpackages = True  # marks the finder, so a reload installs no second one
+
+    @staticmethod
+    def find_spec(fullname: str, path: Any = None, target: Any = None) -> None:
+        if fullname.startswith("nnx.") and fullname.count(".") == 1:
+            from nnx._foundation.plugins import missing_subpackage
+
+            err = missing_subpackage(fullname)
+            if err is not None:
+                raise err
+        return None
+
+
+if not any(getattr(f, "nnx_missing_subpackages", False) for f in _sys.meta_path):
+    _sys.meta_path.append(_MissingSubpackageFinder())
 
 __version__ = "0.1.0"
 
@@ -74,6 +100,7 @@ _CORE_EXPORTS: dict[str, str] = {
     "run_id": "nnx._foundation.identity",
     "MissingDistributionAttributeError": "nnx._foundation.plugins",
     "MissingDistributionError": "nnx._foundation.plugins",
+    "MissingSubpackageError": "nnx._foundation.plugins",
     # built-in nets
     "FeedFwdNN": "nnx.nets.feedforward",
     "ConvNN": "nnx.nets.conv",
@@ -208,6 +235,7 @@ if TYPE_CHECKING:
         MissingDistributionAttributeError as MissingDistributionAttributeError,
     )
     from nnx._foundation.plugins import MissingDistributionError as MissingDistributionError
+    from nnx._foundation.plugins import MissingSubpackageError as MissingSubpackageError
     from nnx._foundation.records import NNEvaluationDataPoint as NNEvaluationDataPoint
     from nnx._foundation.records import NNIterationDataPoint as NNIterationDataPoint
     from nnx._foundation.seeding import dataloader_worker_init_fn as dataloader_worker_init_fn

@@ -12,8 +12,10 @@ from nnx._foundation.plugins import (
     EntryPointRegistry,
     MissingDistributionAttributeError,
     MissingDistributionError,
+    MissingSubpackageError,
     VersionedRegistry,
     registry,
+    require_distribution,
     versioned_registry,
 )
 from nnx.cli import main as cli_main
@@ -125,6 +127,29 @@ def test_an_absent_net_member_is_no_attribute_but_item_access_names_the_distribu
         _ = Nets["GRAPH_SAGE"]
     with pytest.raises(MissingDistributionError, match="pip install nnx-graph"):
         nnx.NNModelParams(net="graph_sage")  # a name in a configuration: the import form
+
+
+def test_an_absent_catalogued_subpackage_import_names_the_distribution():
+    # nnx-graph and nnx-quantize are catalogued (planned) but installed in no test venv.
+    for statement in ("import nnx.graph_tasks", "from nnx.quantize import quantize",
+                      "import importlib; importlib.import_module('nnx.graph_tasks')"):
+        with pytest.raises(ModuleNotFoundError) as raised:
+            exec(statement, {})
+        err = raised.value
+        assert isinstance(err, MissingSubpackageError) and isinstance(err, MissingDistributionError)
+        assert err.name in ("nnx.graph_tasks", "nnx.quantize")
+        assert str(err) == (f"{err.name} is provided by the {err.distribution} distribution, "
+                            f"which is not installed; install it with: pip install "
+                            f"{err.distribution}")
+    assert "nnx.graph_tasks" not in sys.modules
+    # A name nnx does not know stays the plain miss; an installed add-on imports as usual.
+    with pytest.raises(ModuleNotFoundError, match=r"^No module named 'nnx\.no_such_sub'$") as plain:
+        import nnx.no_such_sub
+    assert not isinstance(plain.value, MissingDistributionError)
+    import nnx.search  # noqa: F401
+    # The one way an add-on reaches another keeps its own message.
+    with pytest.raises(MissingDistributionError, match=r"nnx\.graph_tasks \(needed by x\)"):
+        require_distribution("nnx-graph", "nnx.graph_tasks", needed_by="x")
 
 
 def test_explicitly_registered_export_resolves():

@@ -3,7 +3,8 @@
 # tools/planned_names.toml. Do not edit: change an entry point, then run
 #     uv run python tools/gen_catalog.py
 # (CI runs it with --check).
-"""Which distribution provides each add-on name, per entry-point group."""
+"""Which distribution provides each add-on name, per entry-point group, and each
+``nnx.<sub>`` subpackage."""
 
 PROVIDERS: dict[str, dict[str, str]] = {
     "nnx.calibration_readers": {
@@ -141,4 +142,31 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "nnx.ia3@v1": "nnx-peft",
         "nnx.lora@v1": "nnx-peft",
     },
+}
+
+SUBPACKAGES: dict[str, str] = {
+    "nnx.abstention": "nnx-decisions",
+    "nnx.calibration": "nnx-decisions",
+    "nnx.comparison": "nnx-comparison",
+    "nnx.decisions": "nnx-decisions",
+    "nnx.diffusion": "nnx-diffusion",
+    "nnx.embeddings": "nnx-embeddings",
+    "nnx.example_plugin": "nnx-example-plugin",
+    "nnx.generation": "nnx-lm",
+    "nnx.graph": "nnx-graph",
+    "nnx.graph_tasks": "nnx-graph",
+    "nnx.interop": "nnx-interop",
+    "nnx.link_tasks": "nnx-graph",
+    "nnx.lm": "nnx-lm",
+    "nnx.lm_tasks": "nnx-lm",
+    "nnx.lr_finder": "nnx-viz",
+    "nnx.paradigms": "nnx-paradigms",
+    "nnx.peft": "nnx-peft",
+    "nnx.prune": "nnx-quantize",
+    "nnx.quantize": "nnx-quantize",
+    "nnx.ranking": "nnx-ranking",
+    "nnx.search": "nnx-search",
+    "nnx.surgery": "nnx-surgery",
+    "nnx.vis_utils": "nnx-viz",
+    "nnx.viz": "nnx-viz",
 }

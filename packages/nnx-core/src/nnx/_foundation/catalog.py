@@ -10,7 +10,7 @@ edit here.
 
 from __future__ import annotations
 
-from nnx._foundation._catalog_generated import PROVIDERS
+from nnx._foundation._catalog_generated import PROVIDERS, SUBPACKAGES
 
 #: Catalog kind of each entry-point group (the plain groups and the ``id@vN`` ones).
 GROUP_KINDS: dict[str, str] = {
@@ -40,6 +40,11 @@ def distribution_for(kind: str, name: str) -> str | None:
     whose names are ``id@vN``.
     """
     return _INDEX.get((kind, name))
+
+
+def distribution_for_subpackage(module: str) -> str | None:
+    """The distribution that ships the subpackage ``module`` (``nnx.search``), if known."""
+    return SUBPACKAGES.get(module)
 
 
 def catalog() -> dict[str, dict[str, tuple[str, ...]]]:

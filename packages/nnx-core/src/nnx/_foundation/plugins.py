@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from nnx._foundation.catalog import GROUP_KINDS, distribution_for
+from nnx._foundation.catalog import GROUP_KINDS, distribution_for, distribution_for_subpackage
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -34,6 +34,7 @@ __all__ = [
     "EntryPointRegistry",
     "MissingDistributionAttributeError",
     "MissingDistributionError",
+    "MissingSubpackageError",
     "VersionedRegistry",
     "missing",
     "registry",
@@ -71,6 +72,23 @@ class MissingDistributionAttributeError(AttributeError):
     def __init__(self, what: str, distribution: str) -> None:
         super().__init__(_hint(what, distribution))
         self.what, self.distribution = what, distribution
+
+
+class MissingSubpackageError(MissingDistributionError, ModuleNotFoundError):
+    """``import nnx.<sub>`` (or ``from nnx.<sub> import ...``) for a subpackage of an nnx
+    distribution that is not installed: a ModuleNotFoundError, as any absent module is,
+    with ``name`` set to the subpackage and the one install hint as its message."""
+
+    def __init__(self, module: str, distribution: str) -> None:
+        super().__init__(module, distribution)
+        self.name = module
+
+
+def missing_subpackage(module: str) -> MissingSubpackageError | None:
+    """The install-hint error for ``import nnx.<sub>`` when no installed distribution
+    provides it, or None when nnx does not know the name (a typo stays a plain miss)."""
+    dist = distribution_for_subpackage(module)
+    return None if dist is None else MissingSubpackageError(module, dist)
 
 
 _IMPORT_FROM = dis.opmap["IMPORT_FROM"]
