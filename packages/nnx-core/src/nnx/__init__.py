@@ -31,6 +31,7 @@ class _MissingSubpackageFinder:
     @staticmethod
     def find_spec(fullname: str, path: Any = None, target: Any = None) -> None:
         if fullname.startswith("nnx.") and fullname.count(".") == 1:
+            # Imported on a miss only: ``import nnx`` loads no submodule.
             from nnx._foundation.plugins import missing_subpackage
 
             err = missing_subpackage(fullname)
