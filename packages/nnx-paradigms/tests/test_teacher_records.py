@@ -140,3 +140,45 @@ def test_write_refuses_anything_but_records(tmp_path):
         write_teacher_records(tmp_path / "t.jsonl", [{"sample_id": "s0"}])
     assert not (tmp_path / "t.jsonl").exists()
     assert isinstance(records(1)[0], TeacherRecord)
+
+
+# -- untrusted input and kill points (issue 36 item 3) ------------------------------------
+def test_a_records_file_that_is_a_symbolic_link_is_refused_naming_it(tmp_path):
+    target = tmp_path / "elsewhere.jsonl"
+    write_teacher_records(target, records(2))  # valid: following the link would read it
+    link = tmp_path / "teacher.jsonl"
+    link.symlink_to(target)
+    with pytest.raises(TeacherRecordError, match=r"teacher\.jsonl is a symbolic link"):
+        read_teacher_records(link)
+
+
+TAMPERED = {
+    "a probability changed": (lambda t: t.replace("0.5,", "0.6,", 1), "sum to"),
+    "a key repeated": (lambda t: t.replace('{"format"', '{"teacher":"x","format"', 1),
+                       "repeats the key"),
+    "a field added": (lambda t: t.replace('{"format"', '{"extra":1,"format"', 1), "unknown"),
+    "the last line cut": (lambda t: t[:-20], r"teacher\.jsonl:2"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAMPERED))
+def test_a_tampered_records_file_is_refused_naming_path_and_line(tmp_path, case):
+    change, match = TAMPERED[case]
+    path = tmp_path / "teacher.jsonl"
+    write_teacher_records(path, [record("s0"), record("s1")])
+    path.write_text(change(path.read_text()))
+    with pytest.raises(TeacherRecordError, match=match):
+        read_teacher_records(path)
+
+
+def test_every_kill_point_of_write_teacher_records_leaves_old_or_new_and_no_temp(tmp_path):
+    from nnx.testing import writer_kill_points
+
+    path = tmp_path / "teacher.jsonl"
+    written = records(3)
+    write_teacher_records(path, written)
+    new, old = path.read_bytes(), b"{}\n"
+    points = writer_kill_points(path, old, lambda: write_teacher_records(path, written))
+    assert points and all(p["rc"] == 137 and p["after_kill"] in (old, new) for p in points)
+    assert [p for p in points if p["temps"]] == []
+    assert read_teacher_records(path) == written

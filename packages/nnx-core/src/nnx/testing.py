@@ -2,6 +2,7 @@
 pytest plugin every nnx distribution's tests run with (``-p nnx.testing``).
 
 The public face of :mod:`nnx._surface.testing` (the tiny fixtures),
+:mod:`nnx._surface.kill_points` (kill points of a writer, for crash-safety tests),
 :mod:`nnx._surface.conformance` (:func:`check_distribution`, which every
 distribution's tests call) and :mod:`nnx._surface.pytest_plugin` (its two hooks, so
 ``-p nnx.testing`` loads the plugin); the code lives there (docs/architecture.md,
@@ -10,6 +11,12 @@ docs/extending.md).
 
 from nnx._surface.conformance import (
     check_distribution as check_distribution,
+)
+from nnx._surface.kill_points import (
+    fork_action as fork_action,
+)
+from nnx._surface.kill_points import (
+    writer_kill_points as writer_kill_points,
 )
 from nnx._surface.pytest_plugin import (
     pytest_ignore_collect as pytest_ignore_collect,
@@ -38,10 +45,12 @@ from nnx._surface.testing import (
 
 __all__ = [
     "check_distribution",
+    "fork_action",
     "sgd",
     "tiny_batches",
     "tiny_loader",
     "tiny_model",
     "tiny_train_params",
     "weights",
+    "writer_kill_points",
 ]

@@ -8,7 +8,10 @@ SIGKILL there would: no ``finally``, no cleanup. The driver then recovers the
 root the documented way (``nnx runs verify --repair``, then a planned resume
 when LAST is short of the plan, or a retry when nothing committed) and reports,
 per crash point, whether the BEST runs/best leads to equals the reference's
-bit for bit. Run as ``python commit_crash_points.py SCENARIO WORKDIR``; prints
+bit for bit, and what the one repair pass left (``left``: runs/best temps in the
+root, a run's temps or staged manifests, orphan sidecars; issue 36 item 3).
+``nnx.testing.writer_kill_points`` gives any other writer the same kill points.
+Run as ``python commit_crash_points.py SCENARIO WORKDIR``; prints
 one JSON document.
 
 Scenarios: ``plain-e0`` / ``plain-e1`` (the commit of epoch 0 / 1 of a 2-epoch
@@ -39,12 +42,10 @@ torch.set_num_threads(1)
 import nnx._engine.epoch_commit as epoch_commit  # noqa: E402
 from nnx import NNCheckpoint, NNModel, NNParams, NNTrainParams  # noqa: E402
 from nnx._persistence.best import current_best  # noqa: E402
+from nnx._surface.kill_points import OpCut  # noqa: E402
 from nnx.cli import main as cli  # noqa: E402
 from nnx.history import HistoryJournal  # noqa: E402
 from nnx.testing import sgd  # noqa: E402
-
-OPS = ("open", "write", "fsync", "replace", "rename", "link", "symlink", "unlink", "remove",
-       "mkdir", "rmdir", "ftruncate")
 
 
 def model() -> NNModel:
@@ -99,17 +100,16 @@ def best_state(root: Path) -> dict[str, torch.Tensor]:
     return dict(NNCheckpoint.load(owner, "best", root=root).state_dict)
 
 
-class Cut:
+class Cut(OpCut):
     """Counts file-system operations while epoch ``epoch``'s commit runs; ``os._exit``s
     right before operation number ``at`` (None: count only)."""
 
     def __init__(self, epoch: int, at: int | None) -> None:
-        self.epoch, self.at, self.count, self.active = epoch, at, 0, False
-        self.originals = {name: getattr(os, name) for name in OPS}
+        super().__init__(at)
+        self.epoch = epoch
 
     def install(self) -> None:
-        for name, original in self.originals.items():
-            setattr(os, name, self._wrap(original))
+        self.install_ops()
         commit = epoch_commit.EpochCommit.commit
         cut = self
 
@@ -121,16 +121,6 @@ class Cut:
                 cut.active = False
 
         epoch_commit.EpochCommit.commit = watched  # type: ignore[method-assign]
-
-    def _wrap(self, original: Any) -> Any:
-        def op(*args: Any, **kwargs: Any) -> Any:
-            if self.active:
-                if self.at is not None and self.count == self.at:
-                    os._exit(137)
-                self.count += 1
-            return original(*args, **kwargs)
-
-        return op
 
 
 def run_child(root: Path, scenario: str, epoch: int, at: int | None, pipe: int) -> None:
@@ -160,7 +150,24 @@ def fork_run(root: Path, scenario: str, epoch: int, at: int | None) -> tuple[int
     return os.waitstatus_to_exitcode(status), int(counted or -1)
 
 
-def recover(root: Path, scenario: str) -> list[str]:
+def leftovers(root: Path) -> list[str]:
+    """What one ``--repair`` pass left that a second would remove: the runs root's
+    runs/best temps, each run's temps and staged manifests, and each point's orphan
+    sidecars."""
+    from nnx._persistence.leftovers import find_best_temps, find_leftovers
+    from nnx._persistence.resume_point import stray_files
+
+    found = list(find_best_temps(root))
+    for run_id in sorted(run_dirs(root)):
+        found += [f"{run_id}/{name}" for name in find_leftovers(root, run_id)]
+        checkpoints = root / run_id / "checkpoints"
+        for point in sorted(checkpoints.glob("*.pt")) if checkpoints.is_dir() else []:
+            if ".opt." not in point.name:
+                found += [f"{run_id}/checkpoints/{n}" for n in stray_files(point)]
+    return found
+
+
+def recover(root: Path, scenario: str, left: list[str] | None = None) -> list[str]:
     """What a user does after the kill: repair, then finish the plan. The steps taken."""
     steps = []
     runs = run_dirs(root)
@@ -170,6 +177,8 @@ def recover(root: Path, scenario: str) -> list[str]:
         with contextlib.redirect_stdout(out):
             cli(["runs", "verify", run_id, "--root", str(root), "--repair"])
     steps.append("repair")
+    if left is not None:
+        left += leftovers(root)  # one pass must be enough
     last = root / cut_id / "checkpoints" / "last.pt"
     planned_end = 1  # the last epoch of the cut run's plan
     committed = NNCheckpoint.load(cut_id, "last", root=root).epoch if last.is_file() else None
@@ -224,7 +233,8 @@ def crash_points(scenario: str, work: Path) -> dict[str, Any]:
         rc, _ = fork_run(root, scenario, epoch, at)
         entry: dict[str, Any] = {"at": at, "rc": rc}
         try:
-            entry["steps"] = recover(root, scenario)
+            entry["left"] = []
+            entry["steps"] = recover(root, scenario, entry["left"])
             entry["ok"] = same(best_state(root), expected)
         except Exception as exc:  # reported, and the test fails on it
             entry["ok"], entry["error"] = False, f"{type(exc).__name__}: {exc}"

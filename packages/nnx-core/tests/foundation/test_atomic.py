@@ -126,3 +126,21 @@ def test_an_error_about_another_file_is_passed_through_unchanged(tmp_path):
         atomic_write(tmp_path / "copy", copy)
     assert caught.value.filename == str(source)
     assert leftovers(tmp_path) == []
+
+
+def test_reclaim_removes_only_the_destinations_stranded_temps(tmp_path):
+    """``reclaim=True`` (issue 36 item 3): the ``.<name>.<8 hex>`` files a killed writer of
+    the same destination left go; another file's temp, a link and other names stay."""
+    dest = tmp_path / "teacher.jsonl"
+    stranded = tmp_path / ".teacher.jsonl.0123abcd"
+    stranded.write_text("half")
+    kept = [tmp_path / ".other.jsonl.0123abcd", tmp_path / ".teacher.jsonl.notes"]
+    for path in kept:
+        path.write_text("kept")
+    target = tmp_path / "target.txt"
+    target.write_text("kept")
+    link = tmp_path / ".teacher.jsonl.89abcdef"
+    link.symlink_to(target)
+    atomic_write_text(dest, "new\n", reclaim=True)
+    assert dest.read_text() == "new\n" and not stranded.exists()
+    assert all(path.read_text() == "kept" for path in [*kept, target]) and link.is_symlink()

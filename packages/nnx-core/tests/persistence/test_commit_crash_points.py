@@ -5,7 +5,8 @@ For every file-system operation of one epoch's commit, counted at the ``os`` lev
 child is killed right before it (``_support/commit_crash_points.py`` describes the
 harness). After ``nnx runs verify --repair`` and, when LAST is short of the plan, a
 planned resume (or a retry when nothing committed), the BEST runs/best leads to equals
-the uninterrupted run's BEST bit for bit: for a plain run (epoch 0's commit, which owes
+the uninterrupted run's BEST bit for bit, and that one repair pass leaves no leftover
+(issue 36): for a plain run (epoch 0's commit, which owes
 FIRST and BEST, and epoch 1's, which owes BEST and a runs/best hand-over), a
 history-journal run and a resumed run; and after an ENOSPC on ``best.pt``.
 """
@@ -41,6 +42,10 @@ def test_a_kill_before_any_operation_of_a_commit_keeps_the_runs_best_best(tmp_pa
     assert all(r["rc"] == 137 for r in results)  # every child was cut where it was told
     failed = [r for r in results if not r["ok"]]
     assert failed == [], failed
+    # One `nnx runs verify --repair` pass leaves nothing a second would remove: no
+    # runs/best temp in the root, no temp, staged manifest or orphan sidecar in a run.
+    left = [(r["at"], r["left"]) for r in results if r["left"]]
+    assert left == [], left
     # Some kills land after LAST (repaired from it), some before (a resume retrains).
     steps = {tuple(r["steps"]) for r in results}
     assert ("repair",) in steps or ("repair", "resume") in steps

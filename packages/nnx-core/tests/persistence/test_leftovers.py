@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from _nnx_core_tiny import sgd, tiny_batches, tiny_model
 
-from nnx import NNRun, NNTrainParams
+from nnx import NNCheckpoint, NNRun, NNTrainParams
 from nnx._foundation.locking import file_lock
 from nnx._foundation.safe_paths import UnsafePathError
 from nnx._persistence.leftovers import find_leftovers, remove_leftovers
@@ -230,3 +232,91 @@ def test_an_empty_reservation_behind_a_link_is_never_reclaimed(tmp_path):
     with pytest.raises(RunExistsError):
         tiny_model().train(params(), verbose=False)
     assert (target / ".history-committed-by-last").is_file()
+
+
+# -- issue 36 item 3: the root's runs/best temps, and one repair pass is enough ------------
+def test_repair_removes_the_roots_best_temps_and_never_a_links_target(tmp_path, capsys):
+    run = tiny_model().train(params(), verbose=False)
+    root = run.root
+    outside = tmp_path / "kept.txt"
+    outside.write_text("not NNx's")
+    pointer_temp = root / f".best.4242.{'ab' * 16}"  # the hand-over's pointer link
+    pointer_temp.symlink_to(outside)
+    score_temp = root / f".best.4242.score.{'cd' * 8}"  # the score record's temp
+    score_temp.write_text("{")
+    kept = [root / ".best.lock", root / ".best-score.json", root / ".best.notes"]
+    kept[2].write_text("a user's")
+    before = {p: p.read_bytes() for p in kept if p.exists()}
+    capsys.readouterr()
+    assert main(["runs", "verify", run.id]) == 0
+    out = capsys.readouterr().out
+    assert f"warn root  {pointer_temp.name}, {score_temp.name} (--repair" in out
+    assert os.path.lexists(pointer_temp) and score_temp.exists()
+    assert main(["runs", "verify", run.id, "--repair"]) == 0
+    assert f"repaired root  removed {pointer_temp.name}, {score_temp.name}" in (
+        capsys.readouterr().out)
+    assert not os.path.lexists(pointer_temp) and not score_temp.exists()
+    assert outside.read_text() == "not NNx's"
+    assert {p: p.read_bytes() for p in kept if p.exists()} == before
+
+
+def test_repair_leaves_the_roots_best_temps_while_best_lock_is_held(capsys):
+    run = tiny_model().train(params(), verbose=False)
+    temp = run.root / f".best.4242.score.{'cd' * 8}"
+    temp.write_text("{")
+    with file_lock(run.root / ".best.lock", root=run.root):  # a hand-over in flight
+        capsys.readouterr()
+        assert main(["runs", "verify", run.id, "--repair"]) == 0
+    assert "skipped root  runs/best is being handed over" in capsys.readouterr().out
+    assert temp.exists()
+
+
+@pytest.mark.parametrize("published", [True, False])
+def test_one_repair_after_a_kill_in_lasts_publish_leaves_no_orphan_sidecar(published, capsys):
+    """A kill right before LAST's staged manifest goes live (``published``: last.pt
+    written, so the staged point is made live) or right before last.pt is written (the
+    staged point is dropped): either way one point's sidecar is named by no manifest
+    once the staged one is settled, and the same repair pass removes it."""
+    import nnx._persistence.resume_point as resume_point
+
+    pid = os.fork()
+    if pid == 0:  # a fit whose epoch-1 LAST publish is killed, as SIGKILL would: no cleanup
+        try:
+            replace, write, seen = os.replace, resume_point.atomic_write_bytes, []
+
+            def cut(hit: bool) -> None:
+                if hit:
+                    seen.append(1)
+                    if len(seen) == 2:  # epoch 0's LAST publishes whole
+                        os._exit(137)
+
+            def killed_replace(src, dst, *args, **kwargs):
+                cut(published and str(src).endswith("last.pt.manifest.json.staged"))
+                return replace(src, dst, *args, **kwargs)
+
+            def killed_write(path, data, **kwargs):
+                cut(not published and str(path).endswith("last.pt"))
+                return write(path, data, **kwargs)
+
+            resume_point.os.replace = killed_replace
+            resume_point.atomic_write_bytes = killed_write
+            tiny_model().train(params(), verbose=False)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 137
+    (run_dir,) = [p for p in Path("runs").iterdir()
+                  if not p.name.startswith(".") and p.name != "best"]
+    cp = run_dir / "checkpoints"
+    first = SimpleNamespace(id=run_dir.name)
+    assert (cp / "last.pt.manifest.json.staged").is_file()
+    capsys.readouterr()
+    assert main(["runs", "verify", first.id, "--repair"]) == 0
+    out = capsys.readouterr().out
+    outcome = "made live" if published else "removed"
+    assert f"last.pt.manifest.json.staged ({outcome}; removed last.pt.opt." in out, out
+    assert find_leftovers("runs", first.id) == []
+    named = NNCheckpoint.load(first.id, "last").sidecar
+    assert sorted(p.name for p in cp.glob("last.pt.opt.*.pt")) == [named]
+    assert main(["runs", "verify", first.id, "--repair"]) == 0
+    assert "repaired" not in capsys.readouterr().out  # nothing left for a second pass

@@ -21,6 +21,7 @@ import contextlib
 import errno
 import io
 import os
+import re
 import secrets
 import signal
 import threading
@@ -141,7 +142,8 @@ def append_at(path: PathLike, offset: int, data: bytes, *, sync: bool = True) ->
 
 
 def atomic_write(path: PathLike, write: Callable[[IO[bytes]], Any], *, sync: bool = True,
-                 strict: bool = False, temp: str | None = None, follow: bool = True) -> Path:
+                 strict: bool = False, temp: str | None = None, follow: bool = True,
+                 reclaim: bool = False) -> Path:
     """Write ``path`` atomically: ``write(f)`` fills a temp file that replaces it.
 
     Returns the resolved destination. ``sync=False`` skips the fsync (for
@@ -151,12 +153,26 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], Any], *, sync: boo
     pointer's own, so a stranded one reads as what it is. ``follow=False`` (files
     under a runs root, docs/durability.md "The path rule"): a symlink at the
     destination is replaced by the new file, never written through; only the
-    directory is resolved.
+    directory is resolved. ``reclaim=True`` (a file outside any runs root, where no
+    ``--repair`` looks: teacher records): first remove the ``.<name>.<8 hex>`` temps a
+    killed writer of the same destination stranded, under an exclusive lock on the
+    destination's directory held for the whole write, so another reclaiming writer's
+    live temp is never taken (where locks are unavailable, nothing is reclaimed).
     """
     raw = Path(os.fspath(path))
     dest = (Path(os.path.realpath(os.fspath(path))) if follow
             else Path(os.path.realpath(raw.parent)) / raw.name)
     tmp = dest.parent / (temp or f".{dest.name}.{secrets.token_hex(4)}")
+    if not reclaim:
+        return _replace(dest, tmp, write, sync=sync, strict=strict)
+    with _directory_lock(dest.parent) as locked:
+        if locked:
+            _drop_stranded(dest)
+        return _replace(dest, tmp, write, sync=sync, strict=strict)
+
+
+def _replace(dest: Path, tmp: Path, write: Callable[[IO[bytes]], Any], *, sync: bool,
+             strict: bool) -> Path:
     # O_EXCL: never reuse a name; mode 0o666 so the umask decides, as for open().
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
@@ -184,16 +200,45 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], Any], *, sync: boo
     return dest
 
 
+@contextlib.contextmanager
+def _directory_lock(directory: Path) -> Iterator[bool]:
+    """An exclusive ``flock`` on ``directory`` for the block (the kernel drops it when its
+    holder dies, so a kill never leaves it held); yields False where there is none."""
+    if fcntl is None:
+        yield False
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield True
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _drop_stranded(dest: Path) -> None:
+    """Remove the regular files named ``.<dest name>.<8 hex>`` beside ``dest``: what a
+    writer killed between creating its temp and renaming it left (never a link's target)."""
+    stranded = re.compile(rf"^\.{re.escape(dest.name)}\.[0-9a-f]{{8}}$")
+    with os.scandir(dest.parent) as entries:
+        names = [e.name for e in entries
+                 if stranded.match(e.name) and e.is_file(follow_symlinks=False)]
+    for name in names:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(dest.parent / name)
+
+
 def atomic_write_bytes(path: PathLike, data: bytes, *, sync: bool = True,
                        strict: bool = False, temp: str | None = None,
-                       follow: bool = True) -> Path:
+                       follow: bool = True, reclaim: bool = False) -> Path:
     return atomic_write(path, lambda f: f.write(data), sync=sync, strict=strict, temp=temp,
-                        follow=follow)
+                        follow=follow, reclaim=reclaim)
 
 
 def atomic_write_text(path: PathLike, text: str, *, sync: bool = True,
-                      temp: str | None = None, follow: bool = True) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"), sync=sync, temp=temp, follow=follow)
+                      temp: str | None = None, follow: bool = True,
+                      reclaim: bool = False) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"), sync=sync, temp=temp, follow=follow,
+                              reclaim=reclaim)
 
 
 def serialized(save: Callable[[IO[bytes]], Any]) -> bytes:

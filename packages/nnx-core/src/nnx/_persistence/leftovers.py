@@ -40,12 +40,15 @@ from nnx._journal.store import load_manifest
 from nnx._persistence.last_epoch import committed_epoch
 from nnx._persistence.resume_point import settle_staged
 
-__all__ = ["find_leftovers", "remove_leftovers"]
+__all__ = ["find_best_temps", "find_leftovers", "remove_best_temps", "remove_leftovers"]
 
 _TEMP = re.compile(r"^\.[^/\\]+\.[0-9a-f]{8}$")
 _CHUNK = re.compile(r"^chunk-(\d{8})\.jsonl$")
 _STAGED = ".manifest.json.staged"
 _PLACES = ("", "checkpoints", HISTORY_DIR)  # where a run's writers write
+#: runs/best's hand-over temps in the root (nnx._persistence.best, best_score): the
+#: pointer's ``.best.<pid>.<32 hex>`` link and the score's ``.best.<pid>.score.<16 hex>``.
+_BEST_TEMP = re.compile(r"^\.best\.\d+\.(?:score\.[0-9a-f]{16}|[0-9a-f]{32})$")
 
 
 def _plain_files(directory: Path) -> list[str]:
@@ -119,5 +122,35 @@ def remove_leftovers(root: str | os.PathLike[str], run_id: str) -> list[str] | N
     try:
         with file_lock(Path(root) / ".leases" / f"{run_id}.lock", blocking=False, root=root):
             return _remove(run_dir, find_leftovers(root, run_id))
+    except LockBusyError:
+        return None
+
+
+def find_best_temps(root: str | os.PathLike[str]) -> list[str]:
+    """runs/best's hand-over temps a kill stranded in the runs root, sorted (read-only):
+    links and regular files only, matched by the names their writers give them."""
+    try:
+        with os.scandir(root) as entries:
+            return sorted(e.name for e in entries if _BEST_TEMP.match(e.name) and (
+                e.is_symlink() or e.is_file(follow_symlinks=False)))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def remove_best_temps(root: str | os.PathLike[str]) -> list[str] | None:
+    """Remove :func:`find_best_temps` under ``.best.lock``, taken without waiting (every
+    hand-over writes its temps while holding it, so none removed here is live); a link
+    is removed, never its target. The names removed, or None when the lock is held."""
+    base = Path(root)
+    try:
+        with file_lock(base / ".best.lock", blocking=False, root=base):
+            removed = []
+            for name in find_best_temps(base):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(base / name)
+                    removed.append(name)
+            if removed:
+                fsync_dir(base)
+            return removed
     except LockBusyError:
         return None

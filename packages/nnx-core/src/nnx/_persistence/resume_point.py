@@ -511,8 +511,11 @@ def settle_staged(checkpoint: Path) -> str | None:
     """A staged manifest a dead writer left, settled as the tag's next save would
     (:func:`_settle_staged`), for ``nnx runs verify --repair`` and a resume's clean-up:
     ``"made live"`` when it matches every file (the publish it began completed),
-    ``"removed"`` when the live point verifies without it. A point neither manifest
-    verifies is left as it is (its files are the evidence): None, as without one."""
+    ``"removed"`` when the live point verifies without it. The sidecar the settled point
+    no longer names (the older generation's, or the dropped publish's) goes with it, as
+    the save would have removed it, so one repair leaves no optimizer-sized orphan
+    (the outcome then names it: ``"made live; removed <sidecar>"``). A point neither
+    manifest verifies is left as it is (its files are the evidence): None, as without one."""
     with file_lock(lock_path(checkpoint)):
         if not _staged_path(checkpoint).is_file():
             return None
@@ -522,6 +525,11 @@ def settle_staged(checkpoint: Path) -> str | None:
             return None
         outcome = "made live" if point is not None and point.staged else "removed"
         _settle_staged(checkpoint)
+        strays = stray_files(checkpoint)
+        _remove(checkpoint.parent, strays)
+        if strays:
+            fsync_dir(checkpoint.parent, strict=True)
+            outcome += f"; removed {', '.join(strays)}"
         return outcome
 
 

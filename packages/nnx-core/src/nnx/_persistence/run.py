@@ -29,14 +29,17 @@ from nnx._foundation.environment import environment_snapshot
 from nnx._foundation.identity import check_salt, run_id, run_identity
 from nnx._foundation.locking import file_lock
 from nnx._foundation.records import NNIterationDataPoint
+from nnx._foundation.safe_paths import UnsafePathError
 from nnx._foundation.validation import check_run_id
 from nnx._journal.history_csv import IdpsCsv, read_idps_csv
 from nnx._journal.reader import read_epochs, read_manifest, read_tail
+from nnx._persistence.best_pointer import resolve_best
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.history_completeness import LastMark, check_ends_at, last_within, read_mark
 from nnx._persistence.resume_status import ResumeStatus
 from nnx._persistence.run_damage import DamagedRun, RunDamagedError, display_path
 from nnx._persistence.run_damage import reading as _reading
+from nnx._persistence.run_files import check_run_files
 from nnx._persistence.run_render import render_html, render_text
 from nnx.enums.nets import Nets
 from nnx.params.compile import CompileRecord
@@ -164,11 +167,14 @@ class NNRun:
     def load(cls, run_id: str, *, root: str | os.PathLike[str] = DEFAULT_ROOT) -> NNRun:
         """Read a run back from disk; needs nothing registered and builds no model.
 
-        Raises FileNotFoundError without a run.yaml, and :class:`RunDamagedError`
-        (a ValueError) naming the file when one of the run's files cannot be read.
+        Raises FileNotFoundError without a run.yaml, :class:`RunDamagedError`
+        (a ValueError) naming the file when one of the run's files cannot be read, and
+        ``UnsafePathError`` naming the link when the run directory or a file it reads is
+        a symbolic link (nothing is read then).
         """
         check_run_id("run_id", run_id)
-        path = Path(root) / run_id
+        run_id = resolve_best(run_id, root)  # runs/best is read by the name it holds
+        path = check_run_files(Path(root) / run_id)
         if not (path / "run.yaml").is_file():
             raise FileNotFoundError(f"no run {run_id!r} under {root} (no run.yaml)")
         with _reading(run_id, path / "run.yaml"):
@@ -276,6 +282,8 @@ class NNRun:
                     runs.append(cls.load(entry.name, root=root))
                 except RunDamagedError as exc:
                     damaged.append(DamagedRun(exc.run_id, exc.path, exc.reason))
+                except UnsafePathError as exc:  # a planted link: never read, listed as damage
+                    damaged.append(DamagedRun(entry.name, exc.link or exc.path, str(exc)))
         return runs, damaged
 
     @classmethod

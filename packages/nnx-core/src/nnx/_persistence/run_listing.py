@@ -39,14 +39,16 @@ from typing import Any
 
 from nnx._foundation.bounded import load_yaml
 from nnx._foundation.plugins import MissingDistributionError
-from nnx._foundation.safe_paths import is_link
+from nnx._foundation.safe_paths import UnsafePathError, is_link
 from nnx._foundation.validation import check_run_id
 from nnx._persistence.add_on_run import AddOnRun, best_score, read_add_on_run, read_record_of
 from nnx._persistence.history_completeness import LastMark
 from nnx._persistence.history_ends import check_history_ends
 from nnx._persistence.resume_point import manifest_path, read_point
 from nnx._persistence.run import NNRun
+from nnx._persistence.run_damage import RunDamagedError
 from nnx._persistence.run_damage import reading as _reading
+from nnx._persistence.run_files import check_run_files
 from nnx._persistence.run_rows import RunSummary, created_at, status_of
 from nnx.enums.nets import Nets
 
@@ -84,8 +86,13 @@ def _planned(run: NNRun | AddOnRun, last: Path) -> tuple[int, bool]:
 
 
 def summarize_run(root: str | os.PathLike[str], run_id: str) -> RunSummary:
-    """One run's row; :class:`RunDamagedError` names the file that cannot be read."""
+    """One run's row; :class:`RunDamagedError` names the file that cannot be read (a
+    symbolic link among the files the row reads included: never followed)."""
     path = Path(root) / check_run_id("run_id", run_id)
+    try:
+        check_run_files(path)
+    except UnsafePathError as exc:
+        raise RunDamagedError(run_id, exc.link or exc.path, str(exc)) from exc
     with _reading(run_id, path / "run.yaml"):
         doc = _yaml(path / "run.yaml")
         try:

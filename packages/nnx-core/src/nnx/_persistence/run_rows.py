@@ -29,6 +29,7 @@ from nnx._persistence.history_completeness import LastMark
 from nnx._persistence.history_ends import check_history_ends
 from nnx._persistence.reservation_shape import is_empty_reservation
 from nnx._persistence.run_damage import RunDamagedError
+from nnx._persistence.run_files import check_run_files
 from nnx._persistence.run_summary import (
     CHECKED_FILES,
     file_digest,
@@ -103,6 +104,10 @@ def _installed(distribution: str) -> bool:
 def _row(root: Path, path: Path) -> RunSummary | None:
     """The run's row from its summary; None when the full path must decide."""
     run_dir = os.fspath(path)  # plain strings below: this runs once per listed run
+    try:
+        check_run_files(path)  # a link among the files read below: the full path names it
+    except ValueError:
+        return None
     body = read_summary(run_dir)
     if body is None:
         return None

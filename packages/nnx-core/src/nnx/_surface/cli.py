@@ -8,6 +8,7 @@ under a second instead of the several seconds torch takes to import.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -200,6 +201,7 @@ def _leftovers(root: str, run_id: str, *, repair: bool, reported: set[str]) -> b
     # lazy: loads torch (module docstring)
     from nnx._persistence.leftovers import find_leftovers, remove_leftovers
 
+    _best_temps(root, repair=repair)
     try:
         if not repair:
             if found := [n for n in find_leftovers(root, run_id) if n not in reported]:
@@ -215,6 +217,23 @@ def _leftovers(root: str, run_id: str, *, repair: bool, reported: set[str]) -> b
     elif removed:
         print(f"repaired leftovers  removed {', '.join(removed)}")
     return False
+
+
+def _best_temps(root: str, *, repair: bool) -> None:
+    """Report (or with ``repair`` remove, under ``.best.lock``) the runs root's own
+    leftovers: runs/best's hand-over temps a kill stranded (``.best.<pid>.*``)."""
+    from nnx._persistence.leftovers import find_best_temps, remove_best_temps  # lazy
+
+    if not repair:
+        if found := find_best_temps(root):
+            print(f"warn root  {', '.join(found)} (--repair removes them)")
+        return
+    removed = remove_best_temps(root)
+    if removed is None:
+        print("skipped root  runs/best is being handed over (.best.lock is held); "
+              "repair again once training ends")
+    elif removed:
+        print(f"repaired root  removed {', '.join(removed)}")
 
 
 def cmd_runs_verify(args: argparse.Namespace) -> int:
@@ -235,11 +254,13 @@ def cmd_runs_verify(args: argparse.Namespace) -> int:
         bad_id = False
     except ValueError:
         bad_id = True
+    if not bad_id and _incomplete(Path(args.root), run_id):
+        return 0
     if bad_id or not ((run_dir / "run.yaml").is_file() or (run_dir / "checkpoints").is_dir()):
         print(f"no run {args.run_id!r} under {args.root}", file=sys.stderr)
         return 1
+    failed = _run_files_fail(args.root, run_id)
     points = _points(run_dir / "checkpoints")
-    failed = False
     reported: set[str] = set()  # orphans a point's own line names
     if not points:
         print(f"run {run_id} has no checkpoints")
@@ -275,6 +296,39 @@ def cmd_runs_verify(args: argparse.Namespace) -> int:
     # After the points: their own orphans stay on their own lines.
     failed = _leftovers(args.root, run_id, repair=args.repair, reported=reported) or failed
     return 1 if failed else 0
+
+
+def _incomplete(root: Path, run_id: str) -> bool:
+    """Report an empty reservation as ``nnx runs list`` shows it (incomplete, or running
+    while its lease is held): no point to verify, and no damage. True when it is one."""
+    from nnx._persistence.reservation_shape import is_empty_reservation  # lazy: verify only
+    from nnx._persistence.run_rows import incomplete_row  # lazy: verify only
+
+    if not is_empty_reservation(root / run_id):
+        return False
+    status = incomplete_row(root, run_id).status
+    print(f"run {run_id} is {status}: an empty reservation (a fit was killed before it "
+          "wrote run.yaml); nothing to verify, and a plain retry of the fit reclaims it")
+    return True
+
+
+def _run_files_fail(root: str, run_id: str) -> bool:
+    """Load the run as ``NNRun.load`` and ``nnx runs show`` do: a run whose files cannot
+    be read back (a history cut short of LAST, a torn run.yaml, a symbolic link among its
+    files) prints a FAIL line naming the damage. True then. A run of an add-on that is not
+    installed is not damage: its points are still verified."""
+    from nnx._persistence.run import NNRun  # lazy: loads torch (module docstring)
+
+    if not os.path.lexists(Path(root) / run_id / "run.yaml"):
+        return False  # checkpoints without a configuration: the points speak for it
+    try:
+        NNRun.load(run_id, root=root)
+    except (MissingDistributionError, ImportError):
+        return False
+    except (OSError, ValueError) as exc:  # RunDamagedError, UnsafePathError included
+        print(f"FAIL run  {type(exc).__name__}: {exc}")
+        return True
+    return False
 
 
 def _owed(root: Path, run_id: str, *, repair: bool) -> bool:
@@ -340,8 +394,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("run_id", help="a run id, or a prefix of exactly one")
     show.add_argument("--root", default="runs")
     show.set_defaults(func=cmd_runs_show)
-    verify = runs_sub.add_parser("verify", help="check every resume point of a run (exit 1 "
-                                 "if any is torn, mixed or corrupted); never unpickles")
+    verify = runs_sub.add_parser("verify", help="check every resume point of a run, and "
+                                 "that the run loads (exit 1 if a point is torn, mixed or "
+                                 "corrupted, or the run is damaged, as runs list and show "
+                                 "say); never unpickles")
     verify.add_argument("run_id", help="a run id, or a prefix of exactly one")
     verify.add_argument("--root", default="runs")
     verify.add_argument("--repair", action="store_true",

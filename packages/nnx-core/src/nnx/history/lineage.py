@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from nnx._foundation.records import NNIterationDataPoint
-from nnx._foundation.safe_paths import check_inside
 from nnx._foundation.validation import check_run_id
 from nnx._journal.reader import own_records
 from nnx._persistence.last_epoch import checkpoint_epoch, committed_epoch
+from nnx._persistence.run_files import check_run_files
 from nnx.history._runs import read_yaml
 
 __all__ = ["MAX_ANCESTORS", "lineage_records"]
@@ -69,20 +69,15 @@ def _warn(run_dir: Path, why: str) -> None:
     warnings.warn(f"history lineage of run {run_dir.name}: {why}", RuntimeWarning, stacklevel=2)
 
 
-#: What the lineage reads of a parent (its own link, LAST, its history), besides the
-#: source checkpoint.
-_PARENT_FILES = ("metadata.yaml", "run.yaml", "checkpoints/last.pt", "idps.csv", "history")
-
-
 def _refusal(run_dir: Path, link: _Link) -> str | None:
     """Why the recorded parent may not be read (the path rule), or None."""
     try:
         check_run_id("its recorded parent run", link.parent)
         check_run_id("its recorded source checkpoint", link.checkpoint,
                      what="checkpoint tag")
-        root, parent = run_dir.parent, run_dir.parent / link.parent
-        for name in (*_PARENT_FILES, f"checkpoints/{link.checkpoint}.pt"):
-            check_inside(root, parent / name)
+        # What any reader of a run reads (its link, LAST, its history), and the source
+        # checkpoint.
+        check_run_files(run_dir.parent / link.parent, f"checkpoints/{link.checkpoint}.pt")
     except ValueError as exc:  # UnsafePathError is one
         return str(exc)
     return None

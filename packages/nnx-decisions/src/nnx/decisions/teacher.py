@@ -76,7 +76,9 @@ def teacher_records(answers: Mapping[str, ChoiceResult | ScoreResult] |
 
 def save_teacher_records(path: str | os.PathLike[str],
                          records: Iterable[Mapping[str, Any]]) -> None:
-    """Write records as strict JSONL (one compact object a line, no NaN), atomically."""
+    """Write records as strict JSONL (one compact object a line, no NaN), atomically.
+    The temp a killed earlier save of the same file stranded (``.<name>.<8 hex>``) is
+    removed first: nothing else would (the file lies outside any runs root)."""
     lines = [json.dumps(dict(r), allow_nan=False, separators=(",", ":")) + "\n"
              for r in records]
-    atomic_write_text(os.fspath(path), "".join(lines))
+    atomic_write_text(os.fspath(path), "".join(lines), reclaim=True)

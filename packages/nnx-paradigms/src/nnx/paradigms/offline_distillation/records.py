@@ -16,10 +16,11 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from nnx.extend import atomic_write_text, load_json
+from nnx.extend import UnsafePathError, atomic_write_text, inside, load_json
 
 __all__ = ["FORMAT", "SEMANTICS", "TeacherRecord", "TeacherRecordError", "read_teacher_records",
            "write_teacher_records"]
@@ -152,9 +153,17 @@ def read_teacher_records(path: str | os.PathLike[str]) -> list[TeacherRecord]:
 
     Strict: one JSON object per line (UTF-8), no blank lines, no NaN / Infinity, no
     duplicate keys, no number beyond a float's range. The first malformed line raises
-    :class:`TeacherRecordError` naming ``path:line``.
+    :class:`TeacherRecordError` naming ``path:line``. A file that is a symbolic link is
+    refused naming it (:class:`TeacherRecordError`), never followed: records train a
+    student, and a link could make them anything the reader can reach.
     """
     name = os.fspath(path)
+    where = Path(name)
+    try:
+        inside(where.parent, where.name, what="teacher records file")
+    except UnsafePathError as exc:
+        raise TeacherRecordError(f"{name} is a symbolic link; teacher records are read "
+                                 "only from a regular file, never through a link") from exc
     with open(name, encoding="utf-8") as f:
         lines = f.read().split("\n")
     if lines and lines[-1] == "":
@@ -172,11 +181,12 @@ def read_teacher_records(path: str | os.PathLike[str]) -> list[TeacherRecord]:
 
 def write_teacher_records(path: str | os.PathLike[str],
                           records: Iterable[TeacherRecord]) -> None:
-    """Write ``records`` as ``nnx.teacher-record/1`` JSONL, atomically."""
+    """Write ``records`` as ``nnx.teacher-record/1`` JSONL, atomically; the temp a killed
+    earlier write of the same file stranded (``.<name>.<8 hex>``) is removed first."""
     rows = []
     for record in records:
         if not isinstance(record, TeacherRecord):
             raise TypeError(f"write_teacher_records needs TeacherRecord values; got "
                             f"{type(record).__name__}")
         rows.append(json.dumps(record.to_json(), allow_nan=False, separators=(",", ":")) + "\n")
-    atomic_write_text(os.fspath(path), "".join(rows))
+    atomic_write_text(os.fspath(path), "".join(rows), reclaim=True)
