@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 import nnx
 from nnx.calibration import CalibrationFit, TemperatureCalibrator
-from nnx.calibration.identity import check_identity
+from nnx.calibration.identity import check_identity, overrides
 from nnx.decisions.errors import InvalidDecisionRequest
 from nnx.extend import frozen_mapping, model_fingerprint
 
@@ -78,10 +78,9 @@ def bind(calibrator: Any, model: nnx.NNModel, labels: tuple[str, ...], *, model_
         raise InvalidDecisionRequest(f"calibrator= takes a fitted TemperatureCalibrator; got "
                                      f"{type(calibrator).__name__}")
     declared = _model_id(model, model_id)
+    names = overrides(override) or None  # validated once; transform re-reads the names
     accepted = check_identity(calibrator.labels, calibrator.model_id, labels, declared,
-                              override)
-    names = None if override is None else (
-        (override,) if isinstance(override, str) else tuple(override))
+                              names)
     record = frozen_mapping({
         "field": CALIBRATED_FIELD, "calibrator_id": calibrator.calibrator_id,
         "temperature": calibrator.temperature, "model_id": declared,
