@@ -99,6 +99,68 @@ def test_select_threshold_picks_the_highest_coverage_under_the_ceiling() -> None
         none.require()
 
 
+# Ten rows, max probabilities 0.95 ... 0.51; rows scoring 0.9, 0.7 and 0.52 are wrong.
+# threshold: accepted, incorrect (risk)  0.95: 1, 0 (0)    0.9: 2, 1 (1/2)   0.85: 3, 1 (1/3)
+#   0.8: 4, 1 (1/4)  0.7: 5, 2 (2/5)  0.65: 6, 2 (1/3)  0.6: 7, 2 (2/7)  0.55: 8, 2 (1/4)
+#   0.52: 9, 3 (1/3)  0.51: 10, 3 (3/10)
+_SCORES = (0.95, 0.9, 0.85, 0.8, 0.7, 0.65, 0.6, 0.55, 0.52, 0.51)
+_WRONG = (0.9, 0.7, 0.52)
+
+
+def _at_coverage(min_coverage: float, **kwargs) -> object:
+    p = np.array([[s, 1.0 - s] for s in _SCORES])
+    t = np.array([1 if s in _WRONG else 0 for s in _SCORES])
+    return select_threshold(p, t, kind="max_probability", min_coverage=min_coverage,
+                            split_id="val", test_split_id="test", labels=("no", "yes"),
+                            model_id="m", **kwargs)
+
+
+@pytest.mark.parametrize(("min_coverage", "threshold", "risk", "coverage"), [
+    (0.9, 0.51, 0.3, 1.0),     # 0.52 keeps 0.9 too, at 1/3: the lower threshold is safer
+    (0.7, 0.55, 0.25, 0.8),    # 2/7, 1/4, 1/3, 3/10 kept: 1/4 is the lowest
+    (0.4, 0.55, 0.25, 0.8),    # 1/4 at 0.8 (coverage 0.4) ties 2/8 at 0.55: more coverage
+    (0.1, 0.95, 0.0, 0.1),     # every candidate keeps 0.1: risk 0 wins
+    (0.0, 0.95, 0.0, 0.1),
+])
+def test_min_coverage_picks_the_lowest_risk_keeping_that_coverage(min_coverage, threshold,
+                                                                   risk, coverage) -> None:
+    selection = _at_coverage(min_coverage)
+    chosen = selection.require()
+    assert selection.status == "ok" and chosen.threshold == threshold
+    point = next(c for c in selection.candidates if c.threshold == threshold)
+    assert (point.risk, point.coverage) == (risk, coverage)
+    assert selection.min_coverage == min_coverage and selection.risk_ceiling is None
+    assert chosen.tuning_split_id == "val" and len(selection.candidates) == 10
+
+
+def test_min_coverage_breaks_a_full_tie_by_the_lowest_threshold_and_can_find_none() -> None:
+    # 0.53, 0.54 and 0.55 accept the same eight rows (same coverage, same risk).
+    tie = _at_coverage(0.8, candidates=[0.55, 0.53, 0.54])
+    assert tie.require().threshold == 0.53
+    # No candidate keeps half the rows (0.9: 0.2, 0.95: 0.1); and a candidate accepting
+    # nothing keeps coverage 0 but has no risk to minimize, so it is never chosen.
+    for none in (_at_coverage(0.5, candidates=[0.9, 0.95]),
+                 _at_coverage(0.0, candidates=[0.99])):
+        assert none.status == "no_feasible_policy" and none.policy is None
+        assert none.labels == ("no", "yes") and none.candidates
+        with pytest.raises(AbstentionError, match="coverage of at least"):
+            none.require()
+
+
+@pytest.mark.parametrize(("criteria", "match"), [
+    ({}, "exactly one criterion"),
+    ({"risk_ceiling": 0.1, "min_coverage": 0.9}, "exactly one criterion"),
+    ({"min_coverage": 1.5}, "min_coverage"),
+    ({"min_coverage": float("nan")}, "min_coverage"),
+])
+def test_select_threshold_refuses_a_bad_criterion_before_any_read(criteria, match) -> None:
+    reads = Untouchable.reads
+    with pytest.raises(AbstentionError, match=match):
+        select_threshold(Untouchable(), [0], kind="margin", split_id="val",
+                         test_split_id="test", labels=LABELS, model_id="m", **criteria)
+    assert Untouchable.reads == reads
+
+
 def test_select_threshold_refuses_the_test_split_before_any_read() -> None:
     reads = Untouchable.reads
     with pytest.raises(AbstentionError, match="is the test split"):

@@ -70,3 +70,20 @@ def test_ece_is_the_count_weighted_gap() -> None:
 def test_the_metrics_refuse_malformed_input(p, t, match) -> None:
     with pytest.raises(CalibrationError, match=match):
         brier_score(p, np.asarray(t))
+
+
+@pytest.mark.parametrize("metric", [negative_log_likelihood, expected_calibration_error,
+                                    brier_score, reliability_bins])
+def test_the_metrics_refuse_rows_that_do_not_sum_to_1_and_leave_the_input_alone(metric) -> None:
+    # Row 1 sums to 2 (each entry in [0, 1]): not a distribution, so no metric reads it,
+    # and nothing is renormalized in place.
+    p = np.array([[0.25, 0.75], [1.0, 1.0], [0.5, 0.5]])
+    before = p.copy()
+    with pytest.raises(CalibrationError, match=r"rows \[1\] do not sum to 1"):
+        metric(p, np.array([1, 0, 0]))
+    assert np.array_equal(p, before)
+
+
+def test_rows_off_by_float32_rounding_still_count_as_distributions() -> None:
+    p = np.array([[0.1, 0.2, 0.7]], dtype=np.float32).astype(np.float64)
+    assert negative_log_likelihood(p, np.array([2])) == pytest.approx(-np.log(0.7), rel=1e-6)

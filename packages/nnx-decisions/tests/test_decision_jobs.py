@@ -39,6 +39,24 @@ def asks(n: int) -> dict[str, object]:
     return {f"q{i}": Job.ask(choice(i), id=f"q{i}") for i in range(n)}
 
 
+def test_decision_job_itself_has_the_builders_the_spec_names_and_job_is_its_alias() -> None:
+    import nnx
+
+    # Spec §17: "DecisionJob.ask, collect, map and then build an immutable tree", reached
+    # through the top-level name nnx exports; Job stays the same class under a shorter name.
+    assert Job is nnx.DecisionJob
+    job = nnx.DecisionJob.collect({"a": nnx.DecisionJob.ask(choice(1), id="a"),
+                                   "b": nnx.DecisionJob.ask(Boolean("b?"), id="b")})
+    assert isinstance(job, nnx.DecisionJob)
+    provider = Counting()
+    result = job.run(provider, state="s")
+    assert result.outcomes == {"a": "answered", "b": "answered"} and len(provider.calls) == 1
+    with pytest.raises(InvalidDecisionRequest, match=r"DecisionJob\.ask"):
+        nnx.DecisionJob.ask(choice(1), id="")
+    with pytest.raises(InvalidDecisionRequest, match=r"DecisionJob\.collect"):
+        nnx.DecisionJob.collect({"a": "not a job"})
+
+
 def test_building_calls_no_provider_runs_no_callback_draws_no_rng() -> None:
     provider = Counting()
     ran: list[str] = []

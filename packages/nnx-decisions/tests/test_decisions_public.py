@@ -48,3 +48,16 @@ def test_importing_nnx_decisions_needs_no_hosted_sdk() -> None:
     code = ("import sys, nnx.decisions; from nnx import JevProvider; "
             "assert 'typesafe_sdk' not in sys.modules, 'the SDK was imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_readme_presents_typed_decisions_as_shipped() -> None:
+    # The README once called nnx.decisions "planned" while it shipped (issue 36, item 23):
+    # every public surface it names must be one the distribution has.
+    readme = (ROOT / "README.md").read_text()
+    assert "planned" not in readme.lower()
+    for name in ("nnx.decisions", "nnx.calibration", "nnx.abstention", "FixedHeadProvider",
+                 "JevProvider", "DecisionJob.ask", "docs/decisions.md"):
+        assert name in readme, name
+    for name in ("FixedHeadProvider", "JevProvider", "DecisionJob", "Choice", "Boolean",
+                 "Score"):
+        assert name in nnx.decisions.__all__

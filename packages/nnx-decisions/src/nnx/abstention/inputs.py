@@ -22,6 +22,7 @@ from nnx.calibration.inputs import (
     as_labels,
     as_matrix,
     as_sample_ids,
+    check_distribution,
     reconcile_labels,
 )
 
@@ -95,16 +96,6 @@ def check_against(schema: Schema, expected: Schema) -> None:
                                     + "; ".join(diffs))
 
 
-def _check_distribution(p: npt.NDArray[np.float64]) -> None:
-    if ((p < 0) | (p > 1)).any():
-        raise AbstentionError("probabilities must lie in [0, 1]")
-    # float32 probabilities widened to float64 sum to 1 only within float32 rounding.
-    tolerance = max(1e-6, p.shape[1] * float(np.finfo(np.float32).eps))
-    bad = np.flatnonzero(np.abs(p.sum(axis=1) - 1.0) > tolerance)
-    if bad.size:
-        raise AbstentionError(f"probability rows {bad[:10].tolist()} do not sum to 1")
-
-
 def rows_of(data: Any, schema: Schema, sample_ids: Any) -> Rows:
     """Read the values: the float64 distribution, the predicted classes, the ids."""
     own_ids: Any = None
@@ -121,7 +112,7 @@ def rows_of(data: Any, schema: Schema, sample_ids: Any) -> Rows:
                                     f"name {len(schema.labels)}")
     if p.shape[0] == 0:
         raise AbstentionError("no rows to decide")
-    _check_distribution(p)
+    check_distribution(p, AbstentionError)
     if own_ids is not None:
         if sample_ids is not None and not np.array_equal(np.asarray(sample_ids), own_ids):
             raise AbstentionError("sample_ids= must equal the prediction's own sample_ids")

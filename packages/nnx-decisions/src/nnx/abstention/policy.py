@@ -105,8 +105,10 @@ class AbstentionPolicy(documents.JsonDocument):
     def decide(self, result: Any, *, model_id: str) -> SelectiveDecision:
         """This policy on one typed decision (spec §19): the provider's ChoiceResult
         unchanged inside a SelectiveDecision. The policy's labels must be the
-        question's option ids in order, its model id ``model_id`` and its field the raw
-        probabilities; otherwise AbstentionSchemaError, before any probability is read."""
+        question's option ids in order and its model id ``model_id``; its field must be
+        the one the answer holds: raw probabilities, or the calibrated ones of the
+        policy's own calibrator (``result.calibration``, served for ``model_id``).
+        Otherwise AbstentionSchemaError, before any probability is read."""
         if not isinstance(result, ChoiceResult):
             raise AbstentionError(f"decide applies to a ChoiceResult; got "
                                   f"{type(result).__name__}")
@@ -115,9 +117,17 @@ class AbstentionPolicy(documents.JsonDocument):
             diffs.append(f"labels: policy {list(self.labels)}, decision {list(result.ids)}")
         if model_id != self.model_id:
             diffs.append(f"model_id: policy {self.model_id!r}, decision {model_id!r}")
-        if self.input_field != FIELDS[0]:
-            diffs.append(f"input_field: policy {self.input_field!r}; a provider's answer is "
-                         "raw probabilities")
+        calibration = result.calibration
+        field = FIELDS[0] if calibration is None else calibration.get("field")
+        if field != self.input_field:
+            diffs.append(f"input_field: policy {self.input_field!r}, decision {field!r}")
+        elif calibration is not None:
+            if calibration.get("calibrator_id") != self.calibrator_id:
+                diffs.append(f"calibrator_id: policy {self.calibrator_id!r}, decision "
+                             f"{calibration.get('calibrator_id')!r}")
+            if calibration.get("model_id") != model_id:
+                diffs.append(f"model_id: the decision was calibrated for "
+                             f"{calibration.get('model_id')!r}, not {model_id!r}")
         if diffs:
             raise AbstentionSchemaError("the decision's schema differs from the policy's: "
                                         + "; ".join(diffs))

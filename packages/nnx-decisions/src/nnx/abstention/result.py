@@ -142,3 +142,9 @@ class SelectiveDecision:
     @property
     def raw(self) -> Any:
         return self.result.raw
+
+    @property
+    def calibration_override(self) -> Mapping[str, Any] | None:
+        """The calibration override (spec §18) the answer was served under, or None."""
+        calibration = self.result.calibration
+        return None if calibration is None else calibration.get("override")

@@ -4,8 +4,10 @@ Both evaluate every candidate threshold on one split: its accepted and incorrect
 coverage and selective risk. The default candidates are every distinct score; beyond
 MAX_DEFAULT_CANDIDATES distinct scores, that many evenly spaced order statistics of the
 scores (coverage steps of about 0.1%). select_threshold runs on a named validation
-split, never the test split, and picks the highest coverage whose risk is at or below
-the ceiling (an empirical ceiling: it held on that split, nowhere else is it promised).
+split, never the test split, and takes exactly one criterion: ``risk_ceiling=`` picks
+the highest coverage whose risk is at or below the ceiling, ``min_coverage=`` the lowest
+risk among the candidates keeping at least that coverage. Either is empirical: it held
+on that split, nowhere else is it promised.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -45,12 +48,13 @@ class CandidatePoint:
 @dataclass(frozen=True)
 class ThresholdSelection:
     """Every candidate's counts, and the chosen policy (``ok``) or ``no_feasible_policy``.
-    The schema it was tuned on is recorded even when nothing is feasible."""
+    The schema it was tuned on is recorded even when nothing is feasible; exactly one of
+    ``risk_ceiling`` / ``min_coverage`` is set, the criterion it was chosen by."""
 
     status: str
     policy: AbstentionPolicy | None
     kind: str
-    risk_ceiling: float
+    risk_ceiling: float | None
     split_id: str
     test_split_id: str
     labels: Labels
@@ -60,11 +64,14 @@ class ThresholdSelection:
     total: int
     candidates: tuple[CandidatePoint, ...]
     calibration_override: Mapping[str, Any] | None = None
+    min_coverage: float | None = None
 
     def require(self) -> AbstentionPolicy:
         if self.policy is None:
-            raise AbstentionError(f"no candidate threshold keeps the risk at or below "
-                                  f"{self.risk_ceiling} on split {self.split_id!r}")
+            keeps = (f"the risk at or below {self.risk_ceiling}" if self.min_coverage is None
+                     else f"a coverage of at least {self.min_coverage} with a row accepted")
+            raise AbstentionError(f"no candidate threshold keeps {keeps} on split "
+                                  f"{self.split_id!r}")
         return self.policy
 
 
@@ -136,11 +143,35 @@ def _read(data: Any, targets: Any, kind: str, labels: Any, model_id: Any,
     return schema, scores_of(kind, rows.probabilities), rows.predicted != t
 
 
-def select_threshold(data: Any, targets: Any, *, kind: str, risk_ceiling: float,
-                     split_id: str, test_split_id: str, labels: Any = None,
-                     model_id: str | None = None, input_field: str | None = None,
-                     candidates: Any = None, sample_ids: Any = None) -> ThresholdSelection:
-    """Tune a threshold on validation split ``split_id`` (never ``test_split_id``)."""
+def _choose(points: tuple[CandidatePoint, ...], ceiling: float | None,
+            min_coverage: float | None) -> CandidatePoint | None:
+    """The chosen candidate, or None when none is feasible.
+
+    ``risk_ceiling``: the highest coverage whose risk is at or below the ceiling; among
+    equal coverages, the lowest threshold. ``min_coverage``: among the candidates whose
+    reported coverage is at least ``min_coverage`` and that accept a row (a risk exists),
+    the lowest risk, compared exactly as incorrect / accepted fractions; among equal
+    risks the highest coverage (more rows answered at the same risk), then the lowest
+    threshold.
+    """
+    if min_coverage is None:
+        assert ceiling is not None  # select_threshold passes exactly one criterion
+        feasible = [p for p in points if p.risk is not None and p.risk <= ceiling]
+        return max(feasible, key=lambda p: p.coverage, default=None)  # ties: lowest threshold
+    kept = [p for p in points if p.accepted and p.coverage >= min_coverage]
+    # min keeps the first of equal keys, and points ascend by threshold.
+    return min(kept, key=lambda p: (Fraction(p.incorrect, p.accepted), -p.accepted),
+               default=None)
+
+
+def select_threshold(data: Any, targets: Any, *, kind: str,
+                     risk_ceiling: float | None = None, min_coverage: float | None = None,
+                     split_id: str, test_split_id: str,
+                     labels: Any = None, model_id: str | None = None,
+                     input_field: str | None = None, candidates: Any = None,
+                     sample_ids: Any = None) -> ThresholdSelection:
+    """Tune a threshold on validation split ``split_id`` (never ``test_split_id``) by
+    exactly one criterion, ``risk_ceiling=`` or ``min_coverage=`` (see :func:`_choose`)."""
     for name, value in (("split_id", split_id), ("test_split_id", test_split_id)):
         if not isinstance(value, str) or not value:
             raise AbstentionError(f"{name} must be a non-empty split id; got {value!r}")
@@ -148,16 +179,20 @@ def select_threshold(data: Any, targets: Any, *, kind: str, risk_ceiling: float,
         raise AbstentionError(f"split_id {split_id!r} is the test split: tune on a "
                               "validation split and keep the test split for the report")
     kind = check_kind(kind)
-    ceiling = _unit("risk_ceiling", risk_ceiling)
+    if (risk_ceiling is None) == (min_coverage is None):
+        raise AbstentionError("select_threshold needs exactly one criterion: risk_ceiling= "
+                              "(the highest coverage at or below it) or min_coverage= (the "
+                              "lowest risk keeping at least it)")
+    ceiling = None if risk_ceiling is None else _unit("risk_ceiling", risk_ceiling)
+    coverage = None if min_coverage is None else _unit("min_coverage", min_coverage)
     explicit = _explicit(candidates)
     schema, scores, wrong = _read(data, targets, kind, labels, model_id, input_field,
                                         sample_ids)
     points = _points(scores, wrong, default_candidates(scores) if explicit is None
                      else explicit)
-    feasible = [p for p in points if p.risk is not None and p.risk <= ceiling]
+    best = _choose(points, ceiling, coverage)
     policy = None
-    if feasible:
-        best = max(feasible, key=lambda p: p.coverage)  # ties: the lowest threshold
+    if best is not None:
         assert best.threshold is not None
         policy = AbstentionPolicy(kind, best.threshold, schema.labels, schema.model_id,
                                   tuning_split_id=split_id, input_field=schema.input_field,
@@ -167,7 +202,7 @@ def select_threshold(data: Any, targets: Any, *, kind: str, risk_ceiling: float,
         risk_ceiling=ceiling, split_id=split_id, test_split_id=test_split_id,
         labels=schema.labels, model_id=schema.model_id, input_field=schema.input_field,
         calibrator_id=schema.calibrator_id, total=int(scores.size), candidates=points,
-        calibration_override=schema.calibration_override)
+        calibration_override=schema.calibration_override, min_coverage=coverage)
 
 
 def risk_coverage_curve(data: Any, targets: Any, *, kind: str, labels: Any = None,

@@ -15,8 +15,8 @@ import numpy.typing as npt
 
 import nnx
 
-__all__ = ["as_labels", "as_matrix", "as_sample_ids", "as_targets", "frozen", "prediction_labels",
-           "reconcile_labels"]
+__all__ = ["as_labels", "as_matrix", "as_sample_ids", "as_targets", "check_distribution",
+           "frozen", "prediction_labels", "reconcile_labels"]
 
 Labels = tuple[str, ...] | tuple[int, ...]
 
@@ -69,6 +69,24 @@ def as_matrix(value: Any, what: str, error: type[ValueError]) -> npt.NDArray[np.
         raise error(f"{what} has non-finite entries in rows {rows[:10].tolist()} "
                     "(refused, never masked)")
     return matrix
+
+
+def check_distribution(p: npt.NDArray[np.float64], error: type[ValueError]) -> None:
+    """Every row of ``p`` a probability distribution: entries in [0, 1], summing to 1.
+
+    Refused, never renormalized: a row summing to 2 is not a distribution any metric or
+    policy can read honestly.
+    """
+    if ((p < 0) | (p > 1)).any():
+        raise error("probabilities must lie in [0, 1]")
+    # float32 probabilities widened to float64 sum to 1 only within float32 rounding.
+    tolerance = max(1e-6, p.shape[1] * float(np.finfo(np.float32).eps))
+    sums = p.sum(axis=1)
+    bad = np.flatnonzero(np.abs(sums - 1.0) > tolerance)
+    if bad.size:
+        raise error(f"probability rows {bad[:10].tolist()} do not sum to 1 within "
+                    f"{tolerance:.3g} (sums {sums[bad[:3]].tolist()}; refused, never "
+                    "renormalized)")
 
 
 def as_targets(targets: Any, rows: int, classes: int,

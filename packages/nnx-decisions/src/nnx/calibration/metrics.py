@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nnx.calibration.errors import CalibrationError
-from nnx.calibration.inputs import as_matrix, as_targets
+from nnx.calibration.inputs import as_matrix, as_targets, check_distribution
 from nnx.extend import METRIC_EPSILON, brier_terms, check_count, nll_terms
 
 __all__ = [
@@ -35,8 +35,7 @@ DEFAULT_BINS = 15
 def _checked(probabilities: Any, targets: Any) -> tuple[npt.NDArray[np.float64],
                                                          npt.NDArray[np.int64]]:
     p = as_matrix(probabilities, "probabilities", CalibrationError)
-    if ((p < 0) | (p > 1)).any():
-        raise CalibrationError("probabilities must lie in [0, 1]")
+    check_distribution(p, CalibrationError)
     if p.shape[0] == 0:
         raise CalibrationError("a calibration metric needs at least one row")
     return p, as_targets(targets, p.shape[0], p.shape[1], CalibrationError)

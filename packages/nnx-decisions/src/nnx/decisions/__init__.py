@@ -8,11 +8,12 @@ Questions are :class:`Choice` (2+ options), :class:`Boolean` (one ``p_true``) an
 :class:`ChoiceResult` / :class:`BooleanResult` / :class:`ScoreResult`.
 :class:`FixedHeadProvider` serves a trained NNModel's head; :class:`JevProvider` (the
 ``jev`` extra) hosted Jev models through the TypeSafe SDK. A :class:`DecisionJob`
-(``Job.ask / collect``, ``.map``, ``.then``) describes several questions before any is
-asked; ``run`` / ``arun`` are its only effects. :func:`validate_decision_request_result`
-and :func:`decide_result` are the §27 errors-as-values wrappers; :func:`teacher_records`
-turns answers into ``nnx.teacher-record/1`` records for offline distillation (§10.1).
-Importing this package starts no backend and needs no hosted SDK.
+(``DecisionJob.ask / collect``, ``.map``, ``.then``; ``Job`` is its alias) describes
+several questions before any is asked; ``run`` / ``arun`` are its only effects.
+:func:`validate_decision_request_result` and :func:`decide_result` are the §27
+errors-as-values wrappers; :func:`teacher_records` turns answers into
+``nnx.teacher-record/1`` records for offline distillation (§10.1). Importing this
+package starts no backend and needs no hosted SDK.
 """
 
 from nnx.decisions.boundaries import decide_result, validate_decision_request_result

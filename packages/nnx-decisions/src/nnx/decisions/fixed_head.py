@@ -17,6 +17,12 @@ are not a distribution over labels, so the provider refuses to be built over the
 Probabilities are the float64 softmax (sigmoid) of ``NNModel.predict_proba``'s logits,
 so they sum to 1 well within the shared tolerance; ``predict_proba`` restores every
 submodule's train / eval mode, also when it raises.
+
+A categorical head may serve calibrated probabilities: ``calibrator=`` takes a fitted
+``TemperatureCalibrator`` bound to this model and these labels (checked when the
+provider is built, :mod:`nnx.decisions.calibrated`), and every Choice / Score answer is
+then ``softmax(logits / T)`` with ``result.calibration`` saying by which calibrator. The
+argmax is the raw one; ``raw`` keeps the logits.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import Any
 import numpy as np
 
 import nnx
+from nnx.decisions.calibrated import HeadCalibration, bind
 from nnx.decisions.errors import (
     InvalidDecisionRequest,
     InvalidDecisionResponse,
@@ -49,29 +56,42 @@ class FixedHeadProvider:
     Give ``labels=`` (the categorical head's label per output column, optionally
     ``mapping=`` and ``ordinal=``) or ``question=`` (the Boolean a one-logit head was
     trained for), not both. ``decide_batch``'s state is one input row ``(1, ...)``.
+    With ``labels=``, ``calibrator=`` (a fitted TemperatureCalibrator; ``model_id=`` a
+    declared id instead of the weight fingerprint, ``calibration_override=`` a named
+    §18 override) serves calibrated distributions.
     """
 
     def __init__(self, model: nnx.NNModel, *, labels: Sequence[str] | None = None,
                  mapping: Mapping[str, str] | None = None, ordinal: bool = False,
-                 question: Boolean | None = None, name: str = "fixed_head") -> None:
+                 question: Boolean | None = None, name: str = "fixed_head",
+                 calibrator: Any = None, model_id: str | None = None,
+                 calibration_override: str | Sequence[str] | None = None) -> None:
         if not isinstance(model, nnx.NNModel):
             raise InvalidDecisionRequest(f"FixedHeadProvider needs a trained NNModel; got "
                                          f"{type(model).__name__}")
         if (labels is None) == (question is None):
             raise InvalidDecisionRequest("give labels= (a categorical head) or question= "
                                          "(a one-logit Boolean head), exactly one")
+        if calibrator is None and (model_id is not None or calibration_override is not None):
+            raise InvalidDecisionRequest("model_id= and calibration_override= bind a "
+                                         "calibrator=; none was given")
         self.model = model
         self.name = name
         self.question = question
         self.ordinal = bool(ordinal)
         self.labels: tuple[str, ...] = ()
         self.mapping: dict[str, str] | None = None
+        self.calibration: HeadCalibration | None = None
         if question is not None:
             if not isinstance(question, Boolean):
                 raise InvalidDecisionRequest("question= names the Boolean a one-logit head "
                                              f"was trained for; got {type(question).__name__}")
             if mapping is not None or ordinal:
                 raise InvalidDecisionRequest("mapping= and ordinal= apply to a categorical head")
+            if calibrator is not None:
+                raise InvalidDecisionRequest("calibrator= calibrates a categorical head "
+                                             "(temperature scaling, spec §18); a one-logit "
+                                             "Boolean head has none")
             _require_head(model, "multilabel", 1, "question= (a one-logit Boolean)")
             self._digest = question.digest()
             return
@@ -80,6 +100,9 @@ class FixedHeadProvider:
                       f"labels= ({len(self.labels)} classes)")
         if mapping is not None:
             self.mapping = _bijection(mapping, self.labels)
+        if calibrator is not None:  # checked now, so nothing is served from a wrong binding
+            self.calibration = bind(calibrator, model, self.labels, model_id=model_id,
+                                    override=calibration_override)
 
     def capabilities(self) -> Capabilities:
         if self.question is not None:
@@ -114,8 +137,10 @@ class FixedHeadProvider:
     def decide(self, question: Question, inputs: Any) -> tuple[DecisionResult, ...]:
         """One result per input row, after ``capabilities().check``."""
         self.capabilities().check(question)
-        return tuple(self._answer(question, row, logits)
-                     for row, logits in enumerate(self._logits(inputs)))
+        logits = self._logits(inputs)
+        p = self._distributions(logits)
+        return tuple(self._answer(question, logits[row], None if p is None else p[row])
+                     for row in range(logits.shape[0]))
 
     def decide_batch(self, questions: Sequence[Question], state: Any, *,
                      limits: Limits | None = None) -> tuple[DecisionResult, ...]:
@@ -127,7 +152,9 @@ class FixedHeadProvider:
         if logits.shape[0] != 1:
             raise InvalidDecisionRequest(f"a decide_batch state is one input row; got "
                                          f"{logits.shape[0]}")
-        return tuple(self._answer(q, 0, logits[0]) for q in questions)
+        p = self._distributions(logits)
+        return tuple(self._answer(q, logits[0], None if p is None else p[0])
+                     for q in questions)
 
     def _logits(self, inputs: Any) -> np.ndarray:
         # No labels on the spec: a head of the wrong width is this provider's
@@ -149,17 +176,28 @@ class FixedHeadProvider:
             raise InvalidDecisionResponse(f"{self.name}: the head gave non-finite logits")
         return logits
 
-    def _answer(self, question: Question, row: int, logits: np.ndarray) -> DecisionResult:
+    def _distributions(self, logits: np.ndarray) -> np.ndarray | None:
+        """The categorical rows' raw or calibrated softmax; None for a one-logit head
+        (its sigmoid is taken per answer)."""
+        if self.question is not None:
+            return None
+        if self.calibration is not None:
+            return self.calibration.probabilities(logits)
+        return softmax64(logits)
+
+    def _answer(self, question: Question, logits: np.ndarray,
+                p: np.ndarray | None) -> DecisionResult:
         raw = {"logits": logits.tolist()}
-        if isinstance(question, Boolean):
+        if isinstance(question, Boolean) or p is None:
             z = float(logits[0])
             # sigmoid in float64, stable on both sides
-            p = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
-            return validate_response(question, p, provider=self.name, raw=raw)
-        p = softmax64(logits[None, :])[0]
+            p_true = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+            return validate_response(question, p_true, provider=self.name, raw=raw)
         by_label = dict(zip(self.labels, p.tolist(), strict=True))
         keyed = [(i, by_label[self._label_of(i) or ""]) for i in question.ids]
-        return validate_response(question, keyed, provider=self.name, raw=raw)
+        record = None if self.calibration is None else self.calibration.record
+        return validate_response(question, keyed, provider=self.name, raw=raw,
+                                 calibration=record)
 
 
 def _require_head(model: nnx.NNModel, kind: str, width: int, asked: str) -> None:

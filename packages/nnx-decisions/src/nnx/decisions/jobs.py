@@ -1,11 +1,11 @@
 """DecisionJob (spec §17): several questions described before any is asked.
 
-``Job.ask(q, id=)``, ``Job.collect({...})``, ``.map(f)`` and ``.then(follow)`` build an
-immutable tree; building calls no provider, runs no callback and draws no RNG.
-:func:`nnx.decisions.running.run` / ``arun`` (also ``job.run`` / ``job.arun``) are the
-only effect boundaries. ``then``'s ``follow`` receives the prerequisite's answer and
-returns :class:`Follow` ``(job, state=...)``: the answer is mapped explicitly into the
-follow-up's state.
+``DecisionJob.ask(q, id=)``, ``DecisionJob.collect({...})``, ``.map(f)`` and
+``.then(follow)`` build an immutable tree; building calls no provider, runs no callback
+and draws no RNG. :func:`nnx.decisions.running.run` / ``arun`` (also ``job.run`` /
+``job.arun``) are the only effect boundaries. ``then``'s ``follow`` receives the
+prerequisite's answer and returns :class:`Follow` ``(job, state=...)``: the answer is
+mapped explicitly into the follow-up's state.
 """
 
 from __future__ import annotations
@@ -27,9 +27,26 @@ __all__ = ["DecisionJob", "Follow", "Job"]
 
 
 class DecisionJob:
-    """A node of an immutable job tree (build with :class:`Job`'s constructors)."""
+    """A node of an immutable job tree, built with :meth:`ask` and :meth:`collect`."""
 
     __slots__ = ()
+
+    @staticmethod
+    def ask(question: Question, *, id: str) -> DecisionJob:
+        """A job whose value is ``question``'s answer, recorded under ``id``."""
+        kind_of(question)
+        if not isinstance(id, str) or not id:
+            raise InvalidDecisionRequest(f"DecisionJob.ask needs a non-empty string id; "
+                                         f"got {id!r}")
+        return _Ask(question, id)
+
+    @staticmethod
+    def collect(jobs: Mapping[str, DecisionJob]) -> DecisionJob:
+        """A job whose value is ``{key: value of jobs[key]}``."""
+        if not isinstance(jobs, Mapping) or not all(
+                isinstance(j, DecisionJob) for j in jobs.values()):
+            raise InvalidDecisionRequest("DecisionJob.collect needs a mapping of DecisionJobs")
+        return _Collect(dict(jobs))
 
     def map(self, f: Callable[[Any], Any]) -> DecisionJob:
         """This job with ``f`` applied to its value (run once, at run time)."""
@@ -118,22 +135,5 @@ class Follow:
                                          f"{type(self.job).__name__}")
 
 
-class Job:
-    """The constructors of a DecisionJob."""
-
-    @staticmethod
-    def ask(question: Question, *, id: str) -> DecisionJob:
-        kind_of(question)
-        if not isinstance(id, str) or not id:
-            raise InvalidDecisionRequest(f"Job.ask needs a non-empty string id; got {id!r}")
-        return _Ask(question, id)
-
-    @staticmethod
-    def collect(jobs: Mapping[str, DecisionJob]) -> DecisionJob:
-        """A job whose value is ``{key: value of jobs[key]}``."""
-        if not isinstance(jobs, Mapping) or not all(
-                isinstance(j, DecisionJob) for j in jobs.values()):
-            raise InvalidDecisionRequest("Job.collect needs a mapping of DecisionJobs")
-        return _Collect(dict(jobs))
-
-
+# The spec's diagram writes the builders as ``Job.ask`` / ``Job.collect``: one class, two names.
+Job = DecisionJob

@@ -3,12 +3,17 @@
 Each holds its question, the validated float64 probabilities in the question's
 order, the provider's raw output untouched (``raw``), the provider's name and, when
 the provider reports one, its own ``confidence``: a provider's statement about
-itself, never a probability of being correct. Build them through
-:func:`nnx.decisions.validate_response`, the one validator every provider shares.
+itself, never a probability of being correct. A provider that served calibrated
+probabilities (FixedHeadProvider with a fitted temperature, spec §18) records how on
+``calibration``: the field, the calibrator's id and temperature, the model id it was
+checked against and any accepted override; it is None for raw probabilities. Build
+them through :func:`nnx.decisions.validate_response`, the one validator every provider
+shares.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +36,8 @@ class ChoiceResult:
     provider: str
     raw: Any = None
     confidence: float | None = None
+    #: How the probabilities were calibrated (module docstring), or None for raw ones.
+    calibration: Mapping[str, Any] | None = None
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -60,6 +67,8 @@ class ScoreResult:
     raw: Any = None
     confidence: float | None = None
     vendor_score: float | None = None
+    #: How the probabilities were calibrated (module docstring), or None for raw ones.
+    calibration: Mapping[str, Any] | None = None
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -89,6 +98,8 @@ class BooleanResult:
     provider: str
     raw: Any = None
     confidence: float | None = None
+    #: Always None today: temperature scaling calibrates categorical heads only (§18).
+    calibration: Mapping[str, Any] | None = None
 
     @property
     def p_false(self) -> float:

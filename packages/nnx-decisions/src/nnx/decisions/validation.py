@@ -87,12 +87,14 @@ def _p_true(output: Any) -> float:
 
 def validate_response(question: Choice | Boolean | Score, output: Any, *, provider: str,
                       raw: Any = None, confidence: float | None = None,
-                      vendor_score: float | None = None) -> DecisionResult:
+                      vendor_score: float | None = None,
+                      calibration: Mapping[str, Any] | None = None) -> DecisionResult:
     """The typed result of ``output`` for ``question`` (module docstring for the rules).
 
     ``raw`` is kept unchanged on the result; ``confidence`` (a provider's own, in
     [0, 1]) and ``vendor_score`` (a Score provider's own score) are kept apart from
-    the distribution.
+    the distribution; ``calibration`` records how a Choice / Score distribution was
+    calibrated (``ChoiceResult.calibration``).
     """
     if confidence is not None:
         confidence = _probability("confidence", confidence)
@@ -104,12 +106,16 @@ def validate_response(question: Choice | Boolean | Score, output: Any, *, provid
             raise InvalidDecisionResponse(f"vendor_score must be a finite number; got "
                                           f"{vendor_score!r:.40}")
         vendor_score = float(vendor_score)
+    if calibration is not None and (isinstance(question, Boolean) or
+                                    not isinstance(calibration, Mapping)):
+        raise InvalidDecisionResponse("calibration records a Choice / Score answer's "
+                                      "calibrated distribution as a mapping")
     if isinstance(question, Choice):
         return ChoiceResult(question, _distribution(question, output), provider, raw,
-                            confidence)
+                            confidence, calibration)
     if isinstance(question, Score):
         return ScoreResult(question, _distribution(question, output), provider, raw,
-                           confidence, vendor_score)
+                           confidence, vendor_score, calibration)
     if isinstance(question, Boolean):
         return BooleanResult(question, _p_true(output), provider, raw, confidence)
     raise TypeError(f"validate_response needs a Choice, Boolean or Score; got "
