@@ -68,6 +68,22 @@ def test_continuations_of_identical_parents_pool_and_never_with_fresh_runs(famil
     assert attempt["parent"]["epoch"] == 1  # the epoch it resumed at, recorded by core
 
 
+def test_fine_tunes_of_parents_pretrained_on_other_data_never_pool(tmp_path):
+    root = tmp_path / "runs"
+    parents = [train(root, seed=s, data=d).id
+               for s, d in ((0, "pretrain-a"), (1, "pretrain-b"), (2, "pretrain-a"))]
+    # Identically configured fine-tunes on the same declared data, one per parent.
+    children = [_resume(root, p, seed=5 + i).id for i, p in enumerate(parents)]
+    configs = _configs(root, [*children, *parents])
+    on_a, on_b, on_a_again = configs[:3]
+    assert on_a == on_a_again is not None and on_b not in (on_a, None)
+    # The parents themselves keep one configuration; their data is the observation's own.
+    assert configs[3] == configs[4] == configs[5]
+    observations = observations_from_runs(children, metric="loss", root=root)
+    assert observations[0].data == observations[1].data  # the fine-tunes' own data agree
+    assert sorted(len(g.observations) for g in summarize(observations)) == [1, 2]
+
+
 def test_an_unfollowed_parent_is_named_by_the_recorded_checkpoint(family, tmp_path):
     root, parents, children = family
     before = _configs(root, children[:1])[0]

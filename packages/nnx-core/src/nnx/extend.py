@@ -26,9 +26,11 @@ unchanged, so an add-on (and the reference plugin under
   probabilities;
 * reading back: :func:`sha256_hex` (the one content digest), :func:`canonical_bytes`
   (the one canonical JSON encoding: sorted keys, compact, NaN refused; what an
-  add-on digests to give an artifact an id) and :func:`cause_line` (an
-  underlying error on one line), so an add-on's loader checks and reports a damaged
-  file as core's loaders do;
+  add-on digests to give an artifact an id), :func:`cause_line` (an
+  underlying error on one line), :data:`BUILD_FAILURES` (what torch raises building a
+  net a saved configuration declares with absurd sizes) and :func:`unbuildable` (the
+  named error for it: ``CheckpointReadError`` naming the file), so an add-on's loader
+  checks and reports a damaged file as core's loaders do;
 * modes: :func:`preserved_state` (the §13.2 non-destructive contract: every
   submodule's train/eval flag restored, also on error), so an add-on's
   inference helper (``GenerativeNNModel.generate``) restores modes as core's do;
@@ -163,7 +165,7 @@ from nnx._foundation.validation import (
     enum_spellings,
 )
 from nnx._journal.reader import epoch_ends
-from nnx._persistence.read_errors import cause_line
+from nnx._persistence.read_errors import BUILD_FAILURES, cause_line, unbuildable
 from nnx._surface.plan_types import PlanError
 from nnx._surface.plans import ExperimentPlan, refuse_multi_rank
 from nnx.enums.nets import NetRegistration
@@ -196,6 +198,7 @@ from nnx.transforms.live import RecognizingTransform
 from nnx.transforms.recipe import TransformRecipe, config_targets
 
 __all__ = [
+    "BUILD_FAILURES",
     "MAX_SEED",
     "METRIC_EPSILON",
     "NON_NEGATIVE",
@@ -306,6 +309,7 @@ __all__ = [
     "softmax64",
     "supervised_loss",
     "train_mode",
+    "unbuildable",
     "unregister_calibrator_reader",
     "unregister_metric",
     "unregister_model_factory",

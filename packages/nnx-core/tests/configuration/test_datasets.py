@@ -325,6 +325,28 @@ def test_tabular_integer_labels_regression_and_state(pd: Any) -> None:
     }
 
 
+@pytest.mark.parametrize("task", ["classification", "regression"])
+@pytest.mark.parametrize("standardize", [False, True, "fitted"])
+def test_tabular_reads_reversed_and_stepped_frames_like_their_copies(
+    pd: Any, task: str, standardize: Any
+) -> None:
+    df = frame(pd).assign(y=[3, 1, 2, 3, 1, 2, 3, 1, 2, 3])
+    for view in (df.iloc[::-1], df.iloc[::2], df[::-1][["a", "b", "y"]]):
+        copy = view.copy()
+        copy.index = view.index  # same labels, freshly laid out (positive strides)
+        settings: dict[str, Any] = {"task": task, "seed": 0, "feature_dtype": torch.float64}
+        if standardize == "fitted":
+            settings["standardize"] = NNTabularDataset(copy, ["a", "b"], "y",
+                                                       standardize=True, **settings).standardizer
+        else:
+            settings["standardize"] = standardize
+        expected = NNTabularDataset(copy, ["a", "b"], "y", **settings)
+        got = NNTabularDataset(view, ["a", "b"], "y", **settings)  # crashed in torch before
+        for ours, theirs in zip(got.train_loader, expected.train_loader, strict=True):
+            assert all(torch.equal(o, t) for o, t in zip(ours, theirs, strict=True))
+        assert got.state() == expected.state()
+
+
 @pytest.mark.parametrize(
     ("features", "target", "message"),
     [

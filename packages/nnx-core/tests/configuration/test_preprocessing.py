@@ -18,6 +18,7 @@ from nnx.provenance import ExperimentManifest, declared, hash_bytes
 pd = pytest.importorskip("pandas")  # the tabular extra; the fit itself needs no pandas
 
 TRAIN = (0, 1, 2, 3, 4, 5, 6, 7)
+MAX = float(np.finfo(np.float64).max)
 
 
 class TrainOnly:
@@ -156,13 +157,41 @@ def test_a_rows_range_check_reads_no_row():
     assert source.read == []
 
 
-def test_extreme_magnitudes_keep_a_positive_finite_scale_or_are_refused():
+def test_extreme_magnitudes_keep_a_positive_finite_scale():
     huge = Standardizer.fit(np.array([[1e300], [-1e300]]), rows=[0, 1])
     assert huge.mean == (0.0,) and huge.scale == (1e300,)  # 1e300 squared would overflow
     tiny = Standardizer.fit(np.array([[0.0], [4e-320]]), rows=[0, 1])
     assert tiny.scale[0] > 0 and math.isfinite(tiny.scale[0])
-    with pytest.raises(PreprocessingError, match="mean or standard deviation"):
-        Standardizer.fit(np.array([[1.7e308], [1.7e308], [1e308]]), rows=[0, 1, 2])
+    top = Standardizer.fit(np.array([[-MAX], [MAX]]), rows=[0, 1])  # x - mean reaches 2*MAX
+    assert top.mean == (0.0,) and top.scale == (MAX,)
+
+
+NEAR_MAX = [  # finite columns near the float64 maximum, with their exact statistics
+    ([1.7e308, 1.6e308, 1.5e308], 1.6e308, math.sqrt(2 / 3) * 1e307),
+    ([1.7e308, -1.7e308, 1.0, 0.0], 0.25, 1.7e308 / math.sqrt(2)),
+    ([1.7e308, 1.7e308, 1e308], 1.7e308 - 0.7e308 / 3, math.sqrt(2) * 0.7e308 / 3),
+    ([-1.7e308, 1.7e308, 1.7e308, 1.7e308], 0.85e308, math.sqrt(3) * 0.85e308),
+]
+
+
+@pytest.mark.parametrize(("values", "mean", "scale"), NEAR_MAX)
+def test_values_near_the_float64_maximum_give_finite_correct_statistics(values, mean, scale,
+                                                                         tmp_path):
+    data = pd.DataFrame({"big": values, "small": range(len(values))})
+    s = Standardizer.fit(data, rows=range(len(values)), columns=["big", "small"],
+                         dtype=torch.float64)
+    assert s.mean[0] == pytest.approx(mean, rel=1e-14)
+    assert s.scale[0] == pytest.approx(scale, rel=1e-14)
+    assert s.mean[1] == (len(values) - 1) / 2  # the ordinary column is computed as before
+    out = s.transform(data)  # x - mean may pass the maximum; the standardized value does not
+    assert bool(torch.isfinite(out).all())
+    assert float(out[:, 0].mean()) == pytest.approx(0.0, abs=1e-12)
+    assert float(out[:, 0].pow(2).mean()) == pytest.approx(1.0, rel=1e-12)
+    s.save(tmp_path / "std.json")  # still float64-exact through its JSON
+    again = Standardizer.load(tmp_path / "std.json")
+    assert [m.hex() for m in again.mean] == [m.hex() for m in s.mean]
+    assert [v.hex() for v in again.scale] == [v.hex() for v in s.scale]
+    assert torch.equal(again.transform(data), out)
 
 
 # -- transform and its schema -----------------------------------------------------------

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import os
+import re
+import struct
+import warnings
+from collections import OrderedDict
 
 import pytest
 import torch
 from torch import nn
 
-from nnx import NNModel, NNModelParams
+from nnx import CheckpointReadError, NNModel, NNModelParams
 from nnx.finetune import (
     LoadResult,
     export_state_dict,
@@ -209,6 +215,47 @@ def test_non_state_dict_sources_refused(tmp_path):
         load_pretrained(model, [torch.ones(1)])  # type: ignore[arg-type]
     with pytest.raises(FileNotFoundError):
         load_pretrained(model, tmp_path / "absent.pt")
+    assert_same(model, before)
+
+
+class _Declared:
+    """Pickles as a tensor of ``size`` over a 4-element storage: what a crafted .pt holds."""
+
+    def __init__(self, size: tuple[int, ...]) -> None:
+        self.size = size
+
+    def __reduce__(self):
+        stride = tuple(int(math.prod(self.size[i + 1:])) for i in range(len(self.size)))
+        return (torch._utils._rebuild_tensor_v2,
+                (torch.zeros(4).storage(), 0, self.size, stride, False, OrderedDict()))
+
+
+def _safetensors_declaring(path, shape: list[int]) -> None:
+    header = json.dumps({"layers.0.weight": {"dtype": "F32", "shape": shape,
+                                             "data_offsets": [0, 16]}}).encode()
+    path.write_bytes(struct.pack("<Q", len(header)) + header + bytes(16))
+
+
+@pytest.mark.parametrize("shape", [[2**62, 2**62], [2**31, 2**31]])
+def test_a_file_declaring_a_size_that_overflows_is_named_not_a_raw_overflow(tmp_path, shape):
+    model = Stack()
+    before = snapshot(model)
+    pt, st = tmp_path / "huge.pt", tmp_path / "huge.safetensors"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # TypedStorage is deprecated; the file is the point
+        torch.save({"layers.0.weight": _Declared(tuple(shape))}, pt)
+    _safetensors_declaring(st, shape)
+    for path, cause in ((pt, "RuntimeError: .*overflow"), (st, "SafetensorError: .*overflow")):
+        files = sorted(tmp_path.iterdir())
+        with pytest.raises(CheckpointReadError, match=rf"^cannot read checkpoint "
+                           rf"{re.escape(path.as_posix())}: {cause}") as info:
+            load_pretrained(model, path)
+        assert info.value.path == path and "\n" not in str(info.value)
+        assert sorted(tmp_path.iterdir()) == files
+    assert_same(model, before)
+    with pytest.raises(CheckpointReadError, match=r"holds a list, not a state dict"):
+        torch.save([torch.ones(1)], tmp_path / "list.pt")
+        load_pretrained(model, tmp_path / "list.pt")
     assert_same(model, before)
 
 

@@ -11,7 +11,7 @@ import resource
 import pytest
 import torch
 
-from nnx import NNCheckpoint, NNModel, NNModelParams, NNParams
+from nnx import CheckpointReadError, NNCheckpoint, NNModel, NNModelParams, NNParams
 from nnx.testing import tiny_model, tiny_train_params
 
 
@@ -43,6 +43,23 @@ def test_a_mismatched_built_in_net_is_a_value_error_naming_an_unsaved_checkpoint
     unsaved = dataclasses.replace(last, path=None, net={**last.net, "hidden_dims": [5]})
     with pytest.raises(ValueError, match=rf"^checkpoint 'last' of run {last.run_id}: .*"
                        r"layers\.0\.weight \(8, 4\) vs \(5, 4\)"):
+        NNModel.from_checkpoint(unsaved)
+
+
+def test_a_net_size_torch_cannot_count_is_named_not_a_raw_overflow(last):
+    # 2**62 rows: the meta build itself overflows torch's size arithmetic (a raw
+    # "Storage size calculation overflowed" RuntimeError naming no file, before).
+    forged = dataclasses.replace(last, net={**last.net, "hidden_dims": [2**62]})
+    rng = torch.get_rng_state()
+    with pytest.raises(CheckpointReadError, match=r"^cannot read checkpoint .*last\.pt: the "
+                       r"net its configuration declares cannot be built \(RuntimeError: "
+                       r".*overflow.*nothing was loaded") as info:
+        NNModel.from_checkpoint(forged)
+    assert info.value.path == last.path and "\n" not in str(info.value)
+    assert torch.equal(torch.get_rng_state(), rng)
+    unsaved = dataclasses.replace(forged, path=None)
+    with pytest.raises(ValueError, match=rf"^checkpoint 'last' of run {last.run_id}: the net "
+                       r"its configuration declares cannot be built \(RuntimeError"):
         NNModel.from_checkpoint(unsaved)
 
 

@@ -13,6 +13,7 @@ from torch import nn
 
 import nnx._surface.hub as hub_module
 from nnx import (
+    CheckpointReadError,
     Devices,
     Losses,
     MissingModelFactoryError,
@@ -198,6 +199,20 @@ def test_a_config_nnx_did_not_write_is_refused(tmp_path, edit, message):
     path.write_text(json.dumps(config))
     with pytest.raises(ValueError, match=message):
         NNModel.from_pretrained(tmp_path / "m")
+
+
+def test_a_config_declaring_a_size_torch_cannot_count_is_named(tmp_path):
+    feed_fwd().save_pretrained(tmp_path / "m")
+    path = tmp_path / "m" / "config.json"
+    config = json.loads(path.read_text())
+    config["net"]["hidden_dims"] = [2**62]
+    path.write_text(json.dumps(config))
+    rng = torch.get_rng_state()
+    with pytest.raises(CheckpointReadError, match=rf"^cannot read checkpoint "
+                       rf"{path.as_posix()}: the net its configuration declares cannot be "
+                       r"built \(RuntimeError: .*overflow"):
+        NNModel.from_pretrained(tmp_path / "m")
+    assert torch.equal(torch.get_rng_state(), rng)
 
 
 @pytest.mark.parametrize(("text", "message"), [

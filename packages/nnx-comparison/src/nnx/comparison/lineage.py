@@ -1,8 +1,9 @@
 """The configuration identity of a run, its lineage included (spec §23).
 
 A run with a parent (a continuation, a fine-tune, a born-again generation) replaces the
-parent's id with the parent's own identity, followed back through every ancestor, with
-the data and split identities its provenance declares, the checkpoint tag (run.yaml) and
+parent's id with the parent's own identity, followed back through every ancestor (each
+followed parent with the data and split identities its own provenance declares), with
+the data and split identities the child's provenance declares, the checkpoint tag (run.yaml) and
 the resume mode (metadata.yaml). A parent is followed when its current attempt is the one
 the child recorded; with no attempt recorded, when it had completed before the child
 started; without provenance, when the child recorded the epoch it resumed at. Otherwise
@@ -87,9 +88,9 @@ class Lineage:
             ref = _named(parent_id, link, resume if isinstance(resume, Mapping) else {})
         if ref is None:
             return None
-        manifest = run.provenance.manifest.document() if run.provenance else {}
+        data, splits = _declared(run)
         return digest({"config": stripped_config(run), "parent": ref,
-                       "data": manifest.get("data"), "splits": manifest.get("splits"),
+                       "data": data, "splits": splits,
                        "checkpoint": run.loop.get("parent_checkpoint"),
                        "resume_mode": resume.get("mode") if isinstance(resume, Mapping)
                        else None})
@@ -139,7 +140,18 @@ class Lineage:
         self._depth[run.run_id] = depth
         if identity is None:
             return None
-        return {"identity": identity, "start_epoch": epoch if needs_epoch else None}
+        # A fresh run's identity leaves its data out (an observation carries the data
+        # identity beside it), so the parent's declared data and splits join here: two
+        # parents pretrained on different data give fine-tunes that never pool.
+        data, splits = _declared(parent)
+        return {"identity": identity, "data": data, "splits": splits,
+                "start_epoch": epoch if needs_epoch else None}
+
+
+def _declared(run: RunFiles) -> tuple[Any, Any]:
+    """The data and split identities ``run``'s provenance declares (None without one)."""
+    manifest = run.provenance.manifest.document() if run.provenance else {}
+    return manifest.get("data"), manifest.get("splits")
 
 
 def _named(parent_id: str, link: Mapping[str, Any], resume: Mapping[str, Any]

@@ -21,6 +21,7 @@ from torch import nn
 
 from nnx._foundation.atomic import atomic_write, atomic_write_bytes
 from nnx._persistence.checkpoint_format import encode_checkpoint, is_safetensors
+from nnx._persistence.read_errors import CheckpointReadError, cause_line
 
 __all__ = ["LoadResult", "export_state_dict", "freeze", "frozen", "load_pretrained", "unfreeze"]
 
@@ -176,13 +177,11 @@ def _source_state(
     obj: Any
     if isinstance(source, nn.Module):
         obj = source.state_dict()
-    elif isinstance(source, (str, os.PathLike)) and is_safetensors(source):
-        from safetensors.torch import load_file
-
-        obj = load_file(os.fspath(source), device=str(map_location))
     elif isinstance(source, (str, os.PathLike)):
-        # weights_only: a downloaded checkpoint must not be able to run code.
-        obj = torch.load(os.fspath(source), map_location=map_location, weights_only=True)
+        obj = _read_file(Path(source), map_location)
+        if not isinstance(obj, Mapping):
+            raise CheckpointReadError(Path(source), f"it holds a {type(obj).__name__}, not a "
+                                      "state dict of named tensors")
     else:
         obj = source
     if not isinstance(obj, Mapping):
@@ -197,6 +196,23 @@ def _source_state(
             f"{_sample(bad)} (for a checkpoint wrapper, pass its nested state dict)"
         )
     return dict(obj)
+
+
+def _read_file(path: Path, map_location: str | torch.device) -> Any:
+    """A weights file's contents. A missing file or package raises as such; anything else
+    (a header declaring a shape whose size overflows, a torn or foreign file) is
+    :class:`CheckpointReadError` naming the file, never torch's raw message."""
+    try:
+        if is_safetensors(path):
+            from safetensors.torch import load_file
+
+            return load_file(os.fspath(path), device=str(map_location))
+        # weights_only: a downloaded checkpoint must not be able to run code.
+        return torch.load(os.fspath(path), map_location=map_location, weights_only=True)
+    except (FileNotFoundError, ImportError):
+        raise
+    except Exception as exc:
+        raise CheckpointReadError(path, cause_line(exc)) from exc
 
 
 def _apply_key_map(

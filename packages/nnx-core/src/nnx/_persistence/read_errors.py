@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["CheckpointReadError", "cause_line"]
+__all__ = ["BUILD_FAILURES", "CheckpointReadError", "cause_line", "unbuildable"]
+
+#: What torch raises for a saved configuration of absurd sizes: a size whose element
+#: count overflows (``numel: integer multiplication overflow``), an int too large for C,
+#: memory it cannot allocate.
+BUILD_FAILURES = (RuntimeError, OverflowError, MemoryError)
 
 
 def cause_line(exc: BaseException) -> str:
@@ -33,3 +38,13 @@ class CheckpointReadError(ValueError):
         empty = path.is_file() and path.stat().st_size == 0
         self.path, self.reason = path, "empty file (0 bytes)" if empty else reason
         super().__init__(f"cannot read checkpoint {path.as_posix()}: {self.reason}")
+
+
+def unbuildable(path: Path | None, what: str, exc: BaseException) -> ValueError:
+    """The named error for a saved configuration whose net cannot be built (``exc`` one of
+    :data:`BUILD_FAILURES`): :class:`CheckpointReadError` naming ``path``, the file that
+    declared it, or for a checkpoint held in memory a ValueError naming ``what``."""
+    reason = (f"the net its configuration declares cannot be built ({cause_line(exc)}); "
+              "nothing was loaded")
+    return CheckpointReadError(path, reason) if path is not None else ValueError(
+        f"{what}: {reason}")

@@ -34,9 +34,11 @@ from nnx._persistence.hub_format import (
     read_weights,
     weight_shapes,
 )
+from nnx._persistence.read_errors import BUILD_FAILURES, unbuildable
 from nnx._surface.live_changes import recording_live_changes
 from nnx.models import MissingModelFactoryError, ModelSpec, RuntimeModule
 from nnx.models.registry import resolve_model_factory
+from nnx.models.topology import WeightsMismatchError
 from nnx.params.model import NNModelParams
 from nnx.transforms import checkpoint_recipes, replay_transforms
 from nnx.transforms.recipe import transform_states
@@ -159,7 +161,12 @@ def load_pretrained(cls: Any, source: str | os.PathLike[str], *, device: Any = N
     def replay(net: Any) -> object:
         return replay_transforms(net, recipes, base=params.net)
 
-    model = cls._rebuild(shapes, config.net, params, recipes, replay, where, module=None,
-                         batch_adapter=batch_adapter, task=task, **dict(init))
+    try:
+        model = cls._rebuild(shapes, config.net, params, recipes, replay, where, module=None,
+                             batch_adapter=batch_adapter, task=task, **dict(init))
+    except WeightsMismatchError:
+        raise
+    except BUILD_FAILURES as exc:  # config.json declares sizes torch cannot build
+        raise unbuildable(Path(config_path), where, exc) from exc
     model.net.load_state_dict(read_weights(weights_path))
     return model

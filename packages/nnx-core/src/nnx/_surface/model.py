@@ -34,6 +34,7 @@ from nnx._engine.training import train_model
 from nnx._foundation.modes import preserved_state
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.read_errors import BUILD_FAILURES, unbuildable
 from nnx._persistence.run import DEFAULT_ROOT, NNRun
 from nnx._surface.hub import load_pretrained, push_to_hub, save_pretrained
 from nnx._surface.live_changes import recording_live_changes
@@ -495,6 +496,8 @@ class NNModel:
             if unrecorded is None:
                 raise
             raise unrecorded from None
+        except BUILD_FAILURES as exc:  # recorded sizes torch cannot build (hidden_dims 2**62)
+            raise unbuildable(checkpoint.path, what, exc) from exc
         model.net.load_state_dict(checkpoint.state_dict)
         return model
 

@@ -272,8 +272,11 @@ def _numeric(owner: str, pd: Any, df: Any, col: ColumnLabel, dtype: torch.dtype)
     kind = series.dtype.kind if isinstance(series.dtype, np.dtype) else None
     if not pd.api.types.is_numeric_dtype(series.dtype) or kind == "c":
         raise ValueError(f"{owner}: column {col!r} must be numeric; it has dtype {series.dtype}")
-    # torch.tensor copies: the result never shares memory with the DataFrame.
-    values = torch.tensor(series.to_numpy(dtype="float64", na_value=np.nan), dtype=dtype)
+    # torch.tensor copies: the result never shares memory with the DataFrame. A reversed
+    # or stepped frame (df.iloc[::-1]) gives a strided view torch cannot read; only then is
+    # it first made contiguous.
+    array = np.ascontiguousarray(series.to_numpy(dtype="float64", na_value=np.nan))
+    values = torch.tensor(array, dtype=dtype)
     bad = ~torch.isfinite(values)
     if bool(bad.any()):
         first = series.index[int(bad.nonzero()[0, 0])]

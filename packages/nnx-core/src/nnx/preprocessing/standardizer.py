@@ -41,6 +41,8 @@ _KEYS = frozenset({"format", "kind", "columns", "mean", "scale", "dtype", "n_row
 _DTYPES = {str(d).removeprefix("torch."): d
            for d in (torch.float16, torch.bfloat16, torch.float32, torch.float64)}
 _IDENTITIES = ("declared", "digest", "unknown")
+#: Columns whose largest magnitude reaches 2**_ROOM are fitted scaled down to below it.
+_ROOM = 960
 
 
 class Standardizer:
@@ -133,7 +135,16 @@ class Standardizer:
         non-numeric or non-finite. One row gives exactly its batch result.
         """
         matrix, single = data_matrix(data, self._columns)
-        out = torch.from_numpy((matrix - self._mean) / self._scale).to(self._dtype)
+        with np.errstate(over="ignore"):
+            centred = matrix - self._mean
+            values = centred / self._scale
+            wide = ~np.isfinite(centred)
+            if wide.any():
+                # x - mean can pass the float64 maximum (values near it, of both signs)
+                # while the standardized value is finite: halving such values is exact.
+                halves = (matrix / 2 - self._mean / 2) / self._scale * 2
+                values = np.where(wide, halves, values)
+        out = torch.from_numpy(values).to(self._dtype)
         if not bool(torch.isfinite(out).all()):
             raise PreprocessingError(f"standardized values overflow {self._dtype}")
         return out[0] if single else out
@@ -203,7 +214,13 @@ class Standardizer:
 
 def _statistics(matrix: np.ndarray, labels: tuple[ColumnLabel, ...]
                 ) -> tuple[list[float], list[float]]:
-    """Population mean and standard deviation per column, float64, order-independent."""
+    """Population mean and standard deviation per column, float64, order-independent.
+
+    A column whose values reach 2**_ROOM is scaled down by a power of two first (exact,
+    but for bits below 2**-1010 that no float64 sum of such values can hold), so finite
+    inputs near the float64 maximum give finite statistics instead of an overflowing sum
+    or deviation; other columns are computed unscaled, exactly as before.
+    """
     means: list[float] = []
     scales: list[float] = []
     n = matrix.shape[0]
@@ -214,11 +231,17 @@ def _statistics(matrix: np.ndarray, labels: tuple[ColumnLabel, ...]
             means.append(low)
             scales.append(1.0)
             continue
+        shift = max(0, math.frexp(max(-low, high))[1] - _ROOM)
+        scaled = np.ldexp(column, -shift)
+        # |scaled| < 2**_ROOM, so neither fsum's partial sums (n < 2**62 rows) nor a
+        # deviation can leave float64; the mean of the scaled values is at most their
+        # largest magnitude, so scaling it back up stays finite too.
+        centre = math.fsum(scaled.tolist()) / n
+        mean = math.ldexp(centre, shift)
         try:
-            mean = math.fsum(column.tolist()) / n
-        except OverflowError:  # fsum's intermediate sum left float64
-            mean = math.inf
-        scale = _spread(column - mean, n) if math.isfinite(mean) else math.inf
+            scale = math.ldexp(_spread(scaled - centre, n), shift)
+        except OverflowError:  # the deviation is above the float64 maximum after rounding
+            scale = math.inf
         if not (math.isfinite(mean) and math.isfinite(scale) and scale > 0):
             raise PreprocessingError(f"column {label!r}: its mean or standard deviation "
                                      f"is not a positive finite float64 ({mean!r}, {scale!r})")
@@ -234,8 +257,6 @@ def _spread(deviations: np.ndarray, n: int) -> float:
     formula stays in range, and squares of 1e300 no longer overflow.
     """
     largest = float(np.abs(deviations).max())
-    if not math.isfinite(largest):
-        return math.inf
     factor = math.ldexp(1.0, math.frexp(largest)[1])
     scaled = deviations / factor
     return factor * math.sqrt(math.fsum((scaled * scaled).tolist()) / n)

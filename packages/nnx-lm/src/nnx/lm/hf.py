@@ -25,7 +25,17 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save
 
-from nnx.extend import UnsafePathError, atomic_write_bytes, atomic_write_text, inside, load_json
+from nnx import CheckpointReadError
+from nnx.extend import (
+    BUILD_FAILURES,
+    UnsafePathError,
+    atomic_write_bytes,
+    atomic_write_text,
+    cause_line,
+    inside,
+    load_json,
+    unbuildable,
+)
 from nnx.lm.net import TransformerNN
 from nnx.lm.params import NNTransformerParams
 
@@ -130,41 +140,102 @@ def _shards(directory: Path, index: Path) -> list[Path]:
     return [paths[name] for name in sorted(paths)]
 
 
+def _read_file(path: Path) -> dict[str, torch.Tensor]:
+    """One safetensors file's tensors; a torn or foreign file, or a header declaring a shape
+    whose size overflows, is CheckpointReadError naming the file (never the raw
+    SafetensorError)."""
+    try:
+        return load_file(path)
+    except FileNotFoundError:
+        raise
+    except Exception as exc:
+        raise CheckpointReadError(path, cause_line(exc)) from exc
+
+
 def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
     index = directory / _INDEX
     if index.is_file():
         weights: dict[str, torch.Tensor] = {}
         for shard in _shards(directory, index):  # all are checked before any is read
-            weights.update(load_file(shard))
+            weights.update(_read_file(shard))
         return weights
-    return load_file(directory / _WEIGHTS)
+    return _read_file(directory / _WEIGHTS)
+
+
+def _our_state(where: Path, params: NNTransformerParams, weights: dict[str, torch.Tensor]
+               ) -> dict[str, torch.Tensor]:
+    """The Llama tensors under TransformerNN's names; a tensor the config calls for but the
+    weights lack, or one left over, is CheckpointReadError naming the directory."""
+    def take(name: str) -> torch.Tensor:
+        if name not in weights:
+            raise CheckpointReadError(where, f"its config calls for {name}, which the "
+                                      "weights lack")
+        return weights.pop(name)
+
+    state = {"embed.weight": take("model.embed_tokens.weight"),
+             "norm.weight": take("model.norm.weight")}
+    head = weights.pop("lm_head.weight", None)
+    if not params.tie_embeddings:
+        if head is None:
+            raise CheckpointReadError(where, "untied embeddings but no lm_head.weight")
+        state["lm_head.weight"] = head
+    for i in range(params.n_layers):
+        src, dst = f"model.layers.{i}.", f"blocks.{i}."
+        parts = [take(f"{src}self_attn.{p}_proj.weight") for p in "qkv"]
+        if len({tuple(t.shape[1:]) for t in parts}) != 1:
+            raise CheckpointReadError(where, f"layer {i}'s q, k and v projections differ in "
+                                      "width")
+        state[dst + "attn.qkv.weight"] = torch.cat(parts, dim=0)
+        for ours, theirs in _LAYER_NAMES.items():
+            state[dst + ours] = take(src + theirs)
+    # Rotary tables some exporters store are recomputed from the config.
+    leftover = sorted(k for k in weights if not k.endswith("rotary_emb.inv_freq"))
+    if leftover:
+        raise CheckpointReadError(where, f"weights TransformerNN has no place for: "
+                                  f"{', '.join(leftover[:5])}")
+    return state
+
+
+def _fitting_net(config: Path, params: NNTransformerParams,
+                 state: dict[str, torch.Tensor]) -> TransformerNN:
+    """The TransformerNN ``params`` describe, built only once the weights fit it: it is
+    first built on the meta device (no memory, no RNG draw), so a config declaring absurd
+    sizes is refused by name before anything is allocated."""
+    try:
+        with torch.device("meta"):
+            skeleton = TransformerNN(params)
+    except BUILD_FAILURES as exc:
+        raise unbuildable(config, "Llama config", exc) from exc
+    expected = {k: tuple(v.shape) for k, v in skeleton.state_dict().items()}
+    differ = sorted(f"{k} {tuple(state[k].shape)} vs {shape}" for k, shape in expected.items()
+                    if k in state and tuple(state[k].shape) != shape)
+    if differ:
+        raise CheckpointReadError(config, f"the weights do not fit the net it declares "
+                                  f"(saved vs declared: {'; '.join(differ[:3])})")
+    return TransformerNN(params)
 
 
 def load_llama(path: str | os.PathLike[str], *, max_seq_len: int | None = None
                ) -> TransformerNN:
-    """A TransformerNN holding the weights of the Llama checkpoint directory ``path``."""
+    """A TransformerNN holding the weights of the Llama checkpoint directory ``path``.
+
+    A directory that cannot be loaded raises :class:`nnx.CheckpointReadError` (a
+    ValueError) naming the file and what is wrong: a config it cannot read or that
+    declares sizes no net can have, a weights file that cannot be read (a header whose
+    shape overflows), weights missing, left over or of other shapes than the config's.
+    Nothing is allocated for the net before its weights are known to fit.
+    """
     directory = Path(path)
-    params = llama_params(_document(directory / _CONFIG), max_seq_len=max_seq_len)
-    weights = _read_weights(directory)
-    net = TransformerNN(params)
-    state: dict[str, torch.Tensor] = {"embed.weight": weights.pop("model.embed_tokens.weight"),
-                                      "norm.weight": weights.pop("model.norm.weight")}
-    head = weights.pop("lm_head.weight", None)
-    if not params.tie_embeddings:
-        if head is None:
-            raise ValueError(f"{directory}: untied embeddings but no lm_head.weight")
-        state["lm_head.weight"] = head
-    for i in range(params.n_layers):
-        src, dst = f"model.layers.{i}.", f"blocks.{i}."
-        state[dst + "attn.qkv.weight"] = torch.cat(
-            [weights.pop(f"{src}self_attn.{p}_proj.weight") for p in "qkv"], dim=0)
-        for ours, theirs in _LAYER_NAMES.items():
-            state[dst + ours] = weights.pop(src + theirs)
-    # Rotary tables some exporters store are recomputed from the config.
-    leftover = sorted(k for k in weights if not k.endswith("rotary_emb.inv_freq"))
-    if leftover:
-        raise ValueError(f"{directory}: weights TransformerNN has no place for: "
-                         f"{', '.join(leftover[:5])}")
+    config = directory / _CONFIG
+    document = _document(config)
+    try:
+        params = llama_params(document, max_seq_len=max_seq_len)
+    except KeyError as exc:
+        raise CheckpointReadError(config, f"it lacks the field {exc.args[0]!r}") from None
+    except (TypeError, ValueError) as exc:  # a field of another type or out of range
+        raise CheckpointReadError(config, cause_line(exc)) from exc
+    state = _our_state(directory, params, _read_weights(directory))
+    net = _fitting_net(config, params, state)
     net.load_state_dict(state, strict=True)
     return net
 
