@@ -1,11 +1,12 @@
 """One search worker process for the multi-process tests.
 
-    python _search_worker.py KIND PATH STUDY TRIALS HANG_AT MARKER
+    python _search_worker.py KIND WHERE STUDY TRIALS HANG_AT MARKER
 
-KIND is ``sqlite`` (an RDB storage with a 1 s heartbeat) or ``journal`` (a journal
-file). HANG_AT > 0 makes this worker's HANG_AT-th trial write MARKER from inside its fit
-(its training data factory) and then sleep until it is killed. Prints the outcomes as
-JSON lines.
+KIND is ``sqlite`` (WHERE: the database file) or ``postgresql`` (WHERE: the database
+URL), both an RDB storage with a 1 s heartbeat, or ``journal`` (WHERE: the journal
+file). HANG_AT > 0 makes this worker's HANG_AT-th trial write MARKER from inside its
+fit, once its run exists (at the end of its first epoch), and then sleep until it is
+killed. Prints the outcomes as JSON lines.
 """
 
 from __future__ import annotations
@@ -16,18 +17,30 @@ import time
 from pathlib import Path
 
 import optuna
-from _search_data import make_plan, train_loader, with_lr
+from _search_data import make_plan, with_lr
 from optuna.distributions import FloatDistribution
 
+from nnx import Callback
 from nnx.search import SearchBudget, search
 
 
-def storage(kind: str, path: str):
+def storage(kind: str, where: str):
     if kind == "sqlite":
         return optuna.storages.RDBStorage(
-            f"sqlite:///{path}", heartbeat_interval=1, grace_period=2,
+            f"sqlite:///{where}", heartbeat_interval=1, grace_period=2,
             engine_kwargs={"connect_args": {"timeout": 60}})
-    return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(path))
+    if kind == "postgresql":
+        return optuna.storages.RDBStorage(where, heartbeat_interval=1, grace_period=2)
+    return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(where))
+
+
+class _Hang(Callback):
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def on_epoch_end(self, ctx) -> None:
+        Path(self.marker).write_text("in a trial")
+        time.sleep(600)
 
 
 def main() -> None:
@@ -38,12 +51,7 @@ def main() -> None:
         started[0] += 1
         if started[0] != int(hang_at):
             return with_lr(plan, params)
-
-        def hanging_loader():
-            Path(marker).write_text("in a trial")
-            time.sleep(600)
-            return train_loader()
-        return with_lr(plan, params).with_data(hanging_loader)
+        return with_lr(plan, params).with_callback_factories(lambda: _Hang(marker))
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     result = search(make_plan(epochs=1), {"lr": FloatDistribution(0.01, 0.3, log=True)},

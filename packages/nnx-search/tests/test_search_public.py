@@ -27,7 +27,8 @@ def test_from_nnx_import_reaches_search() -> None:
 
 def test_every_announced_name_resolves_to_its_package_export() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["dependencies"] == ["nnx-core>=0.1,<0.2", "optuna>=4.0"]
+    assert project["dependencies"] == ["nnx-core>=0.1,<0.2", "optuna>=4.0",
+                                       "sqlalchemy>=1.4.2"]
     for name in project["entry-points"]["nnx.exports"]:
         assert name in nnx.search.__all__ and getattr(nnx, name) is getattr(nnx.search, name)
 

@@ -82,10 +82,10 @@ def test_a_multi_rank_process_group_is_refused_first(tmp_path, monkeypatch) -> N
     assert not (tmp_path / "runs").exists()
 
 
-def test_a_stored_study_for_another_space_monitor_or_plan_is_refused(tmp_path,
-                                                                      monkeypatch) -> None:
+def test_a_stored_study_for_another_space_monitor_or_plan_is_refused(
+        tmp_path, monkeypatch, database_url) -> None:
     monkeypatch.chdir(tmp_path)
-    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    storage = database_url
     first = search(make_plan(epochs=1), SPACE, apply=with_lr, budget=SearchBudget(trials=1),
                    study_name="s", storage=storage)
     assert first.counted == 1
@@ -113,11 +113,11 @@ def _mine(plan):
     return study_identity(SearchSpace(SPACE), MONITOR, "min", plan)
 
 
-def test_a_stored_study_with_trials_but_no_search_identity_is_refused(tmp_path,
-                                                                       monkeypatch) -> None:
+def test_a_stored_study_with_trials_but_no_search_identity_is_refused(
+        tmp_path, monkeypatch, database_url) -> None:
     # Another program's study: its trials must not spend this search's budget.
     monkeypatch.chdir(tmp_path)
-    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    storage = database_url
     foreign = optuna.create_study(study_name="s", storage=storage)
     foreign.optimize(lambda t: t.suggest_float("lr", 0.01, 0.3), n_trials=2)
     from nnx.search import StudyMismatchError
@@ -149,15 +149,15 @@ def test_a_claimed_study_whose_identity_never_lands_is_refused_after_waiting(
     assert not (tmp_path / "runs").exists()
 
 
-def test_two_workers_racing_on_a_new_study_end_with_one_identity(tmp_path,
-                                                                  monkeypatch) -> None:
+def test_two_workers_racing_on_a_new_study_end_with_one_identity(
+        tmp_path, monkeypatch, database_url) -> None:
     # Workers A and B (another plan) both open the new study and find no identity. A wins
     # the claim; its record lands while B waits. Before single-writer claims, B wrote an
     # identity of its own and trained under its own token.
     from nnx.search import StudyMismatchError, identity
 
     monkeypatch.chdir(tmp_path)
-    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    storage = database_url
     study_a = optuna.create_study(study_name="s", storage=storage)
     assert identity.take_claim(storage, "s")  # A won, has not recorded yet
     landed: list[str] = []
@@ -184,12 +184,12 @@ def test_two_workers_racing_on_a_new_study_end_with_one_identity(tmp_path,
         identity.IDENTITY_ATTR]["token"] == landed[0]
 
 
-def test_an_identity_changed_mid_search_stops_it_before_the_next_trial(tmp_path,
-                                                                        monkeypatch) -> None:
+def test_an_identity_changed_mid_search_stops_it_before_the_next_trial(
+        tmp_path, monkeypatch, database_url) -> None:
     from nnx.search import StudyMismatchError, identity
 
     monkeypatch.chdir(tmp_path)
-    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    storage = database_url
 
     def apply_and_overwrite(plan, params):
         study = optuna.load_study(study_name="s", storage=storage)

@@ -277,3 +277,45 @@ def test_a_fit_that_raises_keeps_its_run_links_and_committed_epochs(tmp_path,
     assert outcome.epochs == 1 == len(run.epoch_records())
     assert outcome.checkpoint == str(Path(run.checkpoints_dir) / "best.pt")
     assert Path(outcome.checkpoint).is_file()
+
+
+class _Collect(__import__("logging").Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list = []
+
+    def emit(self, record) -> None:
+        self.records.append(record)
+
+
+def test_optuna_logs_no_traceback_for_a_refusal_and_the_fits_own_for_a_failure(
+        tmp_path, monkeypatch) -> None:
+    import logging
+
+    from nnx.search import ledger
+
+    monkeypatch.chdir(tmp_path)
+    handler = _Collect()
+    logging.getLogger("optuna").addHandler(handler)
+    try:
+        # a configuration error: search() raises it itself, Optuna logs nothing of it
+        with pytest.raises(SearchConfigurationError):
+            search(make_plan(epochs=1), SPACE, apply=lambda plan, params: "not a plan",
+                   budget=SearchBudget(trials=2))
+        # a slot given back (another worker took it): not a failure at all
+        lost = iter([False])
+        real = ledger.may_run
+        monkeypatch.setattr(ledger, "may_run", lambda *a: next(lost, True) and real(*a))
+        given_back = search(make_plan(epochs=1), SPACE, apply=with_lr,
+                            budget=SearchBudget(trials=1))
+        assert [o.number for o in given_back.outcomes] == [1]
+        assert [r for r in handler.records if r.levelno >= logging.WARNING] == []
+        # a fit that raised: Optuna's warning stays, with the fit's own exception
+        space = {"mode": CategoricalDistribution(("boom",))}
+        search(make_plan(epochs=1), space, apply=_explodes_on("boom"),
+               budget=SearchBudget(trials=1))
+    finally:
+        logging.getLogger("optuna").removeHandler(handler)
+    warned = [r for r in handler.records if r.levelno >= logging.WARNING]
+    assert warned and "the loader broke" in warned[0].getMessage()
+    assert isinstance(warned[0].exc_info[1], RuntimeError)

@@ -68,6 +68,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "SearchConfigurationError": "nnx-search",
         "SearchResult": "nnx-search",
         "SearchSpace": "nnx-search",
+        "SearchStorageError": "nnx-search",
         "SelectiveDecision": "nnx-decisions",
         "StudyMismatchError": "nnx-search",
         "TeacherDataset": "nnx-paradigms",

@@ -6,13 +6,18 @@ attempt and run, and scores it by the run's own validation monitor at its BEST e
 :class:`SearchBudget` bounds the trials (failed, pruned and orphaned ones count), the
 optimizer updates of each trial and the wall clock; the caps never interrupt a step. A
 stored study (an RDB URL or a JournalStorage) continues where it stopped, refuses
-another space, monitor or plan (:class:`StudyMismatchError`), and may be shared by
-several worker processes or machines that honour one budget. Results are
+another space, monitor or plan (:class:`StudyMismatchError`), refuses a database it
+cannot open (:class:`SearchStorageError`), and may be shared by several worker
+processes or machines that honour one budget. Results are
 :class:`SearchResult` of :class:`TrialOutcome`. Depends on nnx-core and Optuna.
 """
 
 from nnx.search.budget import SearchBudget
-from nnx.search.errors import SearchConfigurationError, StudyMismatchError
+from nnx.search.errors import (
+    SearchConfigurationError,
+    SearchStorageError,
+    StudyMismatchError,
+)
 from nnx.search.outcomes import STATES, STOP_REASONS, SearchResult, TrialOutcome
 from nnx.search.run import search
 from nnx.search.space import SearchSpace
@@ -24,6 +29,7 @@ __all__ = [
     "SearchConfigurationError",
     "SearchResult",
     "SearchSpace",
+    "SearchStorageError",
     "StudyMismatchError",
     "TrialOutcome",
     "search",

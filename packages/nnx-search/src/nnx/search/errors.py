@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SearchConfigurationError", "StudyMismatchError"]
+__all__ = ["SearchConfigurationError", "SearchStorageError", "StudyMismatchError"]
 
 
 class SearchConfigurationError(ValueError):
@@ -30,3 +30,14 @@ class StudyMismatchError(ValueError):
         super().__init__(
             f"stored study {study_name!r} was created for another {', '.join(fields)}: "
             "continue it with the same space, monitor and plan, or name a new study")
+
+
+class SearchStorageError(ValueError):
+    """``storage=`` names a database that cannot be opened (an SQLite file in a directory
+    that does not exist, a directory, a server that refuses the connection, a missing
+    driver); raised before any study is created or loaded. ``.storage`` is the URL as
+    given, its password hidden."""
+
+    def __init__(self, storage: str, why: str) -> None:
+        self.storage = storage
+        super().__init__(f"search storage {storage!r}: {why}")

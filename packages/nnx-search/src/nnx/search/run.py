@@ -22,15 +22,14 @@ from nnx.search.budget import SearchBudget
 from nnx.search.checks import plan_problems
 from nnx.search.errors import SearchConfigurationError, StudyMismatchError
 from nnx.search.identity import claim_identity, study_identity, verify_identity
+from nnx.search.optuna_log import Recorded, quiet_refusals
 from nnx.search.outcomes import SearchResult, TrialOutcome
 from nnx.search.space import SearchSpace
+from nnx.search.storage import derived_study_name, open_storage
 from nnx.search.trial import Apply, TrialRunner, attempt_for
+from nnx.search.watch import RUN_ID_ATTR
 
 __all__ = ["search"]
-
-
-class _Recorded(Exception):
-    """Internal: ends a trial Optuna records as failed (its outcome is already kept)."""
 
 
 class _Objective:
@@ -59,13 +58,13 @@ class _Objective:
     def __call__(self, trial: optuna.Trial) -> float:
         if not ledger.may_run(self.study, trial.number, self.trials):
             trial.set_user_attr(ledger.UNRUN_ATTR, True)  # lost the race: never ran
-            raise _Recorded("over the budget: another worker took the last trial")
+            raise Recorded("over the budget: another worker took the last trial", quiet=True)
         attempt = attempt_for(self.token, trial.number)
         trial.set_user_attr("nnx.search.attempt_id", attempt)
         outcome = self.outcome = self._outcome(trial, attempt)
         trial.set_user_attr("nnx.search.reason", outcome.reason)
         if outcome.run_id is not None:
-            trial.set_user_attr("nnx.search.run_id", outcome.run_id)
+            trial.set_user_attr(RUN_ID_ATTR, outcome.run_id)
         if outcome.error is not None:
             trial.set_user_attr("nnx.search.error", outcome.error)
         if outcome.state == "completed":
@@ -73,7 +72,10 @@ class _Objective:
             return outcome.value
         if outcome.state == "pruned":
             raise optuna.TrialPruned(f"pruned at epoch {outcome.observations[-1][0]}")
-        raise _Recorded(outcome.error)
+        # A configuration error is raised by search() itself; any other failure is
+        # Optuna's to log, with the fit's own exception where there was one.
+        raise Recorded(str(outcome.error), quiet=outcome.reason == "configuration",
+                       cause=self.runner.raised)
 
 
 def _check(plan: Any, space: Any, apply: Any, monitor: Any, budget: Any
@@ -116,6 +118,9 @@ def search(plan: ExperimentPlan, space: SearchSpace | Mapping[str, Any], *, appl
     started = time.monotonic()
     space, monitor, direction = _check(plan, space, apply, monitor, budget)
     mine = study_identity(space, monitor, direction, plan)
+    storage = open_storage(storage)
+    if storage is not None and study_name is None:
+        study_name = derived_study_name(mine)
     # No pruner means no pruning (Optuna's own default would be a MedianPruner): a pruned
     # trial spends budget without a score, so pruning is asked for, never implied.
     study = optuna.create_study(
@@ -132,6 +137,9 @@ def search(plan: ExperimentPlan, space: SearchSpace | Mapping[str, Any], *, appl
     outcomes: list[TrialOutcome] = []
 
     def result(stop: str) -> SearchResult:
+        # The study is done ("budget", "exhausted"): wait for its orphans to be failed;
+        # a deadline only fails the ones already stale.
+        ledger.settle(study, storage, wait=stop in ("budget", "exhausted"))
         return SearchResult(study.study_name, direction, stop, ledger.counted(study),
                             tuple(outcomes))
 
@@ -144,7 +152,8 @@ def search(plan: ExperimentPlan, space: SearchSpace | Mapping[str, Any], *, appl
             return result("budget")
         verify_identity(study, mine, token)  # the study is still this search's
         objective = _Objective(study, space, runner, budget.trials, token)
-        study.optimize(objective, n_trials=1, catch=(_Recorded,))
+        with quiet_refusals():
+            study.optimize(objective, n_trials=1, catch=(Recorded,))
         outcome = objective.outcome
         if outcome is None:  # the trial was over the budget: look again
             continue

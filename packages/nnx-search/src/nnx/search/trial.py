@@ -59,6 +59,8 @@ class TrialRunner:
                  budget: SearchBudget, deadline: float | None) -> None:
         self.base, self.apply, self.monitor = base, apply, monitor
         self.budget, self.deadline = budget, deadline
+        # The exception the last trial's fit raised, for Optuna's log of that failure.
+        self.raised: BaseException | None = None
 
     def _plan(self, params: Mapping[str, Any]) -> ExperimentPlan:
         try:
@@ -76,6 +78,7 @@ class TrialRunner:
             ) -> TrialOutcome:
         """The trial's outcome; KeyboardInterrupt propagates (the fit has cleaned up)."""
         started = time.monotonic()
+        self.raised = None
         base: dict[str, Any] = {"number": trial.number, "params": params, "attempt_id": attempt}
         try:
             plan = self._plan(params)
@@ -91,6 +94,7 @@ class TrialRunner:
             return TrialOutcome(**base, state="failed", reason="configuration",
                                 error=str(exc), seconds=time.monotonic() - started)
         except Exception as exc:  # the run it left (if any) stays linked
+            self.raised = exc
             return TrialOutcome(**base, **_links(watch.run_id, watch.run_path,
                                                  watch.checkpoints_dir),
                                 state="failed", reason="error",

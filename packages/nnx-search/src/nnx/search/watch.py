@@ -17,7 +17,9 @@ import optuna
 
 from nnx import Callback, CallbackContext
 
-__all__ = ["TrialWatch"]
+__all__ = ["RUN_ID_ATTR", "TrialWatch"]
+
+RUN_ID_ATTR = "nnx.search.run_id"
 
 
 class TrialWatch(Callback):
@@ -48,6 +50,9 @@ class TrialWatch(Callback):
 
     def on_train_begin(self, ctx: CallbackContext) -> None:
         self.run_id, self.run_path = str(ctx.run.id), str(ctx.run.path)
+        # Recorded in the study as soon as the run exists: a worker killed mid-trial
+        # leaves its orphan linked to the run it was training.
+        self.trial.set_user_attr(RUN_ID_ATTR, self.run_id)
         self.checkpoints_dir = str(ctx.run.checkpoints_dir)
         if self.updates_cap is not None or self.deadline is not None:
             ctx.update_listeners.append(self._after_update)
