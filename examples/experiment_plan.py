@@ -80,8 +80,8 @@ def main() -> None:
                                                       epochs="planned"))
     for diagnostic in broken.validate():
         print(f"  {diagnostic.path}: {diagnostic.message[:72]}")
-    assert broken.validate().paths == ("data.train", "train.monitor", "resume.epochs",
-                                       "callbacks[0]")
+    assert broken.validate().paths == ("data.train", "train.monitor", "resume.run_id",
+                                       "resume.epochs", "callbacks[0]")  # no run "some-run"
     assert base.validate().ok
 
     # 3. probe(): a temporary model, one batch, the ambient RNG state restored.

@@ -144,6 +144,37 @@ def test_out_of_scope_fits_are_refused_before_a_run_is_reserved(tmp_path, case):
     assert model._fit_forward is None
 
 
+@pytest.mark.parametrize("compilable", [False, True])
+def test_an_add_on_net_compiles_only_when_its_registration_says_so(tmp_path, compilable):
+    """§28 covers the built-in non-graph nets, add-ons' included (nnx-lm's TRANSFORMER):
+    a Nets member's NetRegistration declares it, so core imports no add-on to decide;
+    one that does not (a graph net) is refused before a run is reserved."""
+    from nnx import NNParams
+    from nnx._foundation.plugins import registry
+    from nnx.enums import Nets
+    from nnx.extend import NetRegistration
+    from nnx.nets.feedforward import FeedFwdNN
+
+    name = f"TEST_COMPILE_{int(compilable)}"
+    nets = registry("nnx.nets")
+    nets.register(name, NetRegistration(build=FeedFwdNN, params_class=NNParams,
+                                        compilable=compilable))
+    try:
+        torch.manual_seed(0)
+        model = NNModel(net_params=NNParams(input_dim=4, output_dim=3, hidden_dims=(6,)),
+                        params=NNModelParams(net=getattr(Nets, name), device=Devices.CPU))
+        if compilable:
+            run = model.train(tiny_train_params(), compile=EAGER, verbose=False, root=tmp_path)
+            assert run.compile.effect == "compiled"
+        else:
+            with pytest.raises(CompileScopeError, match=f"this model's net is .*{name}"):
+                model.train(tiny_train_params(), compile=EAGER, verbose=False, root=tmp_path)
+            assert run_dirs(tmp_path) == []
+    finally:
+        nets.unregister(name)
+        Nets._members.pop(name, None)  # the member cache: a fresh process has none
+
+
 def test_compile_takes_a_compile_spec(tmp_path):
     with pytest.raises(TypeError, match="CompileSpec"):
         tiny_model().train(tiny_train_params(), compile={"backend": "eager"}, verbose=False,

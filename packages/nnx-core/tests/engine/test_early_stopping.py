@@ -154,3 +154,21 @@ def test_early_stopping_on_an_undeclared_metric_is_refused_before_any_run(tmp_pa
         model.train(NNTrainParams(n_epochs=1, train_loader=batches, val_loader=batches),
                     callbacks=[stop], verbose=False, root=tmp_path / "runs")
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_validation_monitor_without_validation_data_is_refused_before_any_run(tmp_path):
+    """§6.4: "A monitor on the validation split needs a val_loader ... checked before
+    training" — EarlyStopping's MonitorSpec included, not only the run's own monitor."""
+    from nnx import MonitorSpec
+
+    model = make_model()
+    before = {k: v.clone() for k, v in model.net.state_dict().items()}
+    stop = EarlyStopping(monitor=MonitorSpec(split="val"))
+    with pytest.raises(ValueError, match=r"EarlyStopping.*validation split.*val_loader is None"):
+        model.train(params(2, val=False), callbacks=[stop], verbose=False,
+                    root=tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
+    assert all(torch.equal(v, before[k]) for k, v in model.net.state_dict().items())
+    # A training-split monitor needs no validation data.
+    model.train(params(1, val=False), callbacks=[EarlyStopping(monitor=MonitorSpec(
+        split="train"))], verbose=False, root=tmp_path / "runs")

@@ -121,6 +121,45 @@ def test_a_change_with_the_same_tensor_names_is_still_refused(tmp_path: Path) ->
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_net_swapped_in_with_the_same_topology_trains_as_the_one_it_replaces(
+        tmp_path: Path) -> None:
+    """Issue 36 item 14: a hand-swapped net the params would build (same modules, shapes
+    and settings) is harmless to run identity, so train() accepts it: same id and
+    records as the unswapped model, nothing recorded as a transform."""
+    from nnx import Nets
+
+    reference = tiny_model().train(plan(), verbose=False, root=tmp_path / "a")
+    swapped = tiny_model()
+    swapped.net = Nets.FEED_FWD(params=swapped.net_params)
+    swapped.net.load_state_dict(tiny_model().net.state_dict())  # the same start
+    run = swapped.train(plan(), verbose=False, root=tmp_path / "b")
+    assert run.id == reference.id and swapped.transforms == ()
+    assert [r.train_edp.loss for r in run.epoch_records()] == [
+        r.train_edp.loss for r in reference.epoch_records()]
+
+
+def test_a_swapped_net_with_other_settings_is_refused_saying_it_protects_run_identity(
+        tmp_path: Path) -> None:
+    """Issue 36 item 14: a dropout rate no tensor shape shows used to pass, training under
+    the run id of the rate the params record. The refusal says why and names the
+    supported ways to train a different net."""
+    from nnx import Nets
+
+    model = tiny_model()
+    model.net = swapped = Nets.FEED_FWD(params=dataclasses.replace(model.net_params,
+                                                                   dropout_prob=0.5))
+    with pytest.raises(LiveTopologyError) as err:
+        model.train(plan(), verbose=False, root=tmp_path / "runs")
+    message = str(err.value)
+    assert re.search(r"setting dropouts?\.0: p=0\.0.* -> p=0\.5", message), message
+    assert "protects run identity" in message
+    for way in ("NNModel(module=net, params=...)", "nnx.register_model_factory",
+                "model.apply_transform(recipe)", "salt='...'"):
+        assert way in message, way
+    assert not (tmp_path / "runs").exists() and model.transforms == ()
+    assert model.net is swapped  # the refusal changes nothing of the model
+
+
 def test_salt_trains_the_unrecorded_variant_with_a_warning(tmp_path: Path) -> None:
     model = gained("layers.0")
     with pytest.warns(RuntimeWarning, match=r"salt='gain-variant' records nothing"):

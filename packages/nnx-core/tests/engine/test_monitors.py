@@ -125,6 +125,15 @@ def test_spec_state_omits_defaults_and_round_trips() -> None:
     assert spec.key == "train.nll"
 
 
+def test_the_metric_is_positional_and_the_rest_keyword_only() -> None:
+    """§24 / §26 write MonitorSpec("auroc"), MonitorSpec("ndcg_at_10")."""
+    assert MonitorSpec("auroc") == MonitorSpec(metric="auroc")
+    assert MonitorSpec("auroc").state() == {"metric": "auroc"}
+    assert MonitorSpec("nll", split="train", min_delta=0.01).key == "train.nll"
+    with pytest.raises(TypeError):
+        MonitorSpec("nll", "train")  # type: ignore[misc]
+
+
 @pytest.mark.parametrize(("kw", "message"), [
     ({"split": "test"}, "MonitorSpec.split must be one of 'val', 'train'; got 'test'"),
     ({"mode": "auto"}, "MonitorSpec.mode must be one of 'min', 'max'; got 'auto'"),

@@ -152,6 +152,17 @@ def test_a_changed_early_stopping_monitor_is_reported_before_restoring(tmp_path)
                       root=tmp_path)
 
 
+def test_a_resume_from_a_run_that_does_not_exist_leaves_no_lock_file(tmp_path):
+    """Issue 36 item 22: the refusal used to leave runs/.leases/<source>.lock behind (the
+    source's clean-up took its lease before anything looked for the run)."""
+    first = model().train(plan(n_epochs=1), verbose=False, root=tmp_path)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    with pytest.raises(FileNotFoundError, match="no run nosuchrun under"):
+        model().train(plan(resume_from_run_id="nosuchrun"), verbose=False, root=tmp_path)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    assert first.id != "nosuchrun"
+
+
 def test_weights_only_checkpoint_needs_a_weights_only_or_auto_resume(tmp_path):
     from nnx import ModelCheckpoint
 

@@ -63,6 +63,35 @@ def test_a_net_size_torch_cannot_count_is_named_not_a_raw_overflow(last):
         NNModel.from_checkpoint(unsaved)
 
 
+def test_a_mismatched_built_in_net_is_also_the_runtime_error_spec_3_2_names(last):
+    """§3.2: built-in nets surface "the RuntimeError of load_state_dict"; the early,
+    allocation-free check raises one that is a RuntimeError and still a ValueError."""
+    unsaved = dataclasses.replace(last, path=None, net={**last.net, "hidden_dims": [5]})
+    with pytest.raises(RuntimeError, match=r"layers\.0\.weight \(8, 4\) vs \(5, 4\)") as err:
+        NNModel.from_checkpoint(unsaved)
+    assert isinstance(err.value, ValueError)  # existing `except ValueError` callers still work
+
+
+def test_a_registered_factory_mismatch_stays_a_value_error_only(tmp_path):
+    """§3.2: "A factory that now builds another topology fails with ValueError"."""
+    from torch import nn
+
+    from nnx import Losses, ModelSpec, register_model_factory
+
+    register_model_factory("test.meta.narrow", 1,
+                           lambda config: nn.Sequential(nn.Linear(4, config["width"]),
+                                                        nn.ReLU(), nn.Linear(config["width"], 3)))
+    model = NNModel(params=NNModelParams(net=ModelSpec("test.meta.narrow", 1, {"width": 8},
+                                                       seed=0), loss=Losses.CROSS_ENTROPY))
+    run = model.train(tiny_train_params(), verbose=False, root=tmp_path)
+    last = NNCheckpoint.load(run.id, "last", root=tmp_path)
+    forged = dataclasses.replace(last, model={**last.model, "net": {
+        **dict(last.model["net"]), "config": {"width": 5}}})
+    with pytest.raises(ValueError, match="do not fit") as err:
+        NNModel.from_checkpoint(forged)
+    assert not isinstance(err.value, RuntimeError)
+
+
 def test_a_valid_checkpoint_reloads_as_a_plain_build_would(last):
     params = NNModelParams.from_state(last.model)
     net_params = NNParams.resolve_from_state(last.net, params.net)

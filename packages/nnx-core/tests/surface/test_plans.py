@@ -197,6 +197,7 @@ def test_a_borrowed_callback_is_checked_on_a_copy_and_never_bound() -> None:
 
 
 def test_a_planned_horizon_is_reported_on_the_field_the_caller_set() -> None:
+    Path("runs/r1").mkdir(parents=True)  # a source that exists: only the horizon is wrong
     no_run = plan(resume_epochs="planned").validate()
     assert [d.path for d in no_run] == ["train.resume_epochs"]
     by_mode = plan(resume_epochs="planned").resuming("r1", mode="weights_only").validate()
@@ -569,3 +570,42 @@ def test_validate_names_the_update_owner_and_the_params_objects() -> None:
                                data=PlanData(tiny_batches()))
     assert bad_train.validate().paths == ("train",)
     assert written() == []
+
+
+def test_a_validation_monitor_without_validation_data_is_refused_borrowed_or_made() -> None:
+    """§6.4 / §20: validate() checks a borrowed EarlyStopping's MonitorSpec as train would;
+    a factory-made one raises PlanError when the fit starts, before anything is written."""
+    val_monitor = EarlyStopping(monitor=MonitorSpec(split="val"))
+    train_only = plan().with_data(val=None)
+    borrowed = train_only.with_callbacks(val_monitor).validate()
+    assert borrowed.paths == ("callbacks[0]",)
+    assert "validation split" in borrowed.diagnostics[0].message
+    with pytest.raises(PlanError) as info:
+        train_only.with_callbacks(val_monitor).fit(verbose=False)
+    assert [d.path for d in info.value.diagnostics] == ["callbacks[0]"]
+    made = train_only.with_callback_factories(
+        lambda: EarlyStopping(monitor=MonitorSpec(split="val")))
+    assert made.validate().ok  # no factory is called while validating
+    with pytest.raises(PlanError) as info:
+        made.fit(verbose=False)
+    assert [d.path for d in info.value.diagnostics] == ["callback_factories[0]"]
+    assert written() == []
+    # Validation data, given or from a factory never called here, satisfies it.
+    assert plan().with_callbacks(val_monitor).validate().ok
+    assert plan().with_data(val=lambda: tiny_batches(2, seed=1)).with_callbacks(
+        val_monitor).validate().ok
+
+
+def test_validate_refuses_a_resume_from_a_run_that_does_not_exist() -> None:
+    """Issue 36 item 22: as the fit would, and the refused fit leaves nothing behind
+    (no lease file of the run that never was)."""
+    missing = plan().resuming("nosuchrun")
+    found = missing.validate()
+    assert found.paths == ("resume.run_id",)
+    assert "no run nosuchrun" in found.diagnostics[0].message
+    assert plan().resuming("best").validate().paths == ("resume.run_id",)  # no runs/best
+    with pytest.raises(PlanError):
+        missing.fit(verbose=False)
+    assert written() == []
+    source = plan(n_epochs=1).fit(verbose=False)
+    assert plan().resuming(source.run.id).validate().ok

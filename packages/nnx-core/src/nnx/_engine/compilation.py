@@ -64,9 +64,11 @@ def check_compile_scope(spec: Any, model: Any, *, custom_step: bool,
     if distributed is not None:
         refuse("does not cover distributed=DDP(...)")
     net = getattr(model.params, "net", None)
-    if not isinstance(net, Nets) or net.name not in Nets._core:
-        refuse(f"covers the built-in non-graph nets ({', '.join(Nets._core)}); this model's "
-               f"net is {getattr(net, 'label', net)!r}")
+    # An add-on's Nets member (nnx-lm's TRANSFORMER) declares itself compilable on its
+    # NetRegistration: core never imports an add-on to decide.
+    if not isinstance(net, Nets) or not net.registration.compilable:
+        refuse(f"covers the built-in non-graph nets ({', '.join(_compilable())}); this "
+               f"model's net is {getattr(net, 'label', net)!r}")
     if not hasattr(model, "_fit_forward"):
         refuse(f"needs a model that routes its forward ({type(model).__name__} does not)")
     if custom_step:
@@ -81,6 +83,12 @@ def check_compile_scope(spec: Any, model: Any, *, custom_step: bool,
             refuse(f"does not cover a topology-changing callback ({type(callback).__name__} "
                    "declares checkpoint_transforms)")
     return spec
+
+
+def _compilable() -> list[str]:
+    """The Nets members compile= covers: core's, then each add-on's this process has
+    resolved (listing them never imports an add-on)."""
+    return [name for name, member in Nets._members.items() if member.registration.compilable]
 
 
 def _graph_counts() -> tuple[int, int]:

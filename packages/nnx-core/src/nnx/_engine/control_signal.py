@@ -16,6 +16,7 @@ from typing import Any
 from nnx._contracts.monitors import MonitorSpec, MonitorTracker
 from nnx._foundation.records import MonitorRecord, NNIterationDataPoint, signal_walk
 from nnx.metrics import metric_modes
+from nnx.params.monitor import check_monitor_source
 
 __all__ = ["epoch_signal", "monitor_tracker"]
 
@@ -27,9 +28,7 @@ def monitor_tracker(params: Any, metrics: Sequence[Any], *, custom_step: bool
     spec = params.monitor
     if spec is None:
         return None
-    if spec.split == "val" and params.val_loader is None:
-        raise ValueError(f"a validation-split MonitorSpec needs "
-                         f"{type(params).__name__}.val_loader")
+    check_monitor_source(spec, params, who=f"{type(params).__name__}.monitor")
     if spec.split == "train" and spec.metric not in ("loss", "error") and custom_step:
         raise ValueError(f"MonitorSpec(metric={spec.metric!r}, split='train') needs the "
                          "default training step: a custom step or an objective records "

@@ -34,12 +34,11 @@ from nnx._engine.loop_state import LoopState, param_names
 from nnx._engine.optimizer_factories import optimizer_factory_state
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.seeding import capture_rng_state, restore_rng_state
-from nnx._persistence.best_pointer import resolve_best
 from nnx._persistence.checkpoint import NNCheckpoint, checkpoint_path
 from nnx._persistence.leftovers import remove_leftovers
 from nnx._persistence.owed_points import OwedPointsBusy, settle_owed
 from nnx._persistence.resume_point import ResumePointError, verify_point
-from nnx._persistence.resume_source import check_resume_source
+from nnx._persistence.resume_source import check_resume_source, require_source_run
 from nnx._persistence.resume_status import ResumeStatus
 from nnx.enums.schedulers import Schedulers
 
@@ -120,7 +119,9 @@ def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan
     if memory is not None and (memory.run_id, memory.tag) == (source, tag):
         return _plan(params, memory.checkpoint, memory.training_state, source, tag, planned,
                      parent=dict(memory.parent))
-    run = resolve_best(source, root)  # "best": the run runs/best names now, by name
+    # "best": the run runs/best names now, by name. A source that does not exist is
+    # refused before the clean-up below takes its lease (no lock file of it is left).
+    run = require_source_run(root, source)
     # The source's history must hold what its LAST commits (nnx._persistence.resume_source):
     # a damaged source is refused before anything, the clean-up included, touches it.
     check_resume_source(root, run)

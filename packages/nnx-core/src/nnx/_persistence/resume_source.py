@@ -16,11 +16,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from nnx._persistence.best import BEST_NAME, current_best
+from nnx._persistence.best_pointer import resolve_best
 from nnx._persistence.history_completeness import read_mark
 from nnx._persistence.history_ends import check_history_ends
 from nnx._persistence.run_damage import RunDamagedError, reading
 
-__all__ = ["check_resume_source"]
+__all__ = ["check_resume_source", "require_source_run"]
+
+
+def require_source_run(root: Path, run_id: str) -> str:
+    """The run a resume of ``run_id`` reads (``"best"``: the run runs/best names now);
+    FileNotFoundError when no such run exists under ``root``. Only looks: nothing under
+    ``root`` is created, so a refused resume leaves no lease file of a run that never
+    was (ExperimentPlan.validate() asks the same, before any fit)."""
+    source = resolve_best(run_id, root)
+    if not (Path(root) / source).is_dir():
+        raise FileNotFoundError(f"cannot resume: no run {source} under "
+                                f"{Path(root).as_posix()}/")
+    return source
 
 
 def check_resume_source(root: Path, run_id: str) -> None:

@@ -3,7 +3,9 @@
 Pure: nothing here iterates a loader, calls a factory, builds a model, reads
 weights or writes a directory. The one object built is the loss module, which
 the task check reads (as ``NNModel`` does before it builds the net). A borrowed
-callback's ``check_run`` runs on a shallow copy, so the callback is never bound.
+callback's ``check_run`` runs on a shallow copy, so the callback is never bound. A
+resume's source run is only looked up under ``<cwd>/runs`` (the fit's root), as the fit
+would: a source that does not exist is reported, and nothing there is opened.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import copy
 import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,6 +28,8 @@ from nnx._engine.control_signal import monitor_tracker
 from nnx._engine.evaluation import is_streaming_step, streaming_step_problems
 from nnx._engine.loop_support import check_provenance
 from nnx._foundation.validation import check_optional_str, check_run_id, check_seed
+from nnx._persistence.resume_source import require_source_run
+from nnx._persistence.run import DEFAULT_ROOT
 from nnx._surface.plan_types import Diagnostic, PlanData, ResumeRequest
 from nnx.callbacks.base import Callback
 from nnx.metrics import check_metric_inputs
@@ -75,6 +80,18 @@ def data_problem(source: Any, *, training: bool, field: str) -> str | None:
     except (TypeError, ValueError) as exc:
         return str(exc)
     return None
+
+
+class _Unmade:
+    """Stands in, while validating, for validation data a fit will make (a factory's,
+    never called here): a callback's ``check_run`` sees that the fit has a val_loader,
+    as NNModel.train will (a validation-split monitor is accepted, §20)."""
+
+    def __iter__(self) -> Any:
+        raise RuntimeError("ExperimentPlan.validate() never iterates or makes a loader")
+
+
+_UNMADE = _Unmade()
 
 
 def _source(out: list[Diagnostic], path: str, source: Any, *, training: bool) -> None:
@@ -132,7 +149,8 @@ def training_params(train: NNTrainParams, *, seed: int | None, data: PlanData,
                     resume: ResumeRequest | None, train_loader: Any = None,
                     val_loader: Any = None) -> NNTrainParams:
     """The NNTrainParams a fit passes to ``model.train``: the plan's seed, data identity and
-    resume over ``train``, with the given loaders (None while validating)."""
+    resume over ``train``, with the given loaders (while validating: None, or a stand-in
+    for the validation data the fit will have, so a callback's check_run sees it)."""
     changes: dict[str, Any] = {"train_loader": train_loader, "val_loader": val_loader,
                                "seed": train.seed if seed is None else seed,
                                "data_id": data.identity}
@@ -153,6 +171,11 @@ def _resume(out: list[Diagnostic], train: NNTrainParams, resume: ResumeRequest |
                 check_run_id(f"resume.{name}", getattr(resume, name), what=what)
             except ValueError as exc:
                 out.append(Diagnostic(f"resume.{name}", str(exc)))
+        if len(out) == before:  # a fit writes under <cwd>/runs: its source must be there
+            try:
+                require_source_run(Path(DEFAULT_ROOT), resume.run_id)
+            except FileNotFoundError as exc:
+                out.append(Diagnostic("resume.run_id", str(exc)))
         if resume.mode is not None and resume.mode not in RESUME_MODES:
             out.append(Diagnostic("resume.mode", f"must be one of {RESUME_MODES}; "
                                                  f"got {resume.mode!r}"))
@@ -280,8 +303,12 @@ def _train(out: list[Diagnostic], train: NNTrainParams, plan: Any, adapter: Any,
         except (TypeError, ValueError) as exc:
             out.append(Diagnostic("train.monitor", str(exc)))
     resume = plan.resume if _resume(out, train, plan.resume) else None
+    val = plan.data.val
+    if val is not None and (is_factory(val) or data_problem(val, training=False,
+                                                            field="data.val") is not None):
+        val = _UNMADE  # the factory is never called here; a bad source is reported above
     try:  # what the callbacks' check_run sees (a broken resume reported above is left out)
-        return training_params(train, seed=seed, data=data, resume=resume)
+        return training_params(train, seed=seed, data=data, resume=resume, val_loader=val)
     except (TypeError, ValueError) as exc:
         out.append(Diagnostic("train", str(exc)))
         return None

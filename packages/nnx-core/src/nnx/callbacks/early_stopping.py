@@ -21,7 +21,7 @@ from nnx._contracts.monitors import MonitorTracker
 from nnx._foundation.validation import NON_NEGATIVE, check_count, check_real
 from nnx.callbacks.base import Callback, CallbackContext
 from nnx.metrics import metric_modes
-from nnx.params.monitor import MonitorSpec
+from nnx.params.monitor import MonitorSpec, check_monitor_source
 
 __all__ = ["MONITOR_KEYS", "EarlyStopping"]
 
@@ -73,8 +73,12 @@ class EarlyStopping(Callback):
             self.tracker = MonitorTracker(self.spec, self.spec.mode or "min")
 
     def check_run(self, params: Any) -> None:
-        """Refuse, before any run is reserved, a monitor the run cannot resolve."""
-        if self.spec is not None and self.spec.mode is None:
+        """Refuse, before any run is reserved, a monitor the run cannot resolve or feed
+        (a validation-split MonitorSpec without a val_loader, §6.4)."""
+        if self.spec is None:
+            return
+        check_monitor_source(self.spec, params, who="EarlyStopping(monitor=MonitorSpec(...))")
+        if self.spec.mode is None:
             self.spec.direction(metric_modes(tuple(getattr(params, "metrics", ()) or ())))
 
     def on_train_begin(self, ctx: CallbackContext) -> None:

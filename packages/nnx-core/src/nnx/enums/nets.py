@@ -32,10 +32,17 @@ NETS_GROUP = "nnx.nets"
 
 @dataclass(frozen=True)
 class NetRegistration:
-    """What a ``Nets`` member is: how to build it, and its params class."""
+    """What a ``Nets`` member is: how to build it, and its params class.
+
+    ``compilable``: ``model.train(compile=CompileSpec(...))`` covers the net (spec §28:
+    the built-in non-graph nets). The core nets are; an add-on's net declares it here,
+    so core names no add-on. Leave it False for a net whose forward takes more than
+    the batch's inputs (a graph net's edge index) or that the default step cannot run.
+    """
 
     build: Callable[[Any], nn.Module]
     params_class: type
+    compilable: bool = False
 
 
 def _load(path: str) -> Any:
@@ -127,7 +134,8 @@ class Nets(metaclass=_NetsMeta):
         if self._registration is None:
             assert self._paths is not None
             build, params = self._paths
-            self._registration = NetRegistration(build=_load(build), params_class=_load(params))
+            self._registration = NetRegistration(build=_load(build), params_class=_load(params),
+                                                 compilable=True)  # every core net (§28)
         return self._registration
 
     @property

@@ -79,7 +79,8 @@ def check_rebuild_fits(net_params: NNParams | None, params: NNModelParams,
                        prepare: Callable[[nn.Module], object]) -> None:
     """Refuse (ValueError naming ``what`` and the first differing tensors) saved weights
     that do not fit the net ``params`` describe (a built-in one from ``net_params``, or
-    a registered factory's), before it is allocated.
+    a registered factory's), before it is allocated. For a built-in net the error is a
+    :class:`~nnx.models.topology.BuiltinWeightsMismatchError`, a RuntimeError too.
 
     The net is built on the meta device, ``prepare`` (the transform replay) run on it,
     and its parameter and buffer names and shapes compared with ``state_dict``. Every
@@ -100,7 +101,8 @@ def check_rebuild_fits(net_params: NNParams | None, params: NNModelParams,
         return  # the factory needs real tensors: compared after its real build
     finally:
         restore_rng_state(rng)
-    check_weights_fit(skeleton, state_dict, what)
+    # A built-in net's mismatch is also the RuntimeError load_state_dict would raise (§3.2).
+    check_weights_fit(skeleton, state_dict, what, builtin=not isinstance(params.net, ModelSpec))
 
 
 def build_reference(net_params: NNParams | None, params: NNModelParams) -> nn.Module | None:

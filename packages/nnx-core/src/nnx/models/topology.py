@@ -20,8 +20,8 @@ from torch.nn.parameter import is_lazy
 from nnx._foundation.hashing import canonical_bytes, sha256_hex
 from nnx.params.descriptors import RuntimeModule
 
-__all__ = ["WeightsMismatchError", "check_weights_fit", "runtime_descriptor",
-           "topology_fingerprint"]
+__all__ = ["BuiltinWeightsMismatchError", "WeightsMismatchError", "check_weights_fit",
+           "runtime_descriptor", "topology_fingerprint"]
 
 
 def _entries(named: Iterable[tuple[str, torch.Tensor]]) -> list[list[Any]]:
@@ -54,10 +54,18 @@ class WeightsMismatchError(ValueError):
         self.missing, self.unexpected = missing, unexpected
 
 
+class BuiltinWeightsMismatchError(WeightsMismatchError, RuntimeError):
+    """:class:`WeightsMismatchError` for a built-in (``Nets``) net: also a RuntimeError,
+    the error spec §3.2 says a built-in net's mismatch surfaces as (``load_state_dict``'s),
+    raised by the allocation-free check before that load. ``except ValueError`` and
+    ``except RuntimeError`` both catch it."""
+
+
 def check_weights_fit(module: nn.Module, state_dict: Mapping[str, torch.Tensor],
-                      what: str) -> None:
+                      what: str, *, builtin: bool = False) -> None:
     """Refuse (:class:`WeightsMismatchError`, a ValueError) saved weights whose names or
-    shapes differ from ``module``'s."""
+    shapes differ from ``module``'s; ``builtin``: ``module`` is a built-in net's, so the
+    error is a :class:`BuiltinWeightsMismatchError` (a RuntimeError too)."""
     expected = {k: tuple(v.shape) for k, v in module.state_dict().items()}
     saved = {k: tuple(v.shape) for k, v in state_dict.items()}
     if expected == saved:
@@ -66,7 +74,8 @@ def check_weights_fit(module: nn.Module, state_dict: Mapping[str, torch.Tensor],
     extra = sorted(set(saved) - set(expected))
     shapes = [f"{k} {saved[k]} vs {expected[k]}"
               for k in sorted(set(expected) & set(saved)) if expected[k] != saved[k]][:5]
-    raise WeightsMismatchError(
+    error = BuiltinWeightsMismatchError if builtin else WeightsMismatchError
+    raise error(
         f"{what}: the saved weights do not fit the module (missing {missing[:5]}, "
         f"unexpected {extra[:5]}, other shapes {shapes}); nothing was loaded",
         missing=missing, unexpected=extra)

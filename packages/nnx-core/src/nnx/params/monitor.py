@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
+from typing import Any
 
 from nnx._foundation.config_base import Params, set_field
 from nnx._foundation.records import MONITOR_DIRECTIONS as _DIRECTIONS
 from nnx._foundation.records import MONITOR_SPLITS, NNEvaluationDataPoint
 from nnx._foundation.validation import NON_NEGATIVE, check_choice, check_real
 
-__all__ = ["NATURAL_MIN", "MonitorSpec", "check_monitor", "improved"]
+__all__ = ["NATURAL_MIN", "MonitorSpec", "check_monitor", "check_monitor_source", "improved"]
 
 #: The record's own control values; lower is better for both.
 NATURAL_MIN = ("loss", "error")
@@ -48,9 +49,12 @@ def improved(current: float | None, best: float | None, *, direction: str,
     return current > best + min_delta
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class MonitorSpec(Params):
-    """What a run selects on: ``MonitorSpec(metric="nll", split="val", min_delta=0.01)``.
+    """What a run selects on: ``MonitorSpec("nll", split="val", min_delta=0.01)``.
+
+    The metric is positional-or-keyword (``MonitorSpec("auroc")``, §24 / §26); the
+    rest are keyword-only, so a bare second value never lands on the wrong field.
 
     ``mode`` None takes the metric's natural direction (loss and error: "min").
     ``on_missing="skip"`` makes an epoch without a value a non-decision;
@@ -60,6 +64,7 @@ class MonitorSpec(Params):
     """
 
     metric: str = "loss"
+    _: KW_ONLY
     split: str = "val"
     mode: str | None = None
     min_delta: float = 0.0
@@ -140,3 +145,15 @@ def check_monitor(spec: MonitorSpec, declared_metric_names: Iterable[str]) -> No
         f"MonitorSpec(metric={spec.metric!r}) names no declared metric ({_names(declared)}); "
         f"monitor 'loss', 'error' or declare MetricSpec({spec.metric!r}) in metrics="
     )
+
+
+def check_monitor_source(spec: MonitorSpec, params: Any, *, who: str = "a MonitorSpec") -> None:
+    """Refuse, before training, a validation-split monitor of a run without a
+    ``val_loader`` (§6.4): its every epoch would be missing, so BEST, plateau
+    scheduling or early stopping would silently never decide. ``params`` is the
+    run's NNTrainParams / NNTrainerParams; ``who`` names the monitor's owner."""
+    if spec.split == "val" and getattr(params, "val_loader", None) is None:
+        raise ValueError(
+            f"{who} monitors the validation split ({spec.key}), but "
+            f"{type(params).__name__}.val_loader is None: pass validation data, or monitor "
+            f"the training split (split='train')")

@@ -9,6 +9,9 @@ in the live net. The recipes found are replayed on the reference and accepted on
 when the two trees then match exactly, so what the run records rebuilds exactly the
 net it trains. Anything else is refused (:class:`LiveTopologyError`) before a run
 directory exists, unless a ``salt=`` marks it as a deliberate unrecorded variant.
+The refusal protects run identity (the id records the net the params describe);
+a net swapped in by hand with the same modules, tensor shapes and per-module
+settings (``extra_repr``: a dropout's ``p``) is that net, and trains as it.
 
 A checkpoint written before such changes were recorded holds weights its recorded
 recipes cannot rebuild: :func:`unrecorded_weights_error` asks the same ops to name
@@ -24,6 +27,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import is_lazy
 
 from nnx.transforms.recipe import TransformRecipe
@@ -39,7 +43,7 @@ __all__ = ["LiveTopologyError", "RecognizingTransform", "live_recipes", "module_
 
 Recognize = Callable[[nn.Module, nn.Module], Sequence[Mapping[str, Any]]]
 ExplainWeights = Callable[[Sequence[str], Mapping[str, "tuple[int, ...]"]], "str | None"]
-Tree = tuple[dict[str, str], dict[str, "tuple[int, ...] | str | None"]]
+Tree = tuple[dict[str, str], dict[str, "tuple[int, ...] | str | None"], dict[str, "str | None"]]
 
 _SHOWN = 6  # differences named in a refusal
 
@@ -78,17 +82,23 @@ class RecognizingTransform:
 
 
 def module_tree(net: nn.Module) -> Tree:
-    """``({path: class}, {state-dict name: shape})``: what a replay must reproduce.
+    """``({path: class}, {state-dict name: shape}, {path: settings})``: what a replay,
+    or a net swapped in by hand, must reproduce.
 
+    The settings are each module's ``extra_repr()`` (a dropout's ``p``, a norm's
+    ``eps``): the hyperparameters the run id records that no tensor shape shows, so a
+    net accepted as "the net the params build" trains exactly what the id says.
     Values, dtypes and devices are not topology; a lazy module counts as the class it
-    becomes and its unmaterialized shapes (None) match any shape.
+    becomes, and its unmaterialized shapes and settings (None) match any.
     """
-    modules = {}
+    modules, settings = {}, {}
     for path, module in net.named_modules(remove_duplicate=False):
         cls = getattr(type(module), "cls_to_become", None) or type(module)
         modules[path] = f"{cls.__module__}.{cls.__qualname__}"
+        lazy = isinstance(module, LazyModuleMixin) and module.has_uninitialized_params()
+        settings[path] = None if lazy else module.extra_repr()
     tensors = {k: _entry_shape(v) for k, v in net.state_dict(keep_vars=True).items()}
-    return modules, tensors
+    return modules, tensors, settings
 
 
 def _entry_shape(value: Any) -> tuple[int, ...] | str | None:
@@ -100,18 +110,19 @@ def _entry_shape(value: Any) -> tuple[int, ...] | str | None:
 
 
 def _fits(a: tuple[int, ...] | str | None, b: tuple[int, ...] | str | None) -> bool:
-    return a is None or b is None or a == b  # an unmaterialized lazy shape fits any
+    return a is None or b is None or a == b  # an unmaterialized lazy entry fits any
 
 
 def _same(a: Tree, b: Tree) -> bool:
-    return a[0] == b[0] and a[1].keys() == b[1].keys() and all(
-        _fits(a[1][k], b[1][k]) for k in a[1])
+    return a[0] == b[0] and all(
+        a[part].keys() == b[part].keys() and all(_fits(a[part][k], b[part][k]) for k in a[part])
+        for part in (1, 2))
 
 
 def tree_differences(live: Tree, reference: Tree) -> list[str]:
     """What ``live`` changed over ``reference``, as ``module layers.0: A -> B``; module
     paths only when any differ (they explain the tensor names)."""
-    for part, what in ((0, "module"), (1, "tensor")):
+    for part, what in ((0, "module"), (1, "tensor"), (2, "setting")):
         have: Mapping[str, Any] = live[part]
         want: Mapping[str, Any] = reference[part]
         out = []
@@ -188,10 +199,16 @@ def live_recipes(net: nn.Module, reference: nn.Module, *, what: str,
         return ()
     raise LiveTopologyError(
         f"{what}: model.net is not the net its params build ({shown}), and no registered "
-        f"transform reproduces that change{why}. The run id would not record it and "
-        f"NNModel.from_checkpoint could not rebuild the net. Make the change through a "
-        f"transform recipe, model.apply_transform(recipe), with an op registered by "
-        f"nnx.register_transform{builders}; or, to train this variant unrecorded anyway, "
+        f"transform reproduces that change{why}. The refusal protects run identity: the "
+        f"run id records the net the params describe, so training another one under it "
+        f"would file its results as that configuration's, and NNModel.from_checkpoint "
+        f"would rebuild the wrong net (a net swapped in with the same modules, shapes "
+        f"and settings is accepted). To train a different net: wrap it, "
+        f"NNModel(module=net, params=...), whose topology the run id records; build it "
+        f"from the params, through a registered model factory (nnx.register_model_factory "
+        f"and ModelSpec) or a Nets member; or make the change through a transform "
+        f"recipe, model.apply_transform(recipe), with an op registered by "
+        f"nnx.register_transform{builders}. Or, to train this variant unrecorded anyway, "
         f"name it with salt='...' (its checkpoints then reload only onto a net changed "
         f"the same way by hand). Nothing was reserved")
 

@@ -177,4 +177,7 @@ def _init(module: nn.Module) -> None:
 
 
 #: The ``nnx.nets`` entry: how ``Nets.TRANSFORMER`` builds, and its params class.
-TRANSFORMER = NetRegistration(build=TransformerNN, params_class=NNTransformerParams)
+# compilable: model.train(compile=...) covers a TransformerNN fit by the default step
+# (spec §28); generation (the KV-cache path) always runs eager.
+TRANSFORMER = NetRegistration(build=TransformerNN, params_class=NNTransformerParams,
+                              compilable=True)
