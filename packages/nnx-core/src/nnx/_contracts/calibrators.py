@@ -102,16 +102,27 @@ def read_calibrator(record: Mapping[str, Any]) -> Any:
     return reader(record)
 
 
+#: Attributes of a model object that never shape its outputs: the loss scores them and a
+#: compiled forward of a fit wraps the net itself (NNModel's ``_fit_forward``).
+_NOT_OUTPUT_STATE = frozenset({"net", "loss_fn", "_fit_forward"})
+
+
 def model_fingerprint(model: Any) -> str:
-    """``sha256:<hex>`` over the weights' names, dtypes, shapes and bytes: an NNModel (its
-    net), a module or a state dict. A bundle computes the same digest from its
-    model.safetensors payload without building a tensor, so a calibrator bound to it
-    is checked against the bundled weights."""
-    net = getattr(model, "net", model)
-    if isinstance(net, nn.Module):
-        state: Mapping[str, Any] = net.state_dict()
-    elif isinstance(net, Mapping):
-        state = net
+    """``sha256:<hex>`` over every weight of what it is given: names, dtypes, shapes and
+    bytes. A state dict is hashed as it is; a module, all of its state (a wrapper's head
+    beside its ``net`` included); a model object (an NNModel), its net's state plus every
+    other module or tensor it holds that shapes its outputs (a subclass's head, a
+    scale), each under ``<attribute>:``, its loss excluded. An NNModel holding only
+    its net gets the digest a bundle computes from its model.safetensors payload
+    without building a tensor, so a calibrator bound to it is checked against the
+    bundled weights."""
+    if isinstance(model, nn.Module):
+        state: dict[str, Any] = dict(model.state_dict())
+    elif isinstance(model, Mapping):
+        state = dict(model)
+    elif isinstance(getattr(model, "net", None), nn.Module):
+        state = dict(model.net.state_dict())
+        state.update(_beside_the_net(model))
     else:
         raise TypeError(f"model_fingerprint needs a model, a module or a state dict; got "
                         f"{type(model).__name__}")
@@ -120,3 +131,17 @@ def model_fingerprint(model: Any) -> str:
         odd = sorted(k for k in state if k not in tensors)[:5]
         raise TypeError(f"model_fingerprint: state entries {odd} are not tensors")
     return tensors_fingerprint(tensors)
+
+
+def _beside_the_net(model: Any) -> dict[str, torch.Tensor]:
+    """The modules' and tensors' state a model object holds besides its net and loss, as
+    ``<attribute>:<name>`` entries (``:`` never occurs in a module's state names)."""
+    out: dict[str, torch.Tensor] = {}
+    for attribute, value in sorted(vars(model).items()) if hasattr(model, "__dict__") else ():
+        if attribute in _NOT_OUTPUT_STATE:
+            continue
+        if isinstance(value, nn.Module):
+            out.update({f"{attribute}:{k}": v for k, v in value.state_dict().items()})
+        elif isinstance(value, torch.Tensor):
+            out[f"{attribute}:"] = value
+    return out

@@ -4,7 +4,7 @@
 
     <bundle>/bundle.json              {"format", "version", "generation", "files"}
     <bundle>/g-<generation>/state.json, model.safetensors[, training.safetensors],
-                            calibrator-<n>.json
+                            calibrator-<n>.json[, preprocessing.json]
 
 state.json is strict JSON. Values JSON cannot hold are typed objects of exactly
 one ``$`` key: ``{"$tuple": [...]}``, ``{"$intdict": [[key, value], ...]}`` (an
@@ -53,13 +53,15 @@ MANIFEST = "bundle.json"
 STATE = "state.json"
 MODEL = "model.safetensors"
 TRAINING = "training.safetensors"
+#: The fitted preprocessing's state (nnx.preprocessing/1), when one was exported.
+PREPROCESSING = "preprocessing.json"
 #: 32 lowercase hex digits: a generation id.
 GENERATION = re.compile(r"[0-9a-f]{32}")
 #: The atomic writer's temp beside bundle.json, which a killed export may strand.
 MANIFEST_TEMP = re.compile(r"\.bundle\.json\.[0-9a-f]{8}")
 CALIBRATOR = re.compile(r"calibrator-(0|[1-9][0-9]{0,5})\.json")
 #: The payloads a generation may hold; their names are the format's, never a caller's.
-PAYLOAD_NAMES = (STATE, MODEL, TRAINING)
+PAYLOAD_NAMES = (STATE, MODEL, TRAINING, PREPROCESSING)
 #: A manifest or state document larger than these is refused before it is read.
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_JSON_BYTES = 64 * 1024 * 1024

@@ -35,6 +35,8 @@ from nnx._persistence.bundle_format import (
     MAX_JSON_BYTES,
     MAX_MANIFEST_BYTES,
     MODEL,
+    PAYLOAD_NAMES,
+    PREPROCESSING,
     STATE,
     STATE_FORMAT,
     TRAINING,
@@ -45,18 +47,26 @@ from nnx._persistence.bundle_format import (
     is_generation_name,
     read_regular,
 )
+from nnx._persistence.bundle_records import (
+    calibrator_problems,
+    is_fingerprint,
+    read_preprocessing,
+)
 from nnx.enums.nets import Nets
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
+from nnx.preprocessing import Standardizer
 
-__all__ = ["BundleInfo", "ValidatedBundle", "calibrator_problems", "inspect_bundle",
-           "is_fingerprint", "load_bundle", "read_manifest", "validate_bundle"]
+__all__ = ["BundleInfo", "ValidatedBundle", "inspect_bundle", "load_bundle", "read_manifest",
+           "validate_bundle"]
 
 #: A tensor payload larger than this is refused before it is read.
 MAX_TENSOR_BYTES = 1 << 40
 _STATE_KEYS = {"format", "version", "generation", "capability", "source", "model", "net",
                "train", "transforms", "task", "weights", "training", "record", "calibrators",
                "resume_refusal"}
+#: Present only when used (a bundle without preprocessing reads as before it existed).
+_OPTIONAL_KEYS = {"preprocessing"}
 _SOURCE_KEYS = {"run_id", "checkpoint", "epoch", "checkpoint_generation", "checkpoint_id",
                 "attempt_id"}
 
@@ -86,6 +96,9 @@ class BundleInfo:
     files: Mapping[str, Mapping[str, Any]] = field(repr=False)
     #: The source run's attempt id at export (None when it recorded no provenance).
     source_attempt: str | None = None
+    #: The shipped preprocessing (file, columns, digest; inspection reads only the
+    #: file's name), None when the bundle ships none.
+    preprocessing: Mapping[str, Any] | None = None
 
     @cached_property
     def _params(self) -> tuple[Any, Any]:
@@ -115,6 +128,8 @@ class ValidatedBundle:
     state: Mapping[str, Any]  # tensor references as TensorRef
     payloads: Mapping[str, bytes]
     calibrators: tuple[Mapping[str, Any], ...]
+    #: The fitted preprocessing, rebuilt from its checked state (None: none shipped).
+    preprocessing: Standardizer | None = None
 
 
 def read_manifest(root: Path) -> dict[str, Any]:
@@ -143,7 +158,7 @@ def read_manifest(root: Path) -> dict[str, Any]:
         if name is None:
             raise BundleValidationError(f"{MANIFEST} lists {rel!r}, outside generation "
                                         f"{generation} (one generation id throughout)")
-        if name not in (STATE, MODEL, TRAINING) and not CALIBRATOR.fullmatch(name):
+        if name not in PAYLOAD_NAMES and not CALIBRATOR.fullmatch(name):
             raise BundleValidationError(f"{MANIFEST} lists {rel!r}, not a payload of the format")
         if (not isinstance(entry, dict) or set(entry) != {"sha256", "size"}
                 or not isinstance(entry["sha256"], str) or len(entry["sha256"]) != 64
@@ -242,9 +257,9 @@ def _state(data: bytes, rel: str, generation: str) -> dict[str, Any]:
     state = _json(data, rel)
     if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
         raise BundleValidationError(f"{rel} is not a bundle state ({STATE_FORMAT})")
-    if set(state) != _STATE_KEYS:
+    if not _STATE_KEYS <= set(state) <= _STATE_KEYS | _OPTIONAL_KEYS:
         raise BundleValidationError(f"{rel}: fields missing {sorted(_STATE_KEYS - set(state))}, "
-                                    f"unknown {sorted(set(state) - _STATE_KEYS)}")
+                                    f"unknown {sorted(set(state) - _STATE_KEYS - _OPTIONAL_KEYS)}")
     if state["version"] != 1 or state["generation"] != generation:
         raise BundleValidationError(f"{rel}: generation {state['generation']!r} / version "
                                     f"{state['version']!r}, the manifest's {generation!r} / 1 "
@@ -268,6 +283,7 @@ def _state(data: bytes, rel: str, generation: str) -> dict[str, Any]:
         (state["resume_refusal"] is None or isinstance(state["resume_refusal"], str),
          "resume_refusal"),
         ((state["training"] is None) == (state["capability"] == "inference"), "training"),
+        (state.get("preprocessing", PREPROCESSING) == PREPROCESSING, "preprocessing"),
     ]
     for ok, name in checks:
         if not ok:
@@ -294,43 +310,6 @@ def _references(state: Mapping[str, Any], rel: str) -> tuple[dict[str, Any], dic
         if value != {"$tensor": f"model:{key}"}:
             raise BundleValidationError(f"{rel} weights.{key}: not a reference to model:{key}")
     return decoded, refs
-
-
-def calibrator_problems(record: Any, task: Mapping[str, Any] | None, what: str
-                        ) -> list[str]:
-    """Why a calibrator ``record`` does not calibrate the bundle's ``task`` (labels,
-    class count); [] when it does. Its fingerprint is checked separately."""
-    if not isinstance(record, dict):
-        return [f"{what} is not a JSON object"]
-    labels, model_id = record.get("labels"), record.get("model_id")
-    problems = []
-    if not isinstance(record.get("format"), str):
-        problems.append(f"{what} names no format")
-    if (not isinstance(labels, list) or not labels
-            or not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in labels)
-            or len({repr(x) for x in labels}) != len(labels)):
-        problems.append(f"{what} has no list of distinct labels")
-        return problems
-    if model_id is not None and (not isinstance(model_id, str) or not model_id):
-        problems.append(f"{what} has model_id {model_id!r}, not a string")
-    declared = record.get("num_classes", len(labels))
-    if declared != len(labels):
-        problems.append(f"{what} declares {declared} classes and {len(labels)} labels")
-    if task is None or task.get("kind") != "categorical":
-        problems.append(f"{what}: a calibrator calibrates a categorical model, and this model "
-                        "declares no categorical task")
-        return problems
-    if len(labels) != task["num_classes"]:
-        problems.append(f"{what} calibrates {len(labels)} classes, the model has "
-                        f"{task['num_classes']}")
-    elif list(labels) != list(task["labels"]):
-        problems.append(f"{what} has labels {labels}, the task's are {task['labels']}")
-    return problems
-
-
-def is_fingerprint(model_id: Any) -> bool:
-    return (isinstance(model_id, str) and model_id.startswith("sha256:")
-            and len(model_id) == 71)
 
 
 def load_bundle(path: str | os.PathLike[str], *,
@@ -360,7 +339,8 @@ def load_bundle(path: str | os.PathLike[str], *,
     records = []
     for name in state["calibrators"]:
         record = _json(payloads[name], prefix + name)
-        problems = calibrator_problems(record, state["task"], prefix + name)
+        problems = calibrator_problems(record, state["task"], prefix + name,
+                                       (state["source"]["run_id"], state["source"]["checkpoint"]))
         if problems:
             raise BundleValidationError("; ".join(problems))
         records.append(record)
@@ -372,6 +352,7 @@ def load_bundle(path: str | os.PathLike[str], *,
             raise BundleValidationError(
                 f"{prefix}{file} holds tensors {sorted(set(entries) - names)[:5]} that state.json "
                 f"does not reference, and lacks {sorted(names - set(entries))[:5]}")
+    preprocessing = _preprocessing(state, payloads, prefix)
     fingerprint = None
     for name, record in zip(state["calibrators"], records, strict=True):
         if is_fingerprint(record.get("model_id")):
@@ -381,8 +362,26 @@ def load_bundle(path: str | os.PathLike[str], *,
                 raise BundleValidationError(f"{prefix}{name} is bound to model "
                                             f"{record['model_id']}, the bundled weights are "
                                             f"{fingerprint}")
-    info = _info(root, manifest, decoded, records)
-    return ValidatedBundle(info, decoded, payloads, tuple(records))
+    info = _info(root, manifest, decoded, records, preprocessing)
+    return ValidatedBundle(info, decoded, payloads, tuple(records), preprocessing)
+
+
+def _preprocessing(state: Mapping[str, Any], payloads: Mapping[str, bytes], prefix: str
+                   ) -> Standardizer | None:
+    """The shipped preprocessing, rebuilt from its checked state; state.json names it
+    exactly when the manifest lists it."""
+    named, listed = "preprocessing" in state, PREPROCESSING in payloads
+    if named != listed:
+        raise BundleValidationError(
+            f"{prefix}{STATE} {'names' if named else 'does not name'} {PREPROCESSING}, the "
+            f"manifest {'lists' if listed else 'does not list'} it")
+    if PREPROCESSING not in payloads:
+        return None
+    record = _json(payloads[PREPROCESSING], prefix + PREPROCESSING)
+    try:
+        return read_preprocessing(record, state["net"], prefix + PREPROCESSING)
+    except ValueError as exc:
+        raise BundleValidationError(str(exc)) from None
 
 
 def _header(data: bytes, where: str) -> Any:
@@ -393,7 +392,7 @@ def _header(data: bytes, where: str) -> Any:
 
 
 def _info(root: Path, manifest: Mapping[str, Any], state: Mapping[str, Any],
-          records: list[Any] | None) -> BundleInfo:
+          records: list[Any] | None, preprocessing: Standardizer | None = None) -> BundleInfo:
     source = state["source"]
     training = state["training"]
     components = () if not isinstance(training, dict) else tuple(
@@ -409,7 +408,11 @@ def _info(root: Path, manifest: Mapping[str, Any], state: Mapping[str, Any],
         epoch=source["epoch"], model=state["model"], net=state["net"],
         transforms=tuple(state["transforms"]), components=components, calibrators=summaries,
         task=state["task"], resume_refusal=state["resume_refusal"], files=manifest["files"],
-        source_attempt=source["attempt_id"])
+        source_attempt=source["attempt_id"],
+        preprocessing=None if "preprocessing" not in state else {
+            "file": state["preprocessing"],
+            "columns": None if preprocessing is None else preprocessing.columns,
+            "digest": None if preprocessing is None else preprocessing.digest()})
 
 
 def _params(model: Mapping[str, Any], net_state: Mapping[str, Any] | None

@@ -106,10 +106,16 @@ def read_header(data: bytes, where: str) -> tuple[dict[str, Entry], dict[str, st
     if len(data) < 8:
         raise ValueError(f"{where} is {len(data)} bytes, too short for a safetensors header")
     size = int.from_bytes(data[:8], "little")
-    if size > MAX_HEADER_BYTES or 8 + size > len(data):
+    cap = MAX_HEADER_BYTES  # read at call time: one cap, which a test may lower
+    if size > cap:
+        raise ValueError(f"{where} declares a {size}-byte header, above the {cap}-byte cap "
+                         "on a safetensors header; it is refused unread")
+    if 8 + size > len(data):
         raise ValueError(f"{where} declares a {size}-byte header in a {len(data)}-byte file")
-    header = load_json(data=bytes(data[8:8 + size]), where=f"the header of {where}",
-                       max_bytes=MAX_HEADER_BYTES, strict=True)
+    # A view, not a slice: the header is decoded straight from the payload's buffer, so
+    # a header near the cap costs its text and its values, never a third copy.
+    header = load_json(data=memoryview(data)[8:8 + size], where=f"the header of {where}",
+                       max_bytes=cap, strict=True)
     if not isinstance(header, dict):
         raise ValueError(f"the header of {where} is not a JSON object")
     metadata = header.pop("__metadata__", None) or {}

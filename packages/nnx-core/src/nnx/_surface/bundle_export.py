@@ -6,8 +6,9 @@ touched: module extra state that is not a tensor, a custom object in the
 optimizer or component state (no pickle fallback), a tensor the safetensors
 payload cannot store (named by its state path), a runtime-only module, a
 recorded topology transform no registered op replays (named by index and id),
-and a calibrator that does not calibrate this model (class count, labels, a
-fingerprint of other weights).
+a calibrator that does not calibrate this model (class count, labels, a
+fingerprint of other weights, an id declared for another run or checkpoint), and a
+preprocessing that is not a fitted Standardizer as wide as the net's input.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from nnx._persistence import safetensors_codec as codec
 from nnx._persistence.bundle_format import (
     MAX_JSON_BYTES,
     MODEL,
+    PREPROCESSING,
     STATE,
     STATE_FORMAT,
     TRAINING,
@@ -34,12 +36,11 @@ from nnx._persistence.bundle_format import (
     encode_value,
 )
 from nnx._persistence.bundle_publish import check_target, publish_generation
-from nnx._persistence.bundle_read import (
-    BundleInfo,
+from nnx._persistence.bundle_read import BundleInfo, load_bundle, read_manifest
+from nnx._persistence.bundle_records import (
     calibrator_problems,
     is_fingerprint,
-    load_bundle,
-    read_manifest,
+    read_preprocessing,
 )
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx.enums.checkpoints import Checkpoints
@@ -56,7 +57,7 @@ __all__ = ["export_bundle"]
 
 def export_bundle(run_id: str, dir: str | os.PathLike[str], *,
                   checkpoint: Checkpoints | str = "last", calibrators: Sequence[Any] = (),
-                  labels: Sequence[str | int] | None = None,
+                  labels: Sequence[str | int] | None = None, preprocessing: Any = None,
                   root: str | os.PathLike[str] = "runs") -> BundleInfo:
     """Publish checkpoint ``checkpoint`` of run ``run_id`` (under ``root``) as a new
     generation of the bundle at ``dir``; returns the published bundle's BundleInfo.
@@ -65,7 +66,9 @@ def export_bundle(run_id: str, dir: str | os.PathLike[str], *,
     (``"snap_e3"``). A checkpoint train() wrote gives a "resume" bundle, a
     weights-only snapshot an "inference" one. ``labels``: the categorical task's
     labels in class order (default the class indices), which every calibrator must
-    carry. Refusals raise before ``dir`` is touched.
+    carry. ``preprocessing``: the fitted Standardizer the model's inputs were prepared
+    with; it ships as its state (preprocessing.json) and the reconstructed model's
+    predict applies it to raw rows. Refusals raise before ``dir`` is touched.
     """
     tag = checkpoint.value if isinstance(checkpoint, Checkpoints) else checkpoint
     target = Path(dir)
@@ -82,12 +85,13 @@ def export_bundle(run_id: str, dir: str | os.PathLike[str], *,
         resume_refusal = ("a Trainer run's bundle (named optimizers) resumes only through "
                           "Trainer.train, which bundles do not drive")
     task = _task(source, labels)
+    prepared = None if preprocessing is None else _preprocessing(preprocessing, source.net)
     generation = secrets.token_hex(16)
     tensors: dict[str, dict[str, torch.Tensor]] = {MODEL: {}, TRAINING: {}}
     weights = _weights(source.state_dict, tensors[MODEL])
     encoded_training = None if training is None else encode_value(
         training, "training", _store(tensors[TRAINING], "training"))
-    records = _calibrators(calibrators, task, source.state_dict)
+    records = _calibrators(calibrators, task, source.state_dict, (source.run_id, tag))
     state = {
         "format": STATE_FORMAT, "version": 1, "generation": generation,
         "capability": "inference" if training is None else "resume",
@@ -105,11 +109,15 @@ def export_bundle(run_id: str, dir: str | os.PathLike[str], *,
         "calibrators": [f"calibrator-{i}.json" for i in range(len(records))],
         "resume_refusal": resume_refusal,
     }
+    if prepared is not None:
+        state["preprocessing"] = PREPROCESSING
     files = {STATE: _json_bytes(state), MODEL: codec.encode(tensors[MODEL])}
     if training is not None:
         files[TRAINING] = codec.encode(tensors[TRAINING])
     for i, record in enumerate(records):
         files[f"calibrator-{i}.json"] = _json_bytes(record)
+    if prepared is not None:
+        files[PREPROCESSING] = _json_bytes(prepared)
     publish_generation(target, generation, files, live,
                        lambda root, manifest: load_bundle(root, manifest=manifest))
     return load_bundle(target).info
@@ -199,7 +207,8 @@ def _task(source: NNCheckpoint, labels: Sequence[str | int] | None) -> dict[str,
 
 
 def _calibrators(calibrators: Sequence[Any], task: Mapping[str, Any] | None,
-                 weights: Mapping[str, torch.Tensor]) -> list[dict[str, Any]]:
+                 weights: Mapping[str, torch.Tensor], source: tuple[str, str]
+                 ) -> list[dict[str, Any]]:
     records, problems = [], []
     fingerprint = None
     for i, calibrator in enumerate(calibrators):
@@ -217,7 +226,7 @@ def _calibrators(calibrators: Sequence[Any], task: Mapping[str, Any] | None,
                 raise BundleExportError(f"{what}.to_json() is not a strict JSON record: "
                                         f"{exc}") from None
         record = dict(record) if isinstance(record, Mapping) else record
-        found = calibrator_problems(record, task, what)
+        found = calibrator_problems(record, task, what, source)
         if not found and getattr(calibrator, "num_classes", len(record["labels"])) != len(
                 record["labels"]):
             found.append(f"{what} reports {calibrator.num_classes} classes, its record "
@@ -232,6 +241,21 @@ def _calibrators(calibrators: Sequence[Any], task: Mapping[str, Any] | None,
     if problems:
         raise BundleExportError("; ".join(problems))
     return records
+
+
+def _preprocessing(preprocessing: Any, net: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The state of a fitted preprocessing that rebuilds from data (a Standardizer),
+    checked as every validation checks it; BundleExportError for anything else."""
+    state = getattr(preprocessing, "state", None)
+    if not callable(state) or isinstance(preprocessing, type):
+        raise BundleExportError(
+            f"preprocessing= takes a fitted Standardizer; a {type(preprocessing).__name__} "
+            "is a runtime transform (reconstructible: false, docs/preprocessing.md), which a "
+            "bundle cannot carry without pickling it")
+    try:
+        return read_preprocessing(state(), net, "preprocessing=").state()
+    except (ValueError, TypeError) as exc:
+        raise BundleExportError(f"{exc}; nothing was written") from None
 
 
 def _attempt_id(run_dir: Path) -> str | None:

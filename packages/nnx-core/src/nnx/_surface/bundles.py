@@ -38,6 +38,7 @@ from nnx._persistence.bundle_format import (
 from nnx._persistence.bundle_read import BundleInfo, ValidatedBundle, load_bundle
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._surface.model import NNModel
+from nnx._surface.preprocessed_model import PreprocessedNNModel
 from nnx.enums.devices import Devices
 from nnx.models import ModelSpec, resolve_model_factory
 from nnx.models.registry import (
@@ -46,6 +47,7 @@ from nnx.models.registry import (
     overriding_model_factories,
 )
 from nnx.params.model import NNModelParams
+from nnx.preprocessing import Standardizer
 from nnx.transforms.recipe import TransformRecipe
 from nnx.transforms.registry import TransformCompatibilityError, resolve_transform
 
@@ -54,13 +56,16 @@ __all__ = ["ReconstructedBundle", "reconstruct_bundle"]
 @dataclass(eq=False)
 class ReconstructedBundle:
     """A bundle rebuilt: ``model`` (serve it and drop the rest), ``info``, the
-    ``calibrators`` (objects where a reader is registered, else their records), and
+    ``calibrators`` (objects where a reader is registered, else their records), the
+    ``preprocessing`` (a Standardizer the model's predict applies to raw rows), and
     for a "resume" bundle its training state, held for :meth:`resume`."""
 
     model: NNModel
     info: BundleInfo
     calibrators: tuple[Any, ...]
     excluded: tuple[str, ...] = ()
+    #: The fitted Standardizer the bundle ships (the model's predict applies it), or None.
+    preprocessing: Standardizer | None = None
     training_state: dict[str, Any] | None = field(default=None, repr=False)
     _checkpoint: NNCheckpoint | None = field(default=None, repr=False)
 
@@ -187,16 +192,20 @@ def reconstruct_bundle(path: str | os.PathLike[str], *,
         training_state_present=state["training"] is not None,
         generation=state["source"]["checkpoint_generation"],
         checkpoint_id=state["source"]["checkpoint_id"])
+    # With preprocessing, the model's predict takes raw rows and standardizes them once.
+    cls = NNModel if bundle.preprocessing is None else PreprocessedNNModel
     with overriding_model_factories(factories or {}):  # never the process registry
-        model = NNModel.from_checkpoint(checkpoint, batch_adapter=batch_adapter, task=task)
+        model = cls.from_checkpoint(checkpoint, batch_adapter=batch_adapter, task=task)
+    if isinstance(model, PreprocessedNNModel):
+        model.preprocessing = bundle.preprocessing
     training = None
     if state["training"] is not None and not excluded:
         tensors = codec.decode(bundle.payloads[TRAINING], TRAINING)
         training = resolve_refs(state["training"], tensors)
     calibrators = tuple(read_calibrator(record) for record in bundle.calibrators)
     return ReconstructedBundle(model=model, info=bundle.info, calibrators=calibrators,
-                               excluded=excluded, training_state=training,
-                               _checkpoint=checkpoint)
+                               excluded=excluded, preprocessing=bundle.preprocessing,
+                               training_state=training, _checkpoint=checkpoint)
 
 
 def _exclude(weights: dict[str, torch.Tensor], names: Sequence[str]) -> tuple[str, ...]:
