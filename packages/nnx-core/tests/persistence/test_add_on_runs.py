@@ -40,7 +40,11 @@ def _train(net: Nets, **kwargs):
 def _listing(capsys, code: int = 0) -> dict[str, list[str]]:
     capsys.readouterr()
     assert main(["runs", "list"]) == code
-    out = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    # An absent add-on's run is read from its checkpoints, but its row says why; a note
+    # calling its summary out of date would be wrong (issue 36 item 23).
+    assert "listed from their checkpoints" not in captured.err, captured.err
+    out = captured.out.splitlines()
     return {line.split()[0]: line.split() for line in out[1:]}
 
 

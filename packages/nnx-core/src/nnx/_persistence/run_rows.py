@@ -32,13 +32,23 @@ from nnx._persistence.run_damage import RunDamagedError
 from nnx._persistence.run_files import check_run_files
 from nnx._persistence.run_summary import (
     CHECKED_FILES,
+    SUMMARY_NAME,
     file_digest,
     history_signature,
     read_summary,
 )
 from nnx.provenance import read_provenance
 
-__all__ = ["RunSummary", "created_at", "format_score", "incomplete_row", "list_runs", "status_of"]
+__all__ = ["ADD_ON", "CHANGED", "DAMAGED", "NO_SUMMARY", "FullPathRun", "RunSummary",
+           "created_at", "format_score", "incomplete_row", "list_runs", "status_of"]
+
+# Why a run is left to the full path (FullPathRun.reason). Only the first two are worth
+# a note on stderr: an add-on's run is shown as "<net> (needs <distribution>)" and a
+# damaged one as a damaged row, which say it themselves.
+NO_SUMMARY = "no summary"  # none written: a run from before listing summaries
+CHANGED = "changed"  # a summary that no longer matches the run's files
+ADD_ON = "add-on"  # its net needs a distribution this environment lacks
+DAMAGED = "damaged"  # something the full path will name
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,34 +111,43 @@ def _installed(distribution: str) -> bool:
     return True
 
 
-def _row(root: Path, path: Path) -> RunSummary | None:
-    """The run's row from its summary; None when the full path must decide."""
+@dataclass(frozen=True, slots=True)
+class FullPathRun:
+    """A run :func:`list_runs` leaves to the full path, and why (``NO_SUMMARY``,
+    ``CHANGED``, ``ADD_ON`` or ``DAMAGED``)."""
+
+    path: Path
+    reason: str
+
+
+def _row(root: Path, path: Path) -> RunSummary | str:
+    """The run's row from its summary, or why the full path must decide."""
     run_dir = os.fspath(path)  # plain strings below: this runs once per listed run
     try:
         check_run_files(path)  # a link among the files read below: the full path names it
     except ValueError:
-        return None
+        return DAMAGED
     body = read_summary(run_dir)
     if body is None:
-        return None
+        return CHANGED if os.path.lexists(os.path.join(run_dir, SUMMARY_NAME)) else NO_SUMMARY
     try:
         # The checks the full path makes (run.yaml hashes to the run id, both parse)
         # were made by the commit that wrote the summary, for these very bytes.
         files = body["files"]
         if any(file_digest(run_dir, name) != files[name] for name in CHECKED_FILES):
-            return None  # changed since: the full path checks them
+            return CHANGED  # changed since: the full path checks them
         distribution = body["distribution"]
         if distribution not in (None, "nnx-core") and not _installed(str(distribution)):
-            return None  # shown as "<net> (needs <distribution>)" by the full path
+            return ADD_ON  # shown as "<net> (needs <distribution>)" by the full path
         epoch, planned = body["epoch"], body["planned"]
         if not isinstance(epoch, int) or not isinstance(planned, int):
-            return None
+            return CHANGED
         # The history the commit wrote and checked, unchanged since (same file, same
         # size and time), ends where LAST does; any other is read from its ends.
         if body.get("history") is None or body["history"] != history_signature(run_dir):
             check_history_ends(path.name, path, LastMark(epoch, body["iter_idx"]))
     except (OSError, ValueError, KeyError, TypeError, RunDamagedError):
-        return None  # the full path names the damage
+        return DAMAGED  # the full path names the damage
     best = body["best"]
     best = best if isinstance(best, Mapping) else {}
     epochs = epoch + 1
@@ -149,15 +168,15 @@ def incomplete_row(root: Path, run_id: str) -> RunSummary:
                       data_id=None)
 
 
-def list_runs(root: str | os.PathLike[str]) -> tuple[list[RunSummary], list[Path]]:
+def list_runs(root: str | os.PathLike[str]) -> tuple[list[RunSummary], list[FullPathRun]]:
     """The rows under ``root`` this module can give (runs whose summaries can be
     trusted, empty reservations), and the runs (a run.yaml) the caller reads the full
-    way: without a trusted summary, or damaged. A directory is listed when it is not
-    hidden, not a link, and not runs/best's fallback directory; the rest is not a run
-    and is skipped."""
+    way, each with why: without a trusted summary, an absent add-on's, or damaged. A
+    directory is listed when it is not hidden, not a link, and not runs/best's fallback
+    directory; the rest is not a run and is skipped."""
     base = Path(root)
     rows: list[RunSummary] = []
-    rest: list[Path] = []
+    rest: list[FullPathRun] = []
     if not base.is_dir():
         return rows, rest
     for entry in sorted(base.iterdir()):
@@ -166,8 +185,8 @@ def list_runs(root: str | os.PathLike[str]) -> tuple[list[RunSummary], list[Path
         if not (entry / "run.yaml").is_file():
             if entry.name != BEST_NAME and is_empty_reservation(entry):
                 rows.append(incomplete_row(base, entry.name))
-        elif (row := _row(base, entry)) is None:
-            rest.append(entry)
+        elif isinstance(row := _row(base, entry), str):
+            rest.append(FullPathRun(entry, row))
         else:
             rows.append(row)
     return rows, rest

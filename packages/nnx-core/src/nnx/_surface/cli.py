@@ -108,13 +108,15 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
     rows, rest = list_runs(args.root)
     damaged = []
+    read_slowly = []  # why each run the full path listed (a damaged one has its own row)
     if rest:  # lazy: loads torch, only for runs without a trusted summary
         from nnx._persistence.run_damage import DamagedRun, RunDamagedError  # lazy: fallback only
         from nnx._persistence.run_listing import summarize_run  # lazy: fallback only
 
         for entry in rest:
             try:
-                rows.append(summarize_run(args.root, entry.name))
+                rows.append(summarize_run(args.root, entry.path.name))
+                read_slowly.append(entry.reason)
             except RunDamagedError as exc:
                 damaged.append(DamagedRun(exc.run_id, exc.path, exc.reason))
     if not rows and not damaged:
@@ -127,15 +129,29 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     lines = {d.run_id: _damaged_row(d.run_id, d.path, d.reason) for d in damaged}
     for row in rows:
         lines[row.run_id] = _list_row(row, "*" if row.run_id == best else "", width, net_width)
-    if from_checkpoints := len(rest):
-        print(f"({from_checkpoints} run{'s' if from_checkpoints != 1 else ''} listed from "
-              "their checkpoints: written before listing summaries, or the summary is out "
-              "of date; the next commit writes one)", file=sys.stderr)
+    if note := _full_path_note(read_slowly):
+        print(note, file=sys.stderr)
     print(f"{'run id':<32}  {'net':<{net_width}}  {'epochs':>6}  {'status':<11}  "
           f"{'best (what it scores)':<28}  {'created':<16}  {'salt / data':<{width}}  best")
     for run_id in sorted(lines):
         print(lines[run_id])
     return 1 if damaged else 0
+
+
+def _full_path_note(reasons: list[str]) -> str | None:
+    """Why runs were read from their checkpoints (the slower way), when their rows do not
+    say it themselves: an absent add-on's run shows "(needs <distribution>)", a damaged
+    one its damage; neither is a summary out of date."""
+    from nnx._persistence.run_rows import CHANGED, NO_SUMMARY  # lazy: only listing needs it
+
+    old, changed = reasons.count(NO_SUMMARY), reasons.count(CHANGED)
+    if not old and not changed:
+        return None
+    why = [*([f"{old} without a listing summary (written before summaries)"] if old else []),
+           *([f"{changed} whose summary no longer matches its files"] if changed else [])]
+    total = old + changed
+    return (f"({total} run{'s' if total != 1 else ''} listed from their checkpoints: "
+            f"{'; '.join(why)}; each epoch commit writes a run's summary anew)")
 
 
 def _resolve(args: argparse.Namespace) -> str | None:
