@@ -23,7 +23,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -95,7 +95,9 @@ def module_tree(net: nn.Module) -> Tree:
     for path, module in net.named_modules(remove_duplicate=False):
         cls = getattr(type(module), "cls_to_become", None) or type(module)
         modules[path] = f"{cls.__module__}.{cls.__qualname__}"
-        lazy = isinstance(module, LazyModuleMixin) and module.has_uninitialized_params()
+        # Any: torch types the mixin's method for its own protocol, not for nn.Module.
+        lazy = (isinstance(module, LazyModuleMixin)
+                and bool(cast(Any, module).has_uninitialized_params()))
         settings[path] = None if lazy else module.extra_repr()
     tensors = {k: _entry_shape(v) for k, v in net.state_dict(keep_vars=True).items()}
     return modules, tensors, settings
