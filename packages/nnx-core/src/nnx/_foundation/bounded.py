@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,11 @@ _MAX_NODES = 1_000_000
 #: (``*+``): a run of plain characters is one step and no repetition keeps a backtracking
 #: frame, so the regex engine holds constant memory whatever the string's length or its
 #: count of escapes (the naive ``(?:[^"\\]|\\.)*`` kept ~120 bytes per byte, issue 36).
-_TOKEN = r'(?P<open>[\[{])|(?P<close>[\]}])|"[^"\\]*+(?:\\.[^"\\]*+)*+"|(?P<bad>")'
+#: Python 3.10's re has no possessive quantifiers: there the unrolled pattern alone
+#: still keeps a frame per escape, so only a string of many escapes costs more.
+_POSSESSIVE = "+" if sys.version_info >= (3, 11) else ""  # 3.10's re has no possessive
+_TOKEN = (r'(?P<open>[\[{])|(?P<close>[\]}])|"[^"\\]*{p}(?:\\.[^"\\]*{p})*{p}"|(?P<bad>")'
+          .replace("{p}", _POSSESSIVE))
 _TOKENS = re.compile(_TOKEN, re.DOTALL)
 _TOKENS_BYTES = re.compile(_TOKEN.encode("ascii"), re.DOTALL)
 
