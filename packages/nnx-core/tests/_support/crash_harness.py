@@ -192,6 +192,7 @@ N_EPOCHS, BATCHES = 6, 8
 
 
 TEMP = re.compile(r"^\.(?P<real>.+)\.[0-9a-f]{8}$")  # the atomic writer's .<name>.<hex>
+SIDECAR = re.compile(r"^(?P<checkpoint>.+\.pt)\.opt\.\d+\.pt$")  # <tag>.pt.opt.<gen>.pt
 
 
 BEST_TEMP = re.compile(r"^\.best\.\d+\.[0-9a-f]{32}$")  # runs/best's symlink being replaced
@@ -371,6 +372,24 @@ def _plan_resume_trials(rng: random.Random, sources: list[Trial], first: int,
     return trials
 
 
+def _orphaned_sidecar(run_dir: Path, name: str) -> bool:
+    """``name`` is a generation sidecar its point's manifest no longer names: settling a
+    staged manifest removes the one the settled point dropped (issue 36 item 3)."""
+    sidecar = SIDECAR.match(Path(name).name)
+    if sidecar is None:
+        return False
+    checkpoint = run_dir / Path(name).parent / sidecar["checkpoint"]
+    return Path(name).name not in ({checkpoint.name} | _named_sidecars(checkpoint))
+
+
+def _named_sidecars(checkpoint: Path) -> set[str]:
+    manifest = checkpoint.with_name(checkpoint.name + ".manifest.json")
+    if not manifest.is_file():
+        return set()
+    entry = json.loads(manifest.read_text())["files"].get("sidecar")
+    return {entry["name"]} if entry else set()
+
+
 def _check_source_untouched(trial: Trial, run_dir: Path) -> None:
     before, after = trial.source_files, _files(run_dir)
     removed = set(before) - set(after)
@@ -378,7 +397,8 @@ def _check_source_untouched(trial: Trial, run_dir: Path) -> None:
         assert before.get(name + ".staged") == after[name], (trial.index, name)
     for name in removed:  # only what --repair would remove
         assert (TEMP.match(Path(name).name) or name.endswith(".staged")
-                or Path(name).name.startswith("chunk-")), (trial.index, name)
+                or Path(name).name.startswith("chunk-")
+                or _orphaned_sidecar(run_dir, name)), (trial.index, name)
     for name, data in after.items():
         if data == before.get(name + ".staged") or data == before.get(name):
             continue

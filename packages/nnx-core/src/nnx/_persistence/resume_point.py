@@ -515,17 +515,24 @@ def settle_staged(checkpoint: Path) -> str | None:
     no longer names (the older generation's, or the dropped publish's) goes with it, as
     the save would have removed it, so one repair leaves no optimizer-sized orphan
     (the outcome then names it: ``"made live; removed <sidecar>"``). A point neither
-    manifest verifies is left as it is (its files are the evidence): None, as without one."""
+    manifest verifies is left as it is (its files are the evidence): None, as without one.
+    A tag's first publish killed before its checkpoint landed (a staged manifest, no live
+    one, no checkpoint file) is no point at all: its staged manifest and sidecar go."""
     with file_lock(lock_path(checkpoint)):
         if not _staged_path(checkpoint).is_file():
             return None
+        never_published = not (checkpoint.is_file() or os.path.lexists(manifest_path(checkpoint)))
         try:
             point = _verified(checkpoint)
         except ResumePointError:
-            return None
+            if not never_published:
+                return None
+            point = None
         outcome = "made live" if point is not None and point.staged else "removed"
         _settle_staged(checkpoint)
-        strays = stray_files(checkpoint)
+        # With no manifest left, stray_files names nothing: every sidecar is unnamed.
+        strays = _strays(checkpoint, set()) if never_published and point is None else (
+            stray_files(checkpoint))
         _remove(checkpoint.parent, strays)
         if strays:
             fsync_dir(checkpoint.parent, strict=True)
