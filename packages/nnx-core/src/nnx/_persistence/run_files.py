@@ -31,21 +31,38 @@ RUN_FILES = ("run.yaml", "metadata.yaml", "idps.csv", ".history-committed-by-las
              "checkpoints/best.pt", "checkpoints/best.pt.manifest.json")
 
 
+_TOP = frozenset(name for name in RUN_FILES if "/" not in name)
+_IN_CHECKPOINTS = frozenset(name.split("/", 1)[1] for name in RUN_FILES if "/" in name)
+
+
 def check_run_files(run_dir: str | os.PathLike[str], *extra: str) -> Path:
     """``run_dir`` after checking that neither it nor any of :data:`RUN_FILES` (and
-    ``extra`` names) nor any entry of its history directory is a symbolic link;
-    ``UnsafePathError`` names the first link found. The runs root is ``run_dir``'s
-    parent: it may itself be a link, as the path rule allows."""
+    ``extra`` names, ``"checkpoints/<file>"`` or top-level) nor any entry of its history
+    directory is a symbolic link; ``UnsafePathError`` names the first link found. The
+    runs root is ``run_dir``'s parent: it may itself be a link, as the path rule allows.
+
+    One directory scan each (the run, its checkpoints, its history) reads every entry's
+    type at once: ``nnx runs list`` makes this check for each of a thousand runs."""
     path = Path(run_dir)
     root = path.parent
-    for name in (*RUN_FILES, *extra):
-        check_inside(root, path / name)
+    check_inside(root, path)
+    top = _TOP.union(name for name in extra if "/" not in name)
+    below = _IN_CHECKPOINTS.union(name.split("/", 1)[1] for name in extra
+                                  if name.startswith("checkpoints/"))
+    # Top level first: a linked checkpoints/ or history/ is refused before it is scanned.
+    _refuse_links(root, path, top)
+    _refuse_links(root, path / "checkpoints", below)
+    _refuse_links(root, path / HISTORY_DIR, None)  # the journal opens each file by name
+    return path
+
+
+def _refuse_links(root: Path, directory: Path, names: frozenset[str] | None) -> None:
+    """UnsafePathError for the first symbolic link among ``directory``'s entries named in
+    ``names`` (every entry: None); a missing directory has none."""
     try:
-        # The journal reader opens its chunks, index and manifest by name, one by one.
-        with os.scandir(path / HISTORY_DIR) as found:
+        with os.scandir(directory) as found:
             for entry in found:
-                if entry.is_symlink():
+                if entry.is_symlink() and (names is None or entry.name in names):
                     check_inside(root, Path(entry.path))  # raises, naming the link
     except (FileNotFoundError, NotADirectoryError):
         pass
-    return path
