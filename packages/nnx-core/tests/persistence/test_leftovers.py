@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -271,40 +273,54 @@ def test_repair_leaves_the_roots_best_temps_while_best_lock_is_held(capsys):
     assert temp.exists()
 
 
+# A fit whose epoch-1 LAST publish is killed, as SIGKILL would: no cleanup.
+CUT_LAST_PUBLISH = """
+import os, sys
+sys.path.insert(0, {tests!r})
+import torch
+torch.set_num_threads(1)
+import nnx._persistence.resume_point as resume_point
+from _nnx_core_tiny import sgd, tiny_batches, tiny_model
+from nnx import NNTrainParams
+
+published, seen = {published!r}, []
+replace, write = os.replace, resume_point.atomic_write_bytes
+
+def cut(hit):
+    if hit:
+        seen.append(1)
+        if len(seen) == 2:  # epoch 0's LAST publishes whole
+            os._exit(137)
+
+def killed_replace(src, dst, *args, **kwargs):
+    cut(published and str(src).endswith("last.pt.manifest.json.staged"))
+    return replace(src, dst, *args, **kwargs)
+
+def killed_write(path, data, **kwargs):
+    cut(not published and str(path).endswith("last.pt"))
+    return write(path, data, **kwargs)
+
+resume_point.os.replace = killed_replace
+resume_point.atomic_write_bytes = killed_write
+tiny_model().train(NNTrainParams(n_epochs=2, train_loader=tiny_batches(), scheduler=None,
+                                 optim=sgd()), verbose=False)
+sys.exit("the cut was never reached")
+"""
+
+
 @pytest.mark.parametrize("published", [True, False])
 def test_one_repair_after_a_kill_in_lasts_publish_leaves_no_orphan_sidecar(published, capsys):
     """A kill right before LAST's staged manifest goes live (``published``: last.pt
     written, so the staged point is made live) or right before last.pt is written (the
     staged point is dropped): either way one point's sidecar is named by no manifest
     once the staged one is settled, and the same repair pass removes it."""
-    import nnx._persistence.resume_point as resume_point
-
-    pid = os.fork()
-    if pid == 0:  # a fit whose epoch-1 LAST publish is killed, as SIGKILL would: no cleanup
-        try:
-            replace, write, seen = os.replace, resume_point.atomic_write_bytes, []
-
-            def cut(hit: bool) -> None:
-                if hit:
-                    seen.append(1)
-                    if len(seen) == 2:  # epoch 0's LAST publishes whole
-                        os._exit(137)
-
-            def killed_replace(src, dst, *args, **kwargs):
-                cut(published and str(src).endswith("last.pt.manifest.json.staged"))
-                return replace(src, dst, *args, **kwargs)
-
-            def killed_write(path, data, **kwargs):
-                cut(not published and str(path).endswith("last.pt"))
-                return write(path, data, **kwargs)
-
-            resume_point.os.replace = killed_replace
-            resume_point.atomic_write_bytes = killed_write
-            tiny_model().train(params(), verbose=False)
-        finally:
-            os._exit(1)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 137
+    # A fresh interpreter, not a fork of this pytest worker: nothing it inherited (other
+    # tests' threads or patches) can keep the cut from being reached.
+    child = CUT_LAST_PUBLISH.format(tests=str(Path(__file__).resolve().parents[1]),
+                                    published=published)
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 137, done.stdout + done.stderr
     (run_dir,) = [p for p in Path("runs").iterdir()
                   if not p.name.startswith(".") and p.name != "best"]
     cp = run_dir / "checkpoints"
