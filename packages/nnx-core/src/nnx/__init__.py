@@ -45,6 +45,8 @@ if not any(getattr(f, "nnx_missing_subpackages", False) for f in _sys.meta_path)
 
 __version__ = "0.1.0"
 
+# The one list of core's top-level names: name -> the module it is read from. The
+# TYPE_CHECKING block at the end is generated from it (tools/gen_exports.py; CI checks).
 _CORE_EXPORTS: dict[str, str] = {
     # configuration
     "NNParams": "nnx.params.net",
