@@ -3,7 +3,9 @@ a name or a distribution added in its own folder reaches them with no other edit
 
 tools/gen_catalog.py writes nnx-core's install-hint catalog from every add-on's
 entry points; tools/gen_workspace.py derives the root pyproject's and the CI
-matrix's lists of distributions. Both run here on temporary copies.
+matrix's lists of distributions; tools/gen_exports.py writes ``nnx/__init__.py``'s
+type-checking imports from its ``_CORE_EXPORTS`` table (issue 37). They run here on
+temporary copies.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ else:  # Python 3.10: pytest's own dependency reads TOML
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "packages/nnx-core/src/nnx/_foundation/_catalog_generated.py"
+NNX_INIT = ROOT / "packages/nnx-core/src/nnx/__init__.py"
 
 
 def _tool(name: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -37,7 +40,7 @@ def _copy_pyprojects(dest: Path) -> Path:
 
 
 def test_the_generated_catalog_and_workspace_lists_are_current():
-    for tool in ("gen_catalog.py", "gen_workspace.py"):
+    for tool in ("gen_catalog.py", "gen_workspace.py", "gen_exports.py"):
         done = _tool(tool, "--check")
         assert done.returncode == 0, done.stdout + done.stderr
 
@@ -82,6 +85,51 @@ def test_an_entry_point_added_to_an_add_on_gives_its_install_hint_with_no_core_e
     assert ran.stdout.startswith("MissingDistributionError nnx-peft nnx.FancyThing is "
                                  "provided by the nnx-peft distribution"), ran.stdout
     assert "install it with: pip install nnx-peft" in ran.stdout
+
+
+def test_a_core_export_added_to_the_table_reaches_the_type_checking_block(tmp_path):
+    init = tmp_path / "__init__.py"
+    init.write_text(NNX_INIT.read_text().replace(
+        '    "NNParams": "nnx.params.net",\n',
+        '    "NNParams": "nnx.params.net",\n    "FancyParams": "nnx.params.fancy",\n'))
+    stale = _tool("gen_exports.py", "--check", "--init", init)
+    assert stale.returncode == 1
+    assert "+    from nnx.params.fancy import FancyParams as FancyParams\n" in stale.stdout
+    assert _tool("gen_exports.py", "--init", init).returncode == 0
+    assert _tool("gen_exports.py", "--check", "--init", init).returncode == 0
+    text = init.read_text()
+    # The table is the one list: the block follows it, and the lines above are untouched.
+    assert text.count("FancyParams") == 3  # the table's row and the `X as X` import
+    head = NNX_INIT.read_text().split("\nif TYPE_CHECKING:\n")[0]
+    assert text.split("\nif TYPE_CHECKING:\n")[0] == head.replace(
+        '    "NNParams": "nnx.params.net",\n',
+        '    "NNParams": "nnx.params.net",\n    "FancyParams": "nnx.params.fancy",\n')
+
+
+def test_a_table_that_is_not_a_literal_is_refused_and_nothing_is_written(tmp_path):
+    init = tmp_path / "__init__.py"
+    original = NNX_INIT.read_text().replace("_CORE_EXPORTS: dict[str, str] = {",
+                                            "_CORE_EXPORTS: dict[str, str] = _build() or {")
+    init.write_text(original)
+    done = _tool("gen_exports.py", "--init", init)
+    assert done.returncode == 2 and "_CORE_EXPORTS is not a literal dict" in done.stderr
+    assert init.read_text() == original
+
+
+def test_the_lazy_table_names_where_each_re_export_points_for_type_checkers():
+    # Issue 37: the table and the TYPE_CHECKING block once named 12 names from different
+    # modules (a face for one, the defining module for the other).
+    import ast
+
+    tree = ast.parse(NNX_INIT.read_text())
+    checked = {alias.asname: node.module
+               for block in tree.body if isinstance(block, ast.If)
+               for node in block.body if isinstance(node, ast.ImportFrom)
+               for alias in node.names}
+    table = next(ast.literal_eval(node.value) for node in tree.body
+                 if isinstance(node, ast.AnnAssign) and node.value is not None
+                 and getattr(node.target, "id", "") == "_CORE_EXPORTS")
+    assert checked == table
 
 
 def test_two_distributions_claiming_one_name_are_refused(tmp_path):

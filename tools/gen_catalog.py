@@ -18,13 +18,17 @@ Needs only the standard library (Python 3.11+ for tomllib).
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import re
 import sys
 from pathlib import Path
 
 import tomllib
+
+if __package__ in (None, ""):  # run as a script: make tools._generated importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tools._generated import settle
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ROOT / "packages"
@@ -152,21 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     except CatalogError as exc:
         print(f"gen_catalog: {exc}", file=sys.stderr)
         return 2
-    current = args.out.read_text() if args.out.is_file() else ""
-    if args.check:
-        if current == text:
-            print(f"gen_catalog: {args.out.name} is current")
-            return 0
-        sys.stdout.writelines(difflib.unified_diff(
-            current.splitlines(keepends=True), text.splitlines(keepends=True),
-            str(args.out), "generated"))
-        print(f"gen_catalog: {args.out} is stale; run: uv run python tools/gen_catalog.py",
-              file=sys.stderr)
-        return 1
-    if current != text:
-        args.out.write_text(text)
-        print(f"gen_catalog: wrote {args.out}")
-    return 0
+    return settle(args.out, text, check=args.check, tool="gen_catalog")
 
 
 if __name__ == "__main__":

@@ -173,6 +173,23 @@ def test_core_exports_resolve_and_are_listed():
     assert "NNOptimParams" in dir(nnx)
 
 
+def test_names_the_table_moved_to_their_defining_module_resolve_to_the_faces_objects():
+    # Issue 37: these were listed under the public face; the table now names the module
+    # that defines them, and ``nnx.X`` stays the very object the face re-exports.
+    import importlib
+
+    faces = {"nnx.components": ("ComponentRestoreError", "ComponentSpec"),
+             "nnx.monitors": ("MonitorRecord", "MonitorUnavailableError"),
+             "nnx.trainer": ("Trainer", "TrainerStepContext"),
+             "nnx.optimizers": ("build_optimizer", "build_param_groups"),
+             "nnx.finetune": ("freeze", "frozen", "load_pretrained", "unfreeze")}
+    for face, names in faces.items():
+        for name in names:
+            obj = getattr(nnx, name)
+            assert obj is getattr(importlib.import_module(face), name), name
+            assert nnx._CORE_EXPORTS[name] == obj.__module__, name
+
+
 def test_unregister_forgets_explicit_and_entry_point_names_until_registered_again():
     reg = EntryPointRegistry("console_scripts")
     reg.register("acme-tool", len)
