@@ -16,9 +16,10 @@ import torch
 import nnx
 from nnx._contracts.precision import ResolvedPrecision
 from nnx._engine.epoch_commit import EpochCommit
-from nnx._engine.loop_state import LoopState, UpdateCounters, loader_generators, primary_slot
+from nnx._engine.loop_state import LoopState, loader_generators, primary_slot
 from nnx._engine.optimizers import build_optimizer
 from nnx._engine.resume import ResumePlan, apply_resume, check_resume
+from nnx._engine.training_state import UpdateCounters, saved_slots
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._persistence.resume_status import ResumeStatus
 from nnx.callbacks.base import CallbackContext
@@ -116,7 +117,7 @@ def test_a_state_resumes_statefully_only_through_the_loop_kind_that_wrote_it():
     source, source_net = loop_state(1, kind="trainer")
     saved = EpochCommit(source, run=None, net=source_net, params=None, history=None,
                         attempt=None, phases={}).training_state(0)
-    assert set(saved["optimizers"]) == {"main"} and source.saved_slots(saved).keys() == {"main"}
+    assert set(saved["optimizers"]) == {"main"} and saved_slots(source, saved).keys() == {"main"}
     target, target_net = loop_state(2)
     with pytest.raises(ValueError, match=r"written by Trainer\.train"):
         check_resume(plan_of(source_net, saved), target, target_net)
@@ -150,6 +151,6 @@ def _imports(path: pathlib.Path) -> set[str]:
 
 
 def test_resume_and_the_commit_know_no_fit_loop():
-    for name in ("resume", "loop_state", "epoch_commit", "control_signal"):
+    for name in ("resume", "loop_state", "epoch_commit", "control_signal", "training_state"):
         imported = _imports(SRC / "_engine" / f"{name}.py")
         assert not any(m.startswith("nnx._engine.fit_loop") for m in imported), name
