@@ -89,6 +89,35 @@ def test_the_commits_training_state_resumes_into_a_fresh_loop_state():
     assert torch.equal(gen.get_state(), source_gen.get_state())
 
 
+def test_a_sidecar_stores_each_counter_once():
+    source, source_net = loop_state(1)
+    trained(source, source_net)
+    saved = EpochCommit(source, run=None, net=source_net, params=None, history=None,
+                        attempt=None, phases={}).training_state(0)
+    assert saved["components"]["nnx.update_engine"]["state"] == {
+        "committed_updates": 1, "iter_idx": 4, "optimizer_updates": {"": 1}}
+    assert "committed_updates" not in saved and "updates" not in saved
+    assert saved["loop"] == {"planned_n_epochs": 0, "best_score": 0.25}
+
+
+def test_a_sidecar_without_the_counters_component_restores_its_own_counters():
+    """The layout before the component (§14.1): the counters at the top level, in
+    ``loop`` and in the optimizer's state; they still resume."""
+    source, source_net = loop_state(1)
+    trained(source, source_net)
+    saved = EpochCommit(source, run=None, net=source_net, params=None, history=None,
+                        attempt=None, phases={}).training_state(0)
+    del saved["components"]
+    saved.update(committed_updates=1, updates=1)
+    saved["loop"]["iter_idx"] = 4
+    target, target_net = loop_state(2)
+    plan = plan_of(source_net, saved)
+    with pytest.warns(RuntimeWarning, match="no component state"):
+        apply_resume(plan, target, target_net)
+    assert (target.iter_idx, target.committed_updates, target.primary.updates) == (4, 1, 1)
+    assert plan.status.fresh_components == ["nnx.update_engine"]
+
+
 def test_a_weights_only_plan_restores_the_weights_and_no_counter():
     source, source_net = loop_state(1)
     trained(source, source_net)

@@ -36,7 +36,7 @@ __all__ = ["UPDATE_COUNTERS", "UpdateCounters", "capture_streams", "dump", "opti
 EPOCH = "epoch"
 LOOP_KIND = "loop_kind"  # "model" (NNModel.train) or "trainer" (Trainer.train)
 COMPONENTS = "components"
-LOOP = "loop"  # the loop's own counters: ITER_IDX (old layout), PLANNED, BEST_SCORE
+LOOP = "loop"  # the plan's epochs and the best score (and, in the old layout, ITER_IDX)
 ITER_IDX = "iter_idx"
 PLANNED = "planned_n_epochs"
 BEST_SCORE = "best_score"
@@ -44,7 +44,7 @@ LOADERS = "loaders"
 SCALER = "scaler"
 PRECISION = "precision"
 POLICY = "policy"  # inside PRECISION: the resolved policy's name
-COMMITTED_UPDATES = "committed_updates"
+COMMITTED_UPDATES = "committed_updates"  # the counters' component (old layout: top level)
 RNG = "rng"
 COMPILE = "compile"
 OPTIMIZERS = "optimizers"  # a Trainer's slots by name; NNModel.train's one is inlined
@@ -82,7 +82,6 @@ def slot_state(slot: OptimizerSlot, net: torch.nn.Module) -> dict[str, Any]:
         OPTIMIZER: slot.optimizer.state_dict(),
         PARAM_NAMES: param_names(net, slot.optimizer),
         SCHEDULE: None if slot.schedule is None else slot.schedule.state_dict(),
-        UPDATES: slot.updates,
     }
 
 
@@ -95,12 +94,12 @@ def dump(state: LoopState, net: torch.nn.Module, epoch: int,
         EPOCH: epoch,
         LOOP_KIND: state.kind,
         COMPONENTS: collect_states(state.components),
-        LOOP: {ITER_IDX: state.iter_idx, PLANNED: state.end_epoch,
+        # The counters are the update engine's component's (COMPONENTS), stored once.
+        LOOP: {PLANNED: state.end_epoch,
                BEST_SCORE: None if math.isinf(state.best_score) else state.best_score},
         LOADERS: streams[LOADERS],
         SCALER: None if state.scaler is None else state.scaler.state_dict(),
         PRECISION: state.precision.state(),
-        COMMITTED_UPDATES: state.committed_updates,
         RNG: streams[RNG],
     }
     if state.compile is not None:  # the record as of this commit (§28)
@@ -210,8 +209,10 @@ def restore_scaler(state: LoopState, saved: Mapping[str, Any]) -> None:
 
 
 def restore_counters(state: LoopState, saved: Mapping[str, Any]) -> None:
-    """The loop's best score, and the counters from a sidecar of the old layout (no
-    counters' component: the components step restores them otherwise)."""
+    """The loop's best score; and the counters from a sidecar written without the
+    counters' component (before it existed, at the top level, in ``loop`` and in each
+    optimizer's state). When the component is there, the components step restores
+    them: each counter is restored once."""
     loop = saved.get(LOOP, {})
     best = loop.get(BEST_SCORE)
     state.best_score = math.inf if best is None else float(best)
