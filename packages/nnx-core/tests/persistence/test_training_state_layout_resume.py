@@ -1,10 +1,11 @@
 """A checkpoint written before the resume schema moved into one module still resumes bit
 for bit (issue 37, spec §14).
 
-``tests/data/training-state-3bce0d2/`` holds a run written by nnx-core at commit 3bce0d2
-(its ``regenerate.py`` says how): 2 of 4 planned epochs, a plateau schedule, EarlyStopping,
-and the counters in the old layout. A stateful ``resume_epochs="planned"`` resume of it
-must end where the uninterrupted 4-epoch run ends. If a test here fails, such runs became
+``tests/data/training-state-3bce0d2/`` holds two runs written by nnx-core at commit
+3bce0d2 (its ``regenerate.py`` says how), the counters in the old layout: an NNModel run,
+2 of 4 planned epochs with a plateau schedule and EarlyStopping, and a Trainer run of 2
+epochs (named optimizers G and D). A stateful resume of each must end where the
+uninterrupted 4-epoch run ends. If a test here fails, such runs became
 unresumable: fix the code, never the data.
 """
 
@@ -18,10 +19,11 @@ from types import ModuleType
 import pytest
 import torch
 
-from nnx import NNCheckpoint, NNRun
+from nnx import NNCheckpoint, NNRun, Trainer
 
 SHIPPED = Path(__file__).resolve().parents[1] / "data" / "training-state-3bce0d2"
 RUN_ID = "3e409157c70a5f38eef9ddb206fef870"
+GAN_ID = "527d4f69f66e24d63d1cb5cdb3ca9523"
 
 
 def _recipe() -> ModuleType:
@@ -41,7 +43,8 @@ RECIPE = _recipe()
 def root(tmp_path: Path) -> Path:
     """A private copy: nothing here ever writes into the shipped files."""
     copy = tmp_path / "runs"
-    shutil.copytree(SHIPPED / RUN_ID, copy / RUN_ID)
+    for run_id in (RUN_ID, GAN_ID):
+        shutil.copytree(SHIPPED / run_id, copy / run_id)
     return copy
 
 
@@ -50,10 +53,28 @@ def records(run: NNRun) -> list[tuple[object, ...]]:
              None if i.val_edp is None else i.val_edp.loss) for i in run.idps]
 
 
+def continues(cut: NNRun, straight: NNRun, rest: NNRun, straight_net: torch.nn.Module,
+              resumed_net: torch.nn.Module) -> None:
+    """``rest``, resumed from the shipped ``cut``, ends where ``straight`` ends: bit for
+    bit where this CPU wrote the same first epochs as the one that wrote the data."""
+    same_kernels = records(straight)[:len(cut.idps)] == records(cut)
+    for key, value in straight_net.state_dict().items():
+        if same_kernels:
+            assert torch.equal(value, resumed_net.state_dict()[key]), key
+        else:  # another CPU's kernels round the shipped epochs differently by an ulp
+            torch.testing.assert_close(resumed_net.state_dict()[key], value, rtol=0, atol=1e-6)
+    if same_kernels:
+        assert records(rest) == [r for r in records(straight) if r[0] >= 2]
+
+
 def test_the_shipped_run_is_todays_configuration(root, tmp_path):
     cut = RECIPE.model().train(RECIPE.plan(), callbacks=RECIPE.callbacks(RECIPE.StopAfter(1)),
                                verbose=False, root=tmp_path)
     assert cut.id == RUN_ID  # the run id is pinned: the configuration did not drift
+    gan = Trainer(RECIPE.gan_model()).train(RECIPE.gan_builder(2).build(),
+                                            trainer_step_fn=RECIPE.GanStep(), verbose=False,
+                                            root=tmp_path)
+    assert gan.id == GAN_ID
     shipped = NNCheckpoint.load_training_state(RUN_ID, "last", root=root)
     # The old layout: the counters at the top level and in the update engine's component.
     assert shipped["committed_updates"] == shipped["loop"]["iter_idx"] == 6
@@ -77,15 +98,28 @@ def test_a_stateful_resume_of_it_continues_as_the_straight_run(root, tmp_path):
     assert sorted(status.restored_components) == ["early_stopping", "nnx.update_engine"]
     assert rest.idps[0].iter_idx == 6 and rest.idps[0].update_count == 7  # counters continue
     assert (again[0].best, again[0].wait) == (stop[0].best, stop[0].wait)
-    cut = NNRun.load(RUN_ID, root=root).idps
-    same_kernels = records(NNRun.load(straight.id, root=tmp_path / "straight"))[:len(cut)] == [
-        (i.epoch, i.iter_idx, i.update_count, i.lr, i.train_edp.loss,
-         None if i.val_edp is None else i.val_edp.loss) for i in cut]
-    for key, value in straight_model.net.state_dict().items():
-        if same_kernels:
-            assert torch.equal(value, resumed_model.net.state_dict()[key]), key
-        else:  # another CPU's kernels round the shipped epochs differently by an ulp
-            torch.testing.assert_close(resumed_model.net.state_dict()[key], value, rtol=0,
-                                       atol=1e-6)
-    if same_kernels:
-        assert records(rest) == [r for r in records(straight) if r[0] >= 2]
+    continues(NNRun.load(RUN_ID, root=root), straight, rest, straight_model.net,
+              resumed_model.net)
+
+
+def test_a_stateful_resume_of_the_trainer_run_continues_as_the_straight_run(root, tmp_path):
+    shipped = NNCheckpoint.load_training_state(GAN_ID, "last", root=root)
+    assert {name: s["updates"] for name, s in shipped["optimizers"].items()} == {
+        "G": 8, "D": 8}  # the old layout: each optimizer's count in its own state
+    straight_model = RECIPE.gan_model()
+    straight = Trainer(straight_model).train(RECIPE.gan_builder(4).build(),
+                                             trainer_step_fn=RECIPE.GanStep(), verbose=False,
+                                             root=tmp_path / "straight")
+    resumed_model = RECIPE.gan_model()
+    params = RECIPE.gan_builder(2).resume_from(GAN_ID, checkpoint="last",
+                                               mode="stateful").build()
+    rest = Trainer(resumed_model).train(params, trainer_step_fn=RECIPE.GanStep(),
+                                        verbose=False, root=root)
+
+    assert [r.epoch for r in rest.epoch_records()] == [2, 3]
+    assert rest.idps[0].iter_idx == 8 and rest.idps[0].update_count == 18
+    saved = NNCheckpoint.load_training_state(rest.id, "last", root=root)
+    assert saved["components"]["nnx.update_engine"]["state"]["optimizer_updates"] == {
+        "G": 16, "D": 16}
+    continues(NNRun.load(GAN_ID, root=root), straight, rest, straight_model.net,
+              resumed_model.net)
