@@ -16,9 +16,10 @@ import torch
 import nnx
 from nnx._contracts.precision import ResolvedPrecision
 from nnx._engine.epoch_commit import EpochCommit
-from nnx._engine.loop_state import LoopState, UpdateCounters, loader_generators, primary_slot
+from nnx._engine.loop_state import LoopState, loader_generators, primary_slot
 from nnx._engine.optimizers import build_optimizer
 from nnx._engine.resume import ResumePlan, apply_resume, check_resume
+from nnx._engine.training_state import UpdateCounters, saved_slots
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._persistence.resume_status import ResumeStatus
 from nnx.callbacks.base import CallbackContext
@@ -88,6 +89,35 @@ def test_the_commits_training_state_resumes_into_a_fresh_loop_state():
     assert torch.equal(gen.get_state(), source_gen.get_state())
 
 
+def test_a_sidecar_stores_each_counter_once():
+    source, source_net = loop_state(1)
+    trained(source, source_net)
+    saved = EpochCommit(source, run=None, net=source_net, params=None, history=None,
+                        attempt=None, phases={}).training_state(0)
+    assert saved["components"]["nnx.update_engine"]["state"] == {
+        "committed_updates": 1, "iter_idx": 4, "optimizer_updates": {"": 1}}
+    assert "committed_updates" not in saved and "updates" not in saved
+    assert saved["loop"] == {"planned_n_epochs": 0, "best_score": 0.25}
+
+
+def test_a_sidecar_without_the_counters_component_restores_its_own_counters():
+    """The layout before the component (§14.1): the counters at the top level, in
+    ``loop`` and in the optimizer's state; they still resume."""
+    source, source_net = loop_state(1)
+    trained(source, source_net)
+    saved = EpochCommit(source, run=None, net=source_net, params=None, history=None,
+                        attempt=None, phases={}).training_state(0)
+    del saved["components"]
+    saved.update(committed_updates=1, updates=1)
+    saved["loop"]["iter_idx"] = 4
+    target, target_net = loop_state(2)
+    plan = plan_of(source_net, saved)
+    with pytest.warns(RuntimeWarning, match="no component state"):
+        apply_resume(plan, target, target_net)
+    assert (target.iter_idx, target.committed_updates, target.primary.updates) == (4, 1, 1)
+    assert plan.status.fresh_components == ["nnx.update_engine"]
+
+
 def test_a_weights_only_plan_restores_the_weights_and_no_counter():
     source, source_net = loop_state(1)
     trained(source, source_net)
@@ -116,7 +146,7 @@ def test_a_state_resumes_statefully_only_through_the_loop_kind_that_wrote_it():
     source, source_net = loop_state(1, kind="trainer")
     saved = EpochCommit(source, run=None, net=source_net, params=None, history=None,
                         attempt=None, phases={}).training_state(0)
-    assert set(saved["optimizers"]) == {"main"} and source.saved_slots(saved).keys() == {"main"}
+    assert set(saved["optimizers"]) == {"main"} and saved_slots(source, saved).keys() == {"main"}
     target, target_net = loop_state(2)
     with pytest.raises(ValueError, match=r"written by Trainer\.train"):
         check_resume(plan_of(source_net, saved), target, target_net)
@@ -150,6 +180,6 @@ def _imports(path: pathlib.Path) -> set[str]:
 
 
 def test_resume_and_the_commit_know_no_fit_loop():
-    for name in ("resume", "loop_state", "epoch_commit", "control_signal"):
+    for name in ("resume", "loop_state", "epoch_commit", "control_signal", "training_state"):
         imported = _imports(SRC / "_engine" / f"{name}.py")
         assert not any(m.startswith("nnx._engine.fit_loop") for m in imported), name

@@ -21,9 +21,8 @@ from typing import Any
 import torch
 
 from nnx._contracts.components import collect_states
-from nnx._engine.loop_state import LastCommit, LoopState, param_names
-from nnx._engine.optimizer_factories import optimizer_factory_state
-from nnx._engine.update_engine import OptimizerSlot
+from nnx._engine import training_state
+from nnx._engine.loop_state import LastCommit, LoopState
 from nnx._foundation.locking import file_lock
 from nnx._foundation.records import NNIterationDataPoint, first_finite
 from nnx._persistence.best import promote_best
@@ -58,42 +57,10 @@ class EpochCommit:
         self._config_states: tuple[Any, Any, Any] | None = None
 
     # -- what a checkpoint holds --------------------------------------------------------
-    def slot_state(self, slot: OptimizerSlot) -> dict[str, Any]:
-        """One optimizer's part of the training state: identity, topology, state, schedule."""
-        return {
-            "optimizer_class": type(slot.optimizer).__name__,
-            "optimizer_factory": optimizer_factory_state(slot.config),
-            "optimizer": slot.optimizer.state_dict(),
-            "param_names": param_names(self.net, slot.optimizer),
-            "schedule": None if slot.schedule is None else slot.schedule.state_dict(),
-            "updates": slot.updates,
-        }
-
     def training_state(self, epoch: int, streams: dict[str, Any] | None = None
                        ) -> dict[str, Any]:
-        """The sidecar of a checkpoint of ``epoch``: everything a stateful resume restores."""
-        state = self.state
-        streams = state.capture_streams() if streams is None else streams
-        saved = {
-            "epoch": epoch,
-            "loop_kind": state.kind,
-            "components": collect_states(state.components),
-            "loop": {"iter_idx": state.iter_idx, "planned_n_epochs": state.end_epoch,
-                     "best_score": None if math.isinf(state.best_score) else state.best_score},
-            "loaders": streams["loaders"],
-            "scaler": None if state.scaler is None else state.scaler.state_dict(),
-            "precision": state.precision.state(),
-            "committed_updates": state.committed_updates,
-            "rng": streams["rng"],
-        }
-        if state.compile is not None:  # the record as of this commit (§28)
-            saved["compile"] = state.compile.record.state()
-        if state.kind == "model":
-            saved.update(self.slot_state(state.primary))
-        else:
-            saved["optimizers"] = {name: self.slot_state(slot)
-                                   for name, slot in state.slots.items()}
-        return saved
+        """The sidecar of a checkpoint of ``epoch`` (:func:`training_state.dump`)."""
+        return training_state.dump(self.state, self.net, epoch, streams)
 
     def checkpoint(self, tag: str, epoch: int, idp: NNIterationDataPoint,
                    monitor_value: float | None = None,
@@ -115,27 +82,23 @@ class EpochCommit:
             model=model, net=net, train=train, idp=idp, named_monitor=state.tracker is not None,
             monitor_value=monitor_value, transforms=state.transforms)
         like = self._saved_last if as_last else None
-        training_state = like[1] if like is not None else self.training_state(epoch, streams)
-        position: dict[str, Any] = {
-            "completed_epoch": epoch, "global_step": state.iter_idx,
-            "committed_updates": state.committed_updates, "planned_n_epochs": state.end_epoch}
-        if state.ctx.should_stop:  # a deliberate end before the plan's (an early stop)
-            position["stopped"] = True
+        saved = like[1] if like is not None else self.training_state(epoch, streams)
+        position = training_state.position(state, epoch)
         if owes:
-            position["owes"] = dict(owes)
+            position[training_state.OWES] = dict(owes)
         if tag == "best" and not checkpoint.named_monitor:
             score = checkpoint.score  # checked by the score beside runs/best
             position["score"] = score if math.isfinite(score) else None
-        checkpoint.save(run.checkpoints_dir / f"{tag}.pt", training_state=training_state,
+        checkpoint.save(run.checkpoints_dir / f"{tag}.pt", training_state=saved,
                         position=position, like=None if like is None else like[0])
         if tag == "last":
-            self._saved_last = (checkpoint, training_state)
-            self._record_compile(training_state)
+            self._saved_last = (checkpoint, saved)
+            self._record_compile(saved)
         return checkpoint.generation
 
-    def _record_compile(self, training_state: Mapping[str, Any]) -> None:
+    def _record_compile(self, saved: Mapping[str, Any]) -> None:
         """metadata.yaml carries the compile record as of the last commit: LAST's."""
-        record = training_state.get("compile")
+        record = training_state.compile_record(saved)
         if record is not None and self.run.metadata.get("compile") != record:
             self.run.metadata["compile"] = record
             self.run.save_metadata()
@@ -167,7 +130,7 @@ class EpochCommit:
             mark_pending(run.root, run.id)  # before LAST: a crash anywhere after is settled
             self._marked = self._promotion_owed = True
         self.history.commit(epoch, idp)
-        streams = state.capture_streams()
+        streams = training_state.capture_streams(state)
         try:
             generation = self.checkpoint("last", epoch, idp, streams=streams, owes=owes)
         except BaseException:

@@ -39,7 +39,7 @@ from nnx._engine.control_signal import epoch_signal, monitor_tracker
 from nnx._engine.distributed import DistributedSession, MemoryHistory
 from nnx._engine.epoch_commit import EpochCommit, keep_best_score
 from nnx._engine.evaluation import preflight_eval_step
-from nnx._engine.loop_state import LoopState, MonitorComponent, UpdateCounters, primary_slot
+from nnx._engine.loop_state import LoopState, MonitorComponent, primary_slot
 from nnx._engine.loop_support import (
     EngineSummary,
     RecordSummary,
@@ -59,6 +59,7 @@ from nnx._engine.progress import Progress
 from nnx._engine.resume import apply_resume, check_resume, plan_resume
 from nnx._engine.schedule import SchedulerClock
 from nnx._engine.steps import EvalStepContext, UpdateWindow
+from nnx._engine.training_state import UpdateCounters
 from nnx._engine.update_engine import OptimizerSlot, UpdateEngine
 from nnx._engine.update_owner import UpdateOwner
 from nnx._foundation.atomic import atomic_write_text

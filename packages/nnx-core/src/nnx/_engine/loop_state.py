@@ -3,7 +3,8 @@ what a resume restores.
 
 ``FitLoop`` owns one :class:`LoopState`; the commit (``nnx._engine.epoch_commit``)
 and resume (``nnx._engine.resume``) receive it instead of the loop, so neither
-reaches into the loop's attributes. Positions and counters live here; the
+reaches into the loop's attributes; what a checkpoint holds of it, and how it is
+restored, is ``nnx._engine.training_state``'s. Positions and counters live here; the
 optimizer slots, the FP16 scaler, the precision and the components are the
 objects the loop built, referenced, not copied. The public counters and stop
 flags (``committed_updates``, ``should_stop``, ``stop_at_update``) stay on the
@@ -25,11 +26,10 @@ from nnx._contracts.monitors import MonitorTracker
 from nnx._contracts.precision import ResolvedPrecision
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.records import NNIterationDataPoint
-from nnx._foundation.seeding import capture_rng_state, restore_rng_state
 from nnx.callbacks.base import CallbackContext
 
-__all__ = ["LastCommit", "LoopState", "MonitorComponent", "UpdateCounters",
-           "loader_generators", "param_names", "primary_slot"]
+__all__ = ["LastCommit", "LoopState", "MonitorComponent", "loader_generators", "param_names",
+           "primary_slot"]
 
 
 def primary_slot(slots: Mapping[str | None, OptimizerSlot]) -> OptimizerSlot:
@@ -100,54 +100,6 @@ class LoopState:
     @property
     def primary(self) -> OptimizerSlot:
         return primary_slot(self.slots)
-
-    def saved_slots(self, state: Mapping[str, Any]) -> dict[str | None, Mapping[str, Any]]:
-        """The saved per-optimizer states of a training state, keyed like :attr:`slots`:
-        an NNModel.train state is its one optimizer's, a Trainer's names each one."""
-        if self.kind == "model":
-            return {None: state}
-        return dict(state.get("optimizers") or {})
-
-    def capture_streams(self) -> dict[str, Any]:
-        """The random streams a checkpoint hands over: the RNGs and the loaders' generators."""
-        generators = loader_generators(self.train_loader)
-        return {"loaders": {seed: gen.get_state() for seed, gen in generators.items()},
-                "rng": capture_rng_state()}
-
-    def restore_streams(self, saved: Mapping[str, Any]) -> None:
-        """Continue the random streams a training state handed over."""
-        generators = loader_generators(self.train_loader)
-        for seed, gen_state in (saved.get("loaders") or {}).items():
-            if int(seed) in generators:
-                generators[int(seed)].set_state(gen_state)
-        restore_rng_state(saved["rng"])
-
-
-class UpdateCounters:
-    """The committed-update and microbatch counters, checkpointed as ``nnx.update_engine``.
-
-    A stateful resume continues them; a weights_only resume starts them at zero.
-    """
-
-    def __init__(self, state: LoopState) -> None:
-        self.state = state
-
-    def component_spec(self) -> ComponentSpec:
-        return ComponentSpec("nnx.update_engine", 1, required=False)
-
-    def component_state(self) -> dict[str, Any]:
-        return {"committed_updates": self.state.committed_updates,
-                "iter_idx": self.state.iter_idx,
-                "optimizer_updates": {"" if n is None else n: s.updates
-                                      for n, s in self.state.slots.items()}}
-
-    def load_component_state(self, state: dict[str, Any], *, version: int) -> None:
-        self.state.committed_updates = int(state["committed_updates"])
-        self.state.iter_idx = int(state["iter_idx"])
-        for name, count in (state.get("optimizer_updates") or {}).items():
-            slot = self.state.slots.get(None if name == "" else name)
-            if slot is not None:
-                slot.updates = int(count)
 
 
 class MonitorComponent:

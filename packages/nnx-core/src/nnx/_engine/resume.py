@@ -5,8 +5,9 @@ the source checkpoint, the mode (``auto`` / ``stateful`` / ``weights_only``),
 the epochs to train (``resume_epochs="additional"`` or ``"planned"``), the
 schedule's shared horizon, and whether the saved optimizer, precision,
 schedule and components fit this run. ``apply_resume`` then restores them
-after the reset hooks ran; if anything fails, the model and every RNG stream
-are put back before the error propagates.
+after the reset hooks ran, through the restore steps of ``nnx._engine.training_state``
+(the one module that spells the training state's keys); if anything fails, the model
+and every RNG stream are put back before the error propagates.
 
 One seam reads a source that is not on disk: :func:`resume_from_memory` makes a
 :class:`MemoryResumeSource` (a checkpoint and its training state already in
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +29,8 @@ from typing import Any
 
 import torch
 
-from nnx._contracts.components import ComponentRestoreError, check_components, restore_components
+from nnx._contracts.components import ComponentRestoreError, check_components
+from nnx._engine import training_state
 from nnx._engine.loop_state import LoopState, param_names
 from nnx._engine.optimizer_factories import optimizer_factory_state
 from nnx._engine.update_engine import OptimizerSlot
@@ -155,14 +156,14 @@ def _plan(params: Any, checkpoint: NNCheckpoint, state: dict[str, Any] | None, s
         state = None
     start = checkpoint.epoch + 1
     if planned:
-        loop_state = None if state is None else state.get("loop")
+        saved_plan = training_state.planned_epochs(state)
         if state is None:
             raise ValueError("resume_epochs='planned' needs a stateful resume")
-        if loop_state is None or loop_state.get("planned_n_epochs") is None:
+        if saved_plan is None:
             raise ValueError("resume_epochs='planned': the checkpoint records no plan")
-        if loop_state["planned_n_epochs"] != params.n_epochs:
+        if saved_plan != params.n_epochs:
             raise ValueError(f"resume_epochs='planned': the source planned "
-                             f"{loop_state['planned_n_epochs']} epochs, this run {params.n_epochs}")
+                             f"{saved_plan} epochs, this run {params.n_epochs}")
         if start >= params.n_epochs:
             raise ValueError(f"resume_epochs='planned': the source already finished its plan of "
                              f"{params.n_epochs} epochs")
@@ -215,7 +216,7 @@ def check_resume(plan: ResumePlan, state: LoopState, net: torch.nn.Module) -> No
         return
     _check_loop_kind(saved, state.kind)
     problems = []
-    saved_slots = state.saved_slots(saved)
+    saved_slots = training_state.saved_slots(state, saved)
     if set(saved_slots) != set(state.slots):
         problems.append(f"optimizer names: saved {sorted(map(str, saved_slots))}, now "
                         f"{sorted(map(str, state.slots))}")
@@ -223,14 +224,15 @@ def check_resume(plan: ResumePlan, state: LoopState, net: torch.nn.Module) -> No
         if name in saved_slots:
             problems += _slot_problems(saved_slots[name], slot, net,
                                        plan.end_epoch - plan.start_epoch)
-    saved_precision = saved.get("precision", {}).get("policy")
+    saved_precision = training_state.precision_policy(saved)
     if saved_precision is not None and saved_precision != state.precision.policy.name:
         problems.append(f"precision: saved {saved_precision}, now {state.precision.policy.name} "
                         "(a weights_only resume may switch)")
-    problems += check_components(state.components, saved.get("components"))
+    saved_components = training_state.saved_components(saved)
+    problems += check_components(state.components, saved_components)
     clocked = [slot for slot in state.slots.values()
                if slot.schedule is not None and slot.schedule.clock == "optimizer_update"]
-    if clocked and saved.get("components") is None:
+    if clocked and saved_components is None:
         problems.append("the checkpoint carries no component state, so its scheduler position "
                         "counts epochs: an optimizer_update-clock schedule cannot continue it "
                         "(resume_mode='weights_only' starts the schedule fresh)")
@@ -254,7 +256,7 @@ def _warn_worker_streams(loader: Any) -> None:
 
 def _check_loop_kind(state: Mapping[str, Any], kind: str) -> None:
     """A checkpoint resumes statefully only through the loop that wrote it (§8.4)."""
-    saved = state.get("loop_kind", "model")
+    saved = training_state.loop_kind(state)
     if saved == kind:
         return
     writer, reader = ("Trainer.train", "NNModel.train") if saved == "trainer" else (
@@ -267,53 +269,27 @@ def _check_loop_kind(state: Mapping[str, Any], kind: str) -> None:
 def _slot_problems(saved: Mapping[str, Any], slot: OptimizerSlot, net: torch.nn.Module,
                    epochs: int) -> list[str]:
     label = "optimizer" if slot.name is None else f"optimizer {slot.name!r}"
+    names_key = training_state.PARAM_NAMES
     problems = []
-    optimizer_class = saved.get("optimizer_class")
+    optimizer_class = saved.get(training_state.OPTIMIZER_CLASS)
     if optimizer_class is not None and optimizer_class != type(slot.optimizer).__name__:
         problems.append(f"{label}: saved {optimizer_class}, now {type(slot.optimizer).__name__}")
     factory = optimizer_factory_state(slot.config)
-    if saved.get("optimizer_factory") != factory:  # built-in ↔ factory, or id/version/config
-        problems.append(f"{label} factory: saved {_factory(saved.get('optimizer_factory'))}, "
+    saved_factory = saved.get(training_state.OPTIMIZER_FACTORY)
+    if saved_factory != factory:  # built-in ↔ factory, or id/version/config
+        problems.append(f"{label} factory: saved {_factory(saved_factory)}, "
                         f"now {_factory(factory)}")
-    laid_out = optimizer_state(saved, slot, net)
+    laid_out = training_state.optimizer_state(saved, slot, net)
     groups = laid_out["param_groups"]
     if [len(g["params"]) for g in groups] != [len(g["params"]) for g in
                                               slot.optimizer.param_groups]:
         problems.append(f"{label}: the parameter groups differ in number or size")
-    elif (saved.get("param_names") is not None and laid_out is saved["optimizer"]
-          and saved["param_names"] != param_names(net, slot.optimizer)):
+    elif (saved.get(names_key) is not None and laid_out is saved[training_state.OPTIMIZER]
+          and saved[names_key] != param_names(net, slot.optimizer)):
         problems.append(f"{label}: the ordered named-parameter topology differs")
-    problems += _schedule_problems(saved.get("schedule"), slot.schedule, label, epochs)
+    problems += _schedule_problems(saved.get(training_state.SCHEDULE), slot.schedule, label,
+                                   epochs)
     return problems
-
-
-def optimizer_state(saved: Mapping[str, Any], slot: OptimizerSlot,
-                    net: torch.nn.Module) -> dict[str, Any]:
-    """The saved optimizer state, laid out for ``slot``'s optimizer.
-
-    Before every parameter joined the one group of an optimizer built without
-    param_groups (§3.1), that group left out the parameters frozen at build time. A
-    checkpoint of that layout (its one group's names an ordered part of today's, every
-    name it lacks frozen now) is renumbered onto today's group, so such a run still
-    resumes exactly; any other layout is returned unchanged for the checks to judge.
-    """
-    state: dict[str, Any] = saved["optimizer"]
-    names = saved.get("param_names")
-    now = param_names(net, slot.optimizer)
-    if (getattr(slot.config, "param_groups", None) is not None or names is None
-            or len(names) != 1 or len(now) != 1 or len(state["param_groups"]) != 1
-            or names == now or len(names[0]) != len(state["param_groups"][0]["params"])):
-        return state
-    position = {name: i for i, name in enumerate(now[0])}
-    new = [position.get(name, -1) for name in names[0]]
-    frozen = {n for n, p in net.named_parameters() if not p.requires_grad}
-    if (-1 in new or new != sorted(new)
-            or not set(now[0]) - set(names[0]) <= frozen):
-        return state
-    old = state["param_groups"][0]["params"]
-    renumber = dict(zip(old, new, strict=True))
-    return {"state": {renumber[k]: v for k, v in state["state"].items()},
-            "param_groups": [{**state["param_groups"][0], "params": list(range(len(now[0])))}]}
 
 
 def _factory(identity: Mapping[str, Any] | None) -> str:
@@ -375,34 +351,18 @@ def _schedule_problems(saved: Mapping[str, Any] | None, schedule: Any,
 
 
 def apply_resume(plan: ResumePlan, state: LoopState, net: torch.nn.Module) -> None:
-    """Restore ``net``'s weights and, when stateful, everything else ``state`` holds;
-    roll the weights and every RNG stream back on failure."""
+    """Restore ``net``'s weights and, when stateful, everything else ``state`` holds
+    (:func:`training_state.restore`); roll the weights and every RNG stream back on
+    failure."""
     model_before = {k: v.detach().clone() for k, v in net.state_dict().items()}
     rng_before = capture_rng_state()
     try:
-        net.load_state_dict(plan.checkpoint.state_dict)
-        saved = plan.training_state
-        if saved is None:
-            plan.status.fresh_components = list(state.components)
-            return
-        saved_slots = state.saved_slots(saved)
-        for name, slot in state.slots.items():
-            slot_saved = saved_slots[name]
-            slot.optimizer.load_state_dict(optimizer_state(slot_saved, slot, net))
-            if slot.schedule is not None and slot_saved.get("schedule") is not None:
-                slot.schedule.load_state_dict(slot_saved["schedule"])
-            slot.updates = int(slot_saved.get("updates", 0))
-        if state.scaler is not None and saved.get("scaler") is not None:
-            state.scaler.load_state_dict(saved["scaler"])
-        counters = saved.get("loop", {})
-        state.committed_updates = int(saved.get("committed_updates", 0))
-        state.iter_idx = int(counters.get("iter_idx", 0))
-        best = counters.get("best_score")
-        state.best_score = math.inf if best is None else float(best)
-        restored, fresh = restore_components(state.components, saved.get("components"))
-        plan.status.restored_components, plan.status.fresh_components = restored, fresh
-        state.restore_streams(saved)
+        restored, fresh = training_state.restore(state, net, plan.checkpoint.state_dict,
+                                                 plan.training_state)
     except BaseException:
         net.load_state_dict(model_before)
         restore_rng_state(rng_before)
         raise
+    if plan.training_state is not None:
+        plan.status.restored_components = restored
+    plan.status.fresh_components = fresh

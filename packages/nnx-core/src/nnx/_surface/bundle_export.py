@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from nnx._contracts.calibrators import model_fingerprint
+from nnx._engine.training_state import loop_kind
 from nnx._foundation.bounded import load_json
 from nnx._persistence import safetensors_codec as codec
 from nnx._persistence.bundle_format import (
@@ -81,7 +82,7 @@ def export_bundle(run_id: str, dir: str | os.PathLike[str], *,
             "register a model factory and train a ModelSpec")
     training = source.training_state()
     resume_refusal = _check_transforms(source.transforms)
-    if training is not None and training.get("loop_kind") == "trainer":
+    if training is not None and loop_kind(training) == "trainer":
         resume_refusal = ("a Trainer run's bundle (named optimizers) resumes only through "
                           "Trainer.train, which bundles do not drive")
     task = _task(source, labels)

@@ -27,6 +27,7 @@ import torch
 from nnx._contracts.calibrators import read_calibrator
 from nnx._contracts.components import check_components, discover_components
 from nnx._engine.resume import MemoryResumeSource, resume_from_memory
+from nnx._engine.training_state import saved_components
 from nnx._persistence import safetensors_codec as codec
 from nnx._persistence.bundle_format import (
     MODEL,
@@ -140,7 +141,7 @@ def _problems(bundle: ValidatedBundle, params: NNModelParams | None,
         problems.append("the model was saved on MPS and this host has none; pass "
                         "device=Devices.CPU")
     training = state["training"]
-    saved = None if not isinstance(training, Mapping) else training.get("components")
+    saved = None if not isinstance(training, Mapping) else saved_components(training)
     if components and saved is not None:
         try:
             given = discover_components([], components)

@@ -86,9 +86,10 @@ def test_an_update_clock_steps_once_per_report_of_its_own_optimizer(tmp_path):
     state = NNCheckpoint.load_training_state(run.id, root=tmp_path)
     assert state is not None
     g, d = state["optimizers"]["G"], state["optimizers"]["D"]
-    assert (g["updates"], g["schedule"]["steps"], g["schedule"]["clock"]) == (
+    updates = state["components"]["nnx.update_engine"]["state"]["optimizer_updates"]
+    assert (updates["G"], g["schedule"]["steps"], g["schedule"]["clock"]) == (
         8, 8, "optimizer_update")
-    assert (d["updates"], d["schedule"]["steps"], d["schedule"]["clock"]) == (16, 2, "epoch")
+    assert (updates["D"], d["schedule"]["steps"], d["schedule"]["clock"]) == (16, 2, "epoch")
     assert _lr_of(run, "D") == 0.1 * 0.5 ** 2
     assert run.idps[-1].update_count == 24
 
