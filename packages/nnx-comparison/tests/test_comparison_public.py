@@ -34,3 +34,14 @@ def test_every_announced_name_resolves_to_its_package_export() -> None:
 
 def test_nnx_comparison_keeps_the_add_on_rules() -> None:
     check_distribution("nnx-comparison", forbid=("torch", "scipy", "pickle"))
+
+
+def test_importing_nnx_comparison_loads_no_torch() -> None:
+    # Issue 37: comparison reads run files and does statistics; nnx.extend resolves its
+    # names lazily, so the import loads none of core's torch modules.
+    import subprocess
+
+    code = "import sys, nnx.comparison; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False", done.stderr

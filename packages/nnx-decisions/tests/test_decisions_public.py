@@ -61,3 +61,14 @@ def test_the_readme_presents_typed_decisions_as_shipped() -> None:
     for name in ("FixedHeadProvider", "JevProvider", "DecisionJob", "Choice", "Boolean",
                  "Score"):
         assert name in nnx.decisions.__all__
+
+
+def test_importing_nnx_calibration_loads_no_torch() -> None:
+    # Spec §18 (Dependencies): calibration's own imports are NumPy and the standard
+    # library; issue 37 makes what it takes from nnx-core (nnx.extend) torch-free too.
+    import subprocess
+
+    code = "import sys, nnx.calibration; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False", done.stderr

@@ -3,7 +3,8 @@ r"""The public extension API: every name an add-on needs from nnx-core (docs/ext
 A thin face: each name is defined elsewhere in nnx-core and re-exported here
 unchanged, so an add-on (and the reference plugin under
 ``tests-integration/example-plugin``) imports ``nnx.extend`` instead of a
-``_``-prefixed module. Names:
+``_``-prefixed module. Each name is imported on first use, so an add-on pays only
+for what it reads: the run-file readers and the NumPy terms load no torch. Names:
 
 * params: :class:`Params` (the config base), :func:`always`, :func:`runtime`,
   :func:`set_field`, :func:`enum_decoder`, :func:`encode`, :func:`frozen_mapping`,
@@ -88,231 +89,279 @@ unchanged, so an add-on (and the reference plugin under
   metric's natural direction, which a monitor without ``mode`` takes).
 """
 
-from __future__ import annotations
 
-from nnx._contracts.calibrators import (
-    BundleCalibrator,
-    CalibratorReader,
-    model_fingerprint,
-    register_calibrator_reader,
-    registered_calibrator_readers,
-    unregister_calibrator_reader,
-)
-from nnx._contracts.components import Component, ComponentSpec
-from nnx._contracts.precision import ResolvedPrecision, resolve_precision
-from nnx._contracts.trainable import TrainableModel
-from nnx._engine.fit_loop import run_fit_loop
-from nnx._engine.optimizer_factories import (
-    register_optimizer_factory,
-    registered_optimizer_factories,
-    unregister_optimizer_factory,
-)
-from nnx._engine.prediction import decode_on_axis, net_class_axis
-from nnx._engine.step_helpers import (
-    FinalizedStep,
-    SupervisedLoss,
-    finalize_step,
-    full_precision_only,
-    supervised_loss,
-    train_mode,
-)
-from nnx._engine.update_engine import OptimizerSlot
-from nnx._engine.update_owner import LoopView, OwnerBuild, UpdateOwner
-from nnx._foundation.atomic import atomic_write, atomic_write_bytes, atomic_write_text
-from nnx._foundation.bounded import load_json, load_yaml
-from nnx._foundation.config_base import (
-    Params,
-    always,
-    empty_mapping,
-    encode,
-    enum_decoder,
-    frozen_mapping,
-    require_exact,
-    runtime,
-    set_field,
-)
-from nnx._foundation.hashing import canonical_bytes, sha256_hex
-from nnx._foundation.modes import preserved_state
-from nnx._foundation.plugins import (
-    MissingDistributionAttributeError,
-    MissingDistributionError,
-    require_distribution,
-)
-from nnx._foundation.result import BoundaryError, Err, Ok, Result
-from nnx._foundation.safe_paths import UnsafePathError, inside
-from nnx._foundation.validation import (
-    MAX_SEED,
-    NON_NEGATIVE,
-    OPEN_UNIT,
-    POSITIVE,
-    PROBABILITY,
-    UNIT_HALF_OPEN,
-    Domain,
-    check_batch_sizes,
-    check_choice,
-    check_count,
-    check_counts,
-    check_enum,
-    check_optional_count,
-    check_optional_real,
-    check_optional_str,
-    check_real,
-    check_run_id,
-    check_seed,
-    check_spec_config,
-    check_spec_id,
-    enum_spelling,
-    enum_spellings,
-)
-from nnx._journal.reader import epoch_ends
-from nnx._persistence.read_errors import BUILD_FAILURES, cause_line, unbuildable
-from nnx._surface.plan_types import PlanError
-from nnx._surface.plans import ExperimentPlan, refuse_multi_rank
-from nnx.enums.nets import NetRegistration
-from nnx.metrics.registry import (
-    MetricRegistration,
-    metric_modes,
-    register_metric,
-    registered_metrics,
-    unregister_metric,
-)
-from nnx.metrics.terms import METRIC_EPSILON, brier_terms, nll_terms, softmax64
-from nnx.models import register_model_factory, registered_model_factories, unregister_model_factory
-from nnx.objectives._core import (
-    LossTerm,
-    Objective,
-    ObjectiveContext,
-    ObjectiveResult,
-    UpdateEvent,
-)
-from nnx.objectives.kd import distillation_loss
-from nnx.objectives.ownership import imperative_step
-from nnx.objectives.stream import ObjectiveStream
-from nnx.objectives.teacher import FrozenTeacher
-from nnx.params.net import NNParams
-from nnx.provenance import AttemptRecord, RunProvenance, read_provenance
-from nnx.tasks.protocol import Task
-from nnx.tasks.runtime import TaskRuntime, resolve_task
-from nnx.transforms import register_transform, registered_transforms, unregister_transform
-from nnx.transforms.live import RecognizingTransform
-from nnx.transforms.recipe import TransformRecipe, config_targets
+# Lazy (PEP 562), like ``nnx/__init__.py``: each name imports its home module on first
+# use. An eager face would load torch and most of core for any add-on that imports one
+# name from here; a reader of run files (nnx.comparison, nnx.calibration) must not.
+import typing as _typing
 
-__all__ = [
-    "BUILD_FAILURES",
-    "MAX_SEED",
-    "METRIC_EPSILON",
-    "NON_NEGATIVE",
-    "OPEN_UNIT",
-    "POSITIVE",
-    "PROBABILITY",
-    "UNIT_HALF_OPEN",
-    "AttemptRecord",
-    "BoundaryError",
-    "BundleCalibrator",
-    "CalibratorReader",
-    "Component",
-    "ComponentSpec",
-    "Domain",
-    "Err",
-    "ExperimentPlan",
-    "FinalizedStep",
-    "FrozenTeacher",
-    "LoopView",
-    "LossTerm",
-    "MetricRegistration",
-    "MissingDistributionAttributeError",
-    "MissingDistributionError",
-    "NNParams",
-    "NetRegistration",
-    "Objective",
-    "ObjectiveContext",
-    "ObjectiveResult",
-    "ObjectiveStream",
-    "Ok",
-    "OptimizerSlot",
-    "OwnerBuild",
-    "Params",
-    "PlanError",
-    "RecognizingTransform",
-    "ResolvedPrecision",
-    "Result",
-    "RunProvenance",
-    "SupervisedLoss",
-    "Task",
-    "TaskRuntime",
-    "TrainableModel",
-    "TransformRecipe",
-    "UnsafePathError",
-    "UpdateEvent",
-    "UpdateOwner",
-    "always",
-    "atomic_write",
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "brier_terms",
-    "canonical_bytes",
-    "cause_line",
-    "check_batch_sizes",
-    "check_choice",
-    "check_count",
-    "check_counts",
-    "check_enum",
-    "check_optional_count",
-    "check_optional_real",
-    "check_optional_str",
-    "check_real",
-    "check_run_id",
-    "check_seed",
-    "check_spec_config",
-    "check_spec_id",
-    "config_targets",
-    "decode_on_axis",
-    "distillation_loss",
-    "empty_mapping",
-    "encode",
-    "enum_decoder",
-    "enum_spelling",
-    "enum_spellings",
-    "epoch_ends",
-    "finalize_step",
-    "frozen_mapping",
-    "full_precision_only",
-    "imperative_step",
-    "inside",
-    "load_json",
-    "load_yaml",
-    "metric_modes",
-    "model_fingerprint",
-    "net_class_axis",
-    "nll_terms",
-    "preserved_state",
-    "read_provenance",
-    "refuse_multi_rank",
-    "register_calibrator_reader",
-    "register_metric",
-    "register_model_factory",
-    "register_optimizer_factory",
-    "register_transform",
-    "registered_calibrator_readers",
-    "registered_metrics",
-    "registered_model_factories",
-    "registered_optimizer_factories",
-    "registered_transforms",
-    "require_distribution",
-    "require_exact",
-    "resolve_precision",
-    "resolve_task",
-    "run_fit_loop",
-    "runtime",
-    "set_field",
-    "sha256_hex",
-    "softmax64",
-    "supervised_loss",
-    "train_mode",
-    "unbuildable",
-    "unregister_calibrator_reader",
-    "unregister_metric",
-    "unregister_model_factory",
-    "unregister_optimizer_factory",
-    "unregister_transform",
-]
+_EXPORTS: dict[str, str] = {
+    "BundleCalibrator": "nnx._contracts.calibrators",
+    "CalibratorReader": "nnx._contracts.calibrators",
+    "model_fingerprint": "nnx._contracts.calibrators",
+    "register_calibrator_reader": "nnx._contracts.calibrators",
+    "registered_calibrator_readers": "nnx._contracts.calibrators",
+    "unregister_calibrator_reader": "nnx._contracts.calibrators",
+    "Component": "nnx._contracts.components",
+    "ComponentSpec": "nnx._contracts.components",
+    "ResolvedPrecision": "nnx._contracts.precision",
+    "resolve_precision": "nnx._contracts.precision",
+    "TrainableModel": "nnx._contracts.trainable",
+    "run_fit_loop": "nnx._engine.fit_loop",
+    "register_optimizer_factory": "nnx._engine.optimizer_factories",
+    "registered_optimizer_factories": "nnx._engine.optimizer_factories",
+    "unregister_optimizer_factory": "nnx._engine.optimizer_factories",
+    "decode_on_axis": "nnx._engine.prediction",
+    "net_class_axis": "nnx._engine.prediction",
+    "FinalizedStep": "nnx._engine.step_helpers",
+    "SupervisedLoss": "nnx._engine.step_helpers",
+    "finalize_step": "nnx._engine.step_helpers",
+    "full_precision_only": "nnx._engine.step_helpers",
+    "supervised_loss": "nnx._engine.step_helpers",
+    "train_mode": "nnx._engine.step_helpers",
+    "OptimizerSlot": "nnx._engine.update_engine",
+    "LoopView": "nnx._engine.update_owner",
+    "OwnerBuild": "nnx._engine.update_owner",
+    "UpdateOwner": "nnx._engine.update_owner",
+    "atomic_write": "nnx._foundation.atomic",
+    "atomic_write_bytes": "nnx._foundation.atomic",
+    "atomic_write_text": "nnx._foundation.atomic",
+    "load_json": "nnx._foundation.bounded",
+    "load_yaml": "nnx._foundation.bounded",
+    "Params": "nnx._foundation.config_base",
+    "always": "nnx._foundation.config_base",
+    "empty_mapping": "nnx._foundation.config_base",
+    "encode": "nnx._foundation.config_base",
+    "enum_decoder": "nnx._foundation.config_base",
+    "frozen_mapping": "nnx._foundation.config_base",
+    "require_exact": "nnx._foundation.config_base",
+    "runtime": "nnx._foundation.config_base",
+    "set_field": "nnx._foundation.config_base",
+    "canonical_bytes": "nnx._foundation.hashing",
+    "sha256_hex": "nnx._foundation.hashing",
+    "preserved_state": "nnx._foundation.modes",
+    "MissingDistributionAttributeError": "nnx._foundation.plugins",
+    "MissingDistributionError": "nnx._foundation.plugins",
+    "require_distribution": "nnx._foundation.plugins",
+    "BoundaryError": "nnx._foundation.result",
+    "Err": "nnx._foundation.result",
+    "Ok": "nnx._foundation.result",
+    "Result": "nnx._foundation.result",
+    "UnsafePathError": "nnx._foundation.safe_paths",
+    "inside": "nnx._foundation.safe_paths",
+    "MAX_SEED": "nnx._foundation.validation",
+    "NON_NEGATIVE": "nnx._foundation.validation",
+    "OPEN_UNIT": "nnx._foundation.validation",
+    "POSITIVE": "nnx._foundation.validation",
+    "PROBABILITY": "nnx._foundation.validation",
+    "UNIT_HALF_OPEN": "nnx._foundation.validation",
+    "Domain": "nnx._foundation.validation",
+    "check_batch_sizes": "nnx._foundation.validation",
+    "check_choice": "nnx._foundation.validation",
+    "check_count": "nnx._foundation.validation",
+    "check_counts": "nnx._foundation.validation",
+    "check_enum": "nnx._foundation.validation",
+    "check_optional_count": "nnx._foundation.validation",
+    "check_optional_real": "nnx._foundation.validation",
+    "check_optional_str": "nnx._foundation.validation",
+    "check_real": "nnx._foundation.validation",
+    "check_run_id": "nnx._foundation.validation",
+    "check_seed": "nnx._foundation.validation",
+    "check_spec_config": "nnx._foundation.validation",
+    "check_spec_id": "nnx._foundation.validation",
+    "enum_spelling": "nnx._foundation.validation",
+    "enum_spellings": "nnx._foundation.validation",
+    "epoch_ends": "nnx._journal.reader",
+    "BUILD_FAILURES": "nnx._persistence.read_errors",
+    "cause_line": "nnx._persistence.read_errors",
+    "unbuildable": "nnx._persistence.read_errors",
+    "PlanError": "nnx._surface.plan_types",
+    "ExperimentPlan": "nnx._surface.plans",
+    "refuse_multi_rank": "nnx._surface.plans",
+    "NetRegistration": "nnx.enums.nets",
+    "MetricRegistration": "nnx.metrics.registry",
+    "metric_modes": "nnx.metrics.registry",
+    "register_metric": "nnx.metrics.registry",
+    "registered_metrics": "nnx.metrics.registry",
+    "unregister_metric": "nnx.metrics.registry",
+    "METRIC_EPSILON": "nnx.metrics.terms",
+    "brier_terms": "nnx.metrics.terms",
+    "nll_terms": "nnx.metrics.terms",
+    "softmax64": "nnx.metrics.terms",
+    "register_model_factory": "nnx.models",
+    "registered_model_factories": "nnx.models",
+    "unregister_model_factory": "nnx.models",
+    "LossTerm": "nnx.objectives._core",
+    "Objective": "nnx.objectives._core",
+    "ObjectiveContext": "nnx.objectives._core",
+    "ObjectiveResult": "nnx.objectives._core",
+    "UpdateEvent": "nnx.objectives._core",
+    "distillation_loss": "nnx.objectives.kd",
+    "imperative_step": "nnx.objectives.ownership",
+    "ObjectiveStream": "nnx.objectives.stream",
+    "FrozenTeacher": "nnx.objectives.teacher",
+    "NNParams": "nnx.params.net",
+    "AttemptRecord": "nnx.provenance",
+    "RunProvenance": "nnx.provenance",
+    "read_provenance": "nnx.provenance",
+    "Task": "nnx.tasks.protocol",
+    "TaskRuntime": "nnx.tasks.runtime",
+    "resolve_task": "nnx.tasks.runtime",
+    "register_transform": "nnx.transforms",
+    "registered_transforms": "nnx.transforms",
+    "unregister_transform": "nnx.transforms",
+    "RecognizingTransform": "nnx.transforms.live",
+    "TransformRecipe": "nnx.transforms.recipe",
+    "config_targets": "nnx.transforms.recipe",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nnx.extend' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if _typing.TYPE_CHECKING:
+    # Explicit re-exports for type checkers (runtime resolution is lazy, above); a test
+    # ties this block to ``_EXPORTS`` name for name and module for module.
+    from nnx._contracts.calibrators import BundleCalibrator as BundleCalibrator
+    from nnx._contracts.calibrators import CalibratorReader as CalibratorReader
+    from nnx._contracts.calibrators import model_fingerprint as model_fingerprint
+    from nnx._contracts.calibrators import register_calibrator_reader as register_calibrator_reader
+    from nnx._contracts.calibrators import (
+        registered_calibrator_readers as registered_calibrator_readers,
+    )
+    from nnx._contracts.calibrators import (
+        unregister_calibrator_reader as unregister_calibrator_reader,
+    )
+    from nnx._contracts.components import Component as Component
+    from nnx._contracts.components import ComponentSpec as ComponentSpec
+    from nnx._contracts.precision import ResolvedPrecision as ResolvedPrecision
+    from nnx._contracts.precision import resolve_precision as resolve_precision
+    from nnx._contracts.trainable import TrainableModel as TrainableModel
+    from nnx._engine.fit_loop import run_fit_loop as run_fit_loop
+    from nnx._engine.optimizer_factories import (
+        register_optimizer_factory as register_optimizer_factory,
+    )
+    from nnx._engine.optimizer_factories import (
+        registered_optimizer_factories as registered_optimizer_factories,
+    )
+    from nnx._engine.optimizer_factories import (
+        unregister_optimizer_factory as unregister_optimizer_factory,
+    )
+    from nnx._engine.prediction import decode_on_axis as decode_on_axis
+    from nnx._engine.prediction import net_class_axis as net_class_axis
+    from nnx._engine.step_helpers import FinalizedStep as FinalizedStep
+    from nnx._engine.step_helpers import SupervisedLoss as SupervisedLoss
+    from nnx._engine.step_helpers import finalize_step as finalize_step
+    from nnx._engine.step_helpers import full_precision_only as full_precision_only
+    from nnx._engine.step_helpers import supervised_loss as supervised_loss
+    from nnx._engine.step_helpers import train_mode as train_mode
+    from nnx._engine.update_engine import OptimizerSlot as OptimizerSlot
+    from nnx._engine.update_owner import LoopView as LoopView
+    from nnx._engine.update_owner import OwnerBuild as OwnerBuild
+    from nnx._engine.update_owner import UpdateOwner as UpdateOwner
+    from nnx._foundation.atomic import atomic_write as atomic_write
+    from nnx._foundation.atomic import atomic_write_bytes as atomic_write_bytes
+    from nnx._foundation.atomic import atomic_write_text as atomic_write_text
+    from nnx._foundation.bounded import load_json as load_json
+    from nnx._foundation.bounded import load_yaml as load_yaml
+    from nnx._foundation.config_base import Params as Params
+    from nnx._foundation.config_base import always as always
+    from nnx._foundation.config_base import empty_mapping as empty_mapping
+    from nnx._foundation.config_base import encode as encode
+    from nnx._foundation.config_base import enum_decoder as enum_decoder
+    from nnx._foundation.config_base import frozen_mapping as frozen_mapping
+    from nnx._foundation.config_base import require_exact as require_exact
+    from nnx._foundation.config_base import runtime as runtime
+    from nnx._foundation.config_base import set_field as set_field
+    from nnx._foundation.hashing import canonical_bytes as canonical_bytes
+    from nnx._foundation.hashing import sha256_hex as sha256_hex
+    from nnx._foundation.modes import preserved_state as preserved_state
+    from nnx._foundation.plugins import (
+        MissingDistributionAttributeError as MissingDistributionAttributeError,
+    )
+    from nnx._foundation.plugins import MissingDistributionError as MissingDistributionError
+    from nnx._foundation.plugins import require_distribution as require_distribution
+    from nnx._foundation.result import BoundaryError as BoundaryError
+    from nnx._foundation.result import Err as Err
+    from nnx._foundation.result import Ok as Ok
+    from nnx._foundation.result import Result as Result
+    from nnx._foundation.safe_paths import UnsafePathError as UnsafePathError
+    from nnx._foundation.safe_paths import inside as inside
+    from nnx._foundation.validation import MAX_SEED as MAX_SEED
+    from nnx._foundation.validation import NON_NEGATIVE as NON_NEGATIVE
+    from nnx._foundation.validation import OPEN_UNIT as OPEN_UNIT
+    from nnx._foundation.validation import POSITIVE as POSITIVE
+    from nnx._foundation.validation import PROBABILITY as PROBABILITY
+    from nnx._foundation.validation import UNIT_HALF_OPEN as UNIT_HALF_OPEN
+    from nnx._foundation.validation import Domain as Domain
+    from nnx._foundation.validation import check_batch_sizes as check_batch_sizes
+    from nnx._foundation.validation import check_choice as check_choice
+    from nnx._foundation.validation import check_count as check_count
+    from nnx._foundation.validation import check_counts as check_counts
+    from nnx._foundation.validation import check_enum as check_enum
+    from nnx._foundation.validation import check_optional_count as check_optional_count
+    from nnx._foundation.validation import check_optional_real as check_optional_real
+    from nnx._foundation.validation import check_optional_str as check_optional_str
+    from nnx._foundation.validation import check_real as check_real
+    from nnx._foundation.validation import check_run_id as check_run_id
+    from nnx._foundation.validation import check_seed as check_seed
+    from nnx._foundation.validation import check_spec_config as check_spec_config
+    from nnx._foundation.validation import check_spec_id as check_spec_id
+    from nnx._foundation.validation import enum_spelling as enum_spelling
+    from nnx._foundation.validation import enum_spellings as enum_spellings
+    from nnx._journal.reader import epoch_ends as epoch_ends
+    from nnx._persistence.read_errors import BUILD_FAILURES as BUILD_FAILURES
+    from nnx._persistence.read_errors import cause_line as cause_line
+    from nnx._persistence.read_errors import unbuildable as unbuildable
+    from nnx._surface.plan_types import PlanError as PlanError
+    from nnx._surface.plans import ExperimentPlan as ExperimentPlan
+    from nnx._surface.plans import refuse_multi_rank as refuse_multi_rank
+    from nnx.enums.nets import NetRegistration as NetRegistration
+    from nnx.metrics.registry import MetricRegistration as MetricRegistration
+    from nnx.metrics.registry import metric_modes as metric_modes
+    from nnx.metrics.registry import register_metric as register_metric
+    from nnx.metrics.registry import registered_metrics as registered_metrics
+    from nnx.metrics.registry import unregister_metric as unregister_metric
+    from nnx.metrics.terms import METRIC_EPSILON as METRIC_EPSILON
+    from nnx.metrics.terms import brier_terms as brier_terms
+    from nnx.metrics.terms import nll_terms as nll_terms
+    from nnx.metrics.terms import softmax64 as softmax64
+    from nnx.models import register_model_factory as register_model_factory
+    from nnx.models import registered_model_factories as registered_model_factories
+    from nnx.models import unregister_model_factory as unregister_model_factory
+    from nnx.objectives._core import LossTerm as LossTerm
+    from nnx.objectives._core import Objective as Objective
+    from nnx.objectives._core import ObjectiveContext as ObjectiveContext
+    from nnx.objectives._core import ObjectiveResult as ObjectiveResult
+    from nnx.objectives._core import UpdateEvent as UpdateEvent
+    from nnx.objectives.kd import distillation_loss as distillation_loss
+    from nnx.objectives.ownership import imperative_step as imperative_step
+    from nnx.objectives.stream import ObjectiveStream as ObjectiveStream
+    from nnx.objectives.teacher import FrozenTeacher as FrozenTeacher
+    from nnx.params.net import NNParams as NNParams
+    from nnx.provenance import AttemptRecord as AttemptRecord
+    from nnx.provenance import RunProvenance as RunProvenance
+    from nnx.provenance import read_provenance as read_provenance
+    from nnx.tasks.protocol import Task as Task
+    from nnx.tasks.runtime import TaskRuntime as TaskRuntime
+    from nnx.tasks.runtime import resolve_task as resolve_task
+    from nnx.transforms import register_transform as register_transform
+    from nnx.transforms import registered_transforms as registered_transforms
+    from nnx.transforms import unregister_transform as unregister_transform
+    from nnx.transforms.live import RecognizingTransform as RecognizingTransform
+    from nnx.transforms.recipe import TransformRecipe as TransformRecipe
+    from nnx.transforms.recipe import config_targets as config_targets

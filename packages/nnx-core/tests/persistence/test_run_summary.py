@@ -66,14 +66,46 @@ def test_summary_path_and_full_path_list_identically_and_the_full_path_notes_it(
     assert "3 runs listed from their checkpoints" in full_err
 
 
+def cli_in_a_fresh_interpreter(cwd, *args: str) -> tuple[str, list[str]]:
+    """The command's output and, as its last line, which of torch and numpy it loaded."""
+    code = (f"import sys; from nnx.cli import main; main({list(args)!r}); "
+            "print('torch' in sys.modules, 'numpy' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True,
+                          text=True, check=True)
+    return done.stdout + done.stderr, done.stdout.splitlines()[-1].split()
+
+
 def test_runs_list_imports_no_torch(in_tmp):
     tiny_model().train(params(2), verbose=False)
-    code = ("import sys; from nnx.cli import main; main(['runs', 'list']); "
-            "print('torch' in sys.modules, 'numpy' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], cwd=in_tmp, capture_output=True,
-                          text=True, check=True)
-    assert done.stdout.splitlines()[-1] == "False False", done.stdout + done.stderr
-    assert "FEED_FWD" in done.stdout
+    out, loaded = cli_in_a_fresh_interpreter(in_tmp, "runs", "list")
+    assert loaded == ["False", "False"], out
+    assert "FEED_FWD" in out
+
+
+def test_runs_show_imports_no_torch(in_tmp):
+    # Issue 37: a run with a trusted summary is shown from it (LAST's mark, BEST's row);
+    # the typed configuration it renders resolves no torch class.
+    run = tiny_model().train(params(2, monitor=MonitorSpec(metric="loss", split="val")),
+                             verbose=False)
+    out, loaded = cli_in_a_fresh_interpreter(in_tmp, "runs", "show", run.id)
+    assert loaded[0] == "False", out
+    assert "best: epoch" in out
+
+
+def test_runs_show_from_the_summary_and_from_the_checkpoints_read_the_same(capsys):
+    ids = some_runs()
+
+    def shown() -> list[str]:
+        out = []
+        for run_id in ids:
+            assert main(["runs", "show", run_id]) == 0
+            out.append(capsys.readouterr().out)
+        return out
+
+    fast = shown()
+    drop_summaries()  # as runs written before summaries: BEST and LAST are opened
+    assert shown() == fast
+    assert all("best: epoch" in text for text in fast)
 
 
 class Snap(Callback):

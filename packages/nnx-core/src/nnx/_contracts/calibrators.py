@@ -27,14 +27,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
-
-import torch
-from torch import nn
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from nnx._foundation.hashing import frozen_plain
 from nnx._foundation.plugins import VersionedRegistry, versioned_registry
-from nnx._persistence.safetensors_codec import tensors_fingerprint
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["BundleCalibrator", "CalibratorReader", "model_fingerprint", "read_calibrator",
            "register_calibrator_reader", "registered_calibrator_readers",
@@ -116,6 +115,13 @@ def model_fingerprint(model: Any) -> str:
     its net gets the digest a bundle computes from its model.safetensors payload
     without building a tensor, so a calibrator bound to it is checked against the
     bundled weights."""
+    # Imported here: nnx.calibration re-exports this function and its import loads no
+    # torch (spec §18); whoever hands over weights has torch loaded already.
+    import torch
+    from torch import nn
+
+    from nnx._persistence.safetensors_codec import tensors_fingerprint  # loads torch
+
     if isinstance(model, nn.Module):
         state: dict[str, Any] = dict(model.state_dict())
     elif isinstance(model, Mapping):
@@ -136,6 +142,9 @@ def model_fingerprint(model: Any) -> str:
 def _beside_the_net(model: Any) -> dict[str, torch.Tensor]:
     """The modules' and tensors' state a model object holds besides its net and loss, as
     ``<attribute>:<name>`` entries (``:`` never occurs in a module's state names)."""
+    import torch
+    from torch import nn
+
     out: dict[str, torch.Tensor] = {}
     for attribute, value in sorted(vars(model).items()) if hasattr(model, "__dict__") else ():
         if attribute in _NOT_OUTPUT_STATE:

@@ -19,7 +19,7 @@ import os
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -34,13 +34,13 @@ from nnx._foundation.validation import check_run_id
 from nnx._journal.history_csv import IdpsCsv, read_idps_csv
 from nnx._journal.reader import read_epochs, read_manifest, read_tail
 from nnx._persistence.best_pointer import resolve_best
-from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.history_completeness import LastMark, check_ends_at, last_within, read_mark
 from nnx._persistence.resume_status import ResumeStatus
 from nnx._persistence.run_damage import DamagedRun, RunDamagedError, display_path
 from nnx._persistence.run_damage import reading as _reading
 from nnx._persistence.run_files import check_run_files
-from nnx._persistence.run_render import render_html, render_text
+from nnx._persistence.run_render import render_html, render_text, score_label
+from nnx._persistence.run_summary import read_summary
 from nnx.enums.nets import Nets
 from nnx.params.compile import CompileRecord
 from nnx.params.model import NNModelParams
@@ -48,6 +48,9 @@ from nnx.params.net import NNParams
 from nnx.params.train import NNTrainParams
 from nnx.params.trainer import NNTrainerParams
 from nnx.provenance.reading import read_provenance
+
+if TYPE_CHECKING:
+    from nnx._persistence.checkpoint import NNCheckpoint
 
 __all__ = ["DEFAULT_ROOT", "DamagedRun", "NNRun", "RunDamagedError", "display_path"]
 
@@ -60,6 +63,20 @@ def _task_block(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
     if task is not None and not isinstance(task, Mapping):
         raise ValueError(f"its task block is a {type(task).__name__}, not a mapping")
     return task
+
+
+def _trusted_summary(path: Path) -> Mapping[str, Any] | None:
+    """The run's trusted listing summary when it holds what a shown run reads of its
+    checkpoints (LAST's epoch and record index, BEST's row when there is a BEST); None
+    sends the reader to the checkpoints."""
+    body = read_summary(path)
+    if body is None or not isinstance(body.get("epoch"), int) or not isinstance(
+            body.get("iter_idx"), (int, type(None))):
+        return None
+    # A BEST the summary has no row for (one saved before manifests): read it from BEST.
+    if not isinstance(body.get("best"), Mapping) and (path / "checkpoints" / "best.pt").exists():
+        return None
+    return body
 
 
 class NNRun:
@@ -94,6 +111,10 @@ class NNRun:
         self.resume_status: ResumeStatus = ResumeStatus()
         self.journal: Any = None  # the HistoryJournal when the history is a journal
         self._csv: IdpsCsv | None = None  # renders idps.csv, reusing the lines of earlier saves
+        # The trusted listing summary (summary.json) when this run was read for showing
+        # (``load(..., summary=True)``): it answers for LAST's and BEST's records, so
+        # ``nnx runs show`` opens no checkpoint and imports no torch.
+        self._summary: Mapping[str, Any] | None = None
         self.id = run_id(**self._parts())
 
     def _parts(self) -> dict[str, Any]:
@@ -164,8 +185,14 @@ class NNRun:
 
     # -- reading ----------------------------------------------------------------------
     @classmethod
-    def load(cls, run_id: str, *, root: str | os.PathLike[str] = DEFAULT_ROOT) -> NNRun:
+    def load(cls, run_id: str, *, root: str | os.PathLike[str] = DEFAULT_ROOT,
+             summary: bool = False) -> NNRun:
         """Read a run back from disk; needs nothing registered and builds no model.
+
+        ``summary=True`` (``nnx runs show``): where the run's listing summary is trusted
+        (:func:`~nnx._persistence.run_summary.read_summary`: its digest verifies and
+        LAST's live manifest names the point it describes), LAST's mark and BEST's score
+        come from it and no checkpoint is opened; otherwise they are read as without it.
 
         Raises FileNotFoundError without a run.yaml, :class:`RunDamagedError`
         (a ValueError) naming the file when one of the run's files cannot be read, and
@@ -187,6 +214,8 @@ class NNRun:
                     raise ValueError(f"not a mapping but a {type(run.metadata).__name__}")
                 if run.metadata.get("resume") is not None:
                     run.resume_status = ResumeStatus.from_state(run.metadata["resume"])
+        if summary:
+            run._summary = _trusted_summary(path)
         mark = run.committed_mark()
         last_epoch = None if mark is None else mark.epoch
         # Under the history protocol LAST commits the history: before the first LAST, a
@@ -258,6 +287,8 @@ class NNRun:
     def committed_mark(self) -> LastMark | None:
         """Where LAST says the committed history ends (its epoch and last record's
         iter_idx), or None before the first commit."""
+        if self._summary is not None:
+            return LastMark(self._summary["epoch"], self._summary["iter_idx"])
         last = self.checkpoints_dir / "last.pt"
         if not last.is_file():
             return None
@@ -315,12 +346,27 @@ class NNRun:
         return [last[e] for e in sorted(last)]
 
     def best_checkpoint(self) -> NNCheckpoint | None:
+        from nnx._persistence.checkpoint import NNCheckpoint  # lazy: loads torch
+
         best = self.checkpoints_dir / "best.pt"
         if not best.is_file():
             return None
         with _reading(self.id, best):
             checkpoint = NNCheckpoint.from_file(best)
         return checkpoint
+
+    def best_score(self) -> tuple[int, tuple[str, float] | None] | None:
+        """BEST's epoch and what it scores (None: no finite score); None without a BEST.
+        From the trusted summary when the run was loaded with one, else from BEST."""
+        row = None if self._summary is None else self._summary.get("best")
+        if isinstance(row, Mapping):
+            what, value = row["what"], row["value"]
+            return int(row["epoch"]), None if what is None else (str(what), float(value))
+        best = self.best_checkpoint()
+        if best is None:
+            return None
+        return best.epoch, score_label(best.idp, named_monitor=best.named_monitor,
+                                       monitor_value=best.monitor_value)
 
     def __str__(self) -> str:
         return render_text(self)

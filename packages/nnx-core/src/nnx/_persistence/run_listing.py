@@ -49,7 +49,7 @@ from nnx._persistence.run import NNRun
 from nnx._persistence.run_damage import RunDamagedError
 from nnx._persistence.run_damage import reading as _reading
 from nnx._persistence.run_files import check_run_files
-from nnx._persistence.run_rows import RunSummary, created_at, status_of
+from nnx._persistence.run_rows import RunSummary, created_at, matching_run_ids, status_of
 from nnx.enums.nets import Nets
 
 __all__ = ["RunSummary", "matching_run_ids", "summarize_run"]
@@ -119,21 +119,3 @@ def summarize_run(root: str | os.PathLike[str], run_id: str) -> RunSummary:
                       planned=planned, status=status,
                       best_epoch=best_epoch, best_what=what, best_value=value,
                       salt=run.salt, data_id=run.loop_params.data_id)
-
-
-def matching_run_ids(root: str | os.PathLike[str], text: str) -> list[str]:
-    """``[text]`` when it names a run directory; else the runs whose id starts with it,
-    sorted; ``[]`` for an empty or malformed id."""
-    try:
-        check_run_id("run id", text)
-    except ValueError:
-        return []
-    base = Path(root)
-    candidates = [entry for entry in (base.iterdir() if base.is_dir() else ())
-                  if not entry.name.startswith(".") and entry.name != "best"
-                  and not entry.is_symlink() and entry.is_dir()
-                  and ((entry / "run.yaml").is_file() or (entry / "checkpoints").is_dir())]
-    if any(entry.name == text for entry in candidates):
-        return [text]
-    return sorted(entry.name for entry in candidates if entry.name.startswith(text))
-

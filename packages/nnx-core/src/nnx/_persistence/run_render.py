@@ -11,7 +11,6 @@ import math
 from typing import Any, Protocol
 
 from nnx._foundation.records import NNIterationDataPoint, first_finite
-from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.run_rows import format_score
 from nnx.enums.nets import Nets
 from nnx.params.descriptors import describe
@@ -40,7 +39,7 @@ class RenderedRun(Protocol):
     @property
     def salt(self) -> str | None: ...
     def epoch_records(self) -> list[NNIterationDataPoint]: ...
-    def best_checkpoint(self) -> NNCheckpoint | None: ...
+    def best_score(self) -> tuple[int, tuple[str, float] | None] | None: ...
 
 _COLUMNS = ("epoch", "train loss", "val loss", "val error", "val acc", "lr")
 
@@ -102,10 +101,9 @@ def _describe(run: RenderedRun) -> list[tuple[str, str]]:
         lines.append(("shape", f"{p.input_dim} → {list(p.hidden_dims)} → {p.output_dim}, "
                                f"{p.activation.name}, dropout {p.dropout_prob:g}"))
     lines += loop_lines(train, trainer=run.trainer_params is not None, salt=run.salt)
-    best = run.best_checkpoint()
+    best = run.best_score()
     if best is not None:
-        lines.append(best_line(best.epoch, score_label(
-            best.idp, named_monitor=best.named_monitor, monitor_value=best.monitor_value)))
+        lines.append(best_line(*best))
     return lines
 
 

@@ -24,6 +24,7 @@ from functools import cache
 from pathlib import Path
 
 from nnx._foundation.locking import lock_is_held
+from nnx._foundation.validation import check_run_id
 from nnx._persistence.best_pointer import BEST_NAME
 from nnx._persistence.history_completeness import LastMark
 from nnx._persistence.history_ends import check_history_ends
@@ -40,7 +41,8 @@ from nnx._persistence.run_summary import (
 from nnx.provenance import read_provenance
 
 __all__ = ["ADD_ON", "CHANGED", "DAMAGED", "NO_SUMMARY", "FullPathRun", "RunSummary",
-           "created_at", "format_score", "incomplete_row", "list_runs", "status_of"]
+           "created_at", "format_score", "incomplete_row", "list_runs", "matching_run_ids",
+           "status_of"]
 
 # Why a run is left to the full path (FullPathRun.reason). Only the first two are worth
 # a note on stderr: an add-on's run is shown as "<net> (needs <distribution>)" and a
@@ -190,3 +192,22 @@ def list_runs(root: str | os.PathLike[str]) -> tuple[list[RunSummary], list[Full
         else:
             rows.append(row)
     return rows, rest
+
+
+def matching_run_ids(root: str | os.PathLike[str], text: str) -> list[str]:
+    """``[text]`` when it names a run directory; else the runs whose id starts with it,
+    sorted; ``[]`` for an empty or malformed id. Torch-free: ``nnx runs show`` and
+    ``nnx runs verify`` resolve a prefix with it."""
+    try:
+        check_run_id("run id", text)
+    except ValueError:
+        return []
+    base = Path(root)
+    candidates = [entry for entry in (base.iterdir() if base.is_dir() else ())
+                  if not entry.name.startswith(".") and entry.name != "best"
+                  and not entry.is_symlink() and entry.is_dir()
+                  and ((entry / "run.yaml").is_file() or (entry / "checkpoints").is_dir())]
+    if any(entry.name == text for entry in candidates):
+        return [text]
+    return sorted(entry.name for entry in candidates if entry.name.startswith(text))
+

@@ -158,7 +158,7 @@ def _resolve(args: argparse.Namespace) -> str | None:
     """The run ``args.run_id`` names: itself, or the one run it is a prefix of. An
     ambiguous prefix prints its candidates on stderr and gives None; an id nothing
     matches passes through, so the command reports "no run" as before."""
-    from nnx._persistence.run_listing import matching_run_ids  # lazy: loads torch
+    from nnx._persistence.run_rows import matching_run_ids  # lazy: torch-free
 
     matches = matching_run_ids(args.root, args.run_id)
     if len(matches) <= 1:
@@ -173,8 +173,8 @@ def _resolve(args: argparse.Namespace) -> str | None:
 def cmd_runs_show(args: argparse.Namespace) -> int:
     """One run (by its id or a unique prefix); a missing, damaged or malformed id, or an
     ambiguous prefix, is reported on stderr with exit 1."""
-    # lazy: both load torch (module docstring)
-    from nnx._persistence.add_on_run import render_add_on_run
+    # Lazy (module docstring). Torch-free for a run with a trusted listing summary: it
+    # answers for LAST's and BEST's records; any other run is read from its checkpoints.
     from nnx._persistence.run import NNRun
 
     run_id = _resolve(args)
@@ -182,9 +182,11 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         return 1
     try:
         try:
-            run = NNRun.load(run_id, root=args.root)
+            run = NNRun.load(run_id, root=args.root, summary=True)
             text = str(run)  # rendering reads BEST and the history: damage surfaces here too
         except MissingDistributionError as missing:  # an add-on's run, shown without it
+            from nnx._persistence.add_on_run import render_add_on_run  # lazy: loads torch
+
             text = render_add_on_run(args.root, run_id, missing)
     except (FileNotFoundError, ValueError) as exc:  # RunDamagedError is a ValueError
         print(exc, file=sys.stderr)

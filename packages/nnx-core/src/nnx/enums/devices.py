@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
+
+# torch is imported on first use, not at import: ``nnx runs show`` renders a run's typed
+# configuration (these members) and must run without torch (docs/architecture.md).
 
 
 class Devices(enum.Enum):
@@ -14,6 +19,8 @@ class Devices(enum.Enum):
     MPS = "mps"
 
     def __call__(self) -> torch.device:
+        import torch
+
         if self is Devices.AUTO:
             if torch.cuda.is_available():
                 return torch.device("cuda")

@@ -9,9 +9,14 @@ built-in nets return raw logits.
 from __future__ import annotations
 
 import enum
-from typing import Any
+import functools
+from typing import TYPE_CHECKING, Any
 
-from torch import nn
+if TYPE_CHECKING:
+    from torch import nn
+
+# torch is imported on first use, not at import: ``nnx runs show`` renders a run's typed
+# configuration (these members) and must run without torch (docs/architecture.md).
 
 
 class Losses(enum.Enum):
@@ -24,7 +29,7 @@ class Losses(enum.Enum):
     HUBER = "huber"
 
     def __call__(self, **kwargs: Any) -> nn.Module:
-        return _MODULES[self](**kwargs)
+        return _modules()[self](**kwargs)
 
     @property
     def is_classification(self) -> bool:
@@ -40,12 +45,16 @@ class Losses(enum.Enum):
         )
 
 
-_MODULES: dict[Losses, type[nn.Module]] = {
-    Losses.CROSS_ENTROPY: nn.CrossEntropyLoss,
-    Losses.NEGATIVE_LOG_LIKELIHOOD: nn.NLLLoss,
-    Losses.BINARY_CROSS_ENTROPY: nn.BCEWithLogitsLoss,
-    Losses.MEAN_SQUARED_ERROR: nn.MSELoss,
-    Losses.MEAN_ABSOLUTE_ERROR: nn.L1Loss,
-    Losses.SMOOTH_L1: nn.SmoothL1Loss,
-    Losses.HUBER: nn.HuberLoss,
-}
+@functools.cache
+def _modules() -> dict[Losses, type[nn.Module]]:
+    from torch import nn
+
+    return {
+        Losses.CROSS_ENTROPY: nn.CrossEntropyLoss,
+        Losses.NEGATIVE_LOG_LIKELIHOOD: nn.NLLLoss,
+        Losses.BINARY_CROSS_ENTROPY: nn.BCEWithLogitsLoss,
+        Losses.MEAN_SQUARED_ERROR: nn.MSELoss,
+        Losses.MEAN_ABSOLUTE_ERROR: nn.L1Loss,
+        Losses.SMOOTH_L1: nn.SmoothL1Loss,
+        Losses.HUBER: nn.HuberLoss,
+    }

@@ -19,9 +19,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from torch import nn
+if TYPE_CHECKING:
+    from torch import nn
 
 from nnx._foundation.plugins import MissingDistributionError, missing, registry
 
@@ -141,6 +142,11 @@ class Nets(metaclass=_NetsMeta):
     @property
     def params_class(self) -> type:
         """The params class this net is configured with (NNParams or a subclass)."""
+        if self._registration is None and self._paths is not None:
+            # A core net's params class alone: reading a run.yaml builds no net, and the
+            # net modules load torch (``nnx runs show`` runs without it).
+            params: type = _load(self._paths[1])
+            return params
         return self.registration.params_class
 
     def __call__(self, params: Any) -> nn.Module:

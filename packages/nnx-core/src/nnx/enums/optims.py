@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-from torch import nn
+if TYPE_CHECKING:
+    import torch
+
+# torch is imported on first use, not at import: ``nnx runs show`` renders a run's typed
+# configuration (these members) and must run without torch (docs/architecture.md).
 
 #: torch's Adam defaults, used when a configuration leaves them unset.
 DEFAULT_BETAS = (0.9, 0.999)
@@ -32,7 +35,7 @@ class Optims(enum.Enum):
 
     def __call__(
         self,
-        net: nn.Module | Iterable[Any],
+        net: torch.nn.Module | Iterable[Any],
         *,
         lr_start: float = 1e-3,
         momentum: float | tuple[float, float] | None = None,
@@ -40,6 +43,8 @@ class Optims(enum.Enum):
         eps: float | None = None,
     ) -> torch.optim.Optimizer:
         """Build the optimizer over a module's parameters (or explicit params / groups)."""
+        from torch import nn
+
         params = net.parameters() if isinstance(net, nn.Module) else net
         return self.build(
             params, lr=lr_start, momentum=momentum, weight_decay=weight_decay, eps=eps
@@ -55,6 +60,8 @@ class Optims(enum.Enum):
         eps: float | None,
     ) -> torch.optim.Optimizer:
         """Construct the torch optimizer; per-group lr / weight_decay in ``params`` win."""
+        import torch
+
         if self.is_adam_family:
             betas = DEFAULT_BETAS if momentum is None else momentum
             if not isinstance(betas, tuple):

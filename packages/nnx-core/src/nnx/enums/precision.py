@@ -11,8 +11,13 @@ NNx policies and stay refused.
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
+
+# torch is imported on first use, not at import: ``nnx runs show`` renders a run's typed
+# configuration (these members) and must run without torch (docs/architecture.md).
 
 
 class Precision(enum.Enum):
@@ -21,6 +26,8 @@ class Precision(enum.Enum):
     BF16 = "bf16"
 
     def __call__(self) -> torch.dtype:
+        import torch
+
         return {Precision.FP32: torch.float32, Precision.FP16: torch.float16,
                 Precision.BF16: torch.bfloat16}[self]
 

@@ -10,12 +10,13 @@ update clock needs ``updates_per_epoch``.
 from __future__ import annotations
 
 import enum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import torch
-from torch.optim import lr_scheduler
+if TYPE_CHECKING:
+    import torch
 
-from nnx.enums._lr_schedules import LinearWarmupDecayLR
+# torch is imported on first use, not at import: ``nnx runs show`` renders a run's typed
+# configuration (these members) and must run without torch (docs/architecture.md).
 
 __all__ = ["ScheduleKnobs", "Schedulers", "default_warmup_steps"]
 
@@ -67,6 +68,11 @@ class Schedulers(enum.Enum):
         updates_per_epoch: int | None = None,
     ) -> Any:
         """Build the torch scheduler for ``params`` over ``n_epochs`` of training."""
+        # Imported on first use (module comment): both load torch.
+        from torch.optim import lr_scheduler
+
+        from nnx.enums._lr_schedules import LinearWarmupDecayLR  # subclasses torch's
+
         p = params
         if self is Schedulers.REDUCE_LR_ON_PLATEAU:
             return lr_scheduler.ReduceLROnPlateau(

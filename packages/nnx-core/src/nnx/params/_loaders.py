@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 
 __all__ = ["check_loader", "refuse_dataset"]
 
@@ -29,6 +28,10 @@ def check_loader(field: str, value: Any, *, training: bool) -> None:
     loader, and ValueError for an empty training loader (one with ``len() == 0``)."""
     if value is None:
         return
+    # Imported here: params are also built from a saved run.yaml (no loaders), which
+    # ``nnx runs show`` renders without torch.
+    import torch
+
     if isinstance(value, (torch.Tensor, np.ndarray)):
         name = "torch.Tensor" if isinstance(value, torch.Tensor) else "numpy.ndarray"
         raise TypeError(
