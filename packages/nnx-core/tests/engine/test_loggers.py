@@ -193,6 +193,8 @@ def _wandb_records(path: Path) -> list[Any]:
         if kind == 0:  # zero padding to the end of the block
             pos += room
             continue
+        if pos + 7 + length > len(data):
+            break  # a chunk still being written: the caller polls again
         pending += data[pos + 7:pos + 7 + length]
         pos += 7 + length
         if kind in (1, 4):
@@ -209,11 +211,16 @@ def _finished_wandb_log(wandb_dir: Path, timeout: float = 30.0) -> list[Any]:
     W&B's service process writes the log asynchronously: ``finish()`` can return
     while the file still holds only its header, so wait for the exit record.
     """
+    from google.protobuf.message import DecodeError
+
     deadline = time.monotonic() + timeout
     while True:
         logs = list(wandb_dir.glob("offline-run-*/run-*.wandb"))
         assert len(logs) <= 1, logs
-        records = _wandb_records(logs[0]) if logs else []
+        try:
+            records = _wandb_records(logs[0]) if logs else []
+        except DecodeError:  # read mid-write (a loaded machine): poll again
+            records = []
         if any(r.WhichOneof("record_type") == "exit" for r in records):
             return records
         if time.monotonic() > deadline:
