@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 class _MissingSubpackageFinder:
     """Last on ``sys.meta_path``: asked only after every real finder missed, so an
     installed add-on's ``nnx.<sub>`` never reaches it. For a subpackage the catalog
-    knows, the miss becomes the install hint instead of a bare "No module named"."""
+    knows, an import's miss becomes the install hint instead of a bare "No module
+    named"; a probe (``importlib.util.find_spec("nnx.lm")``) still gets None."""
 
     nnx_missing_subpackages = True  # marks the finder, so a reload installs no second one
 
     @staticmethod
     def find_spec(fullname: str, path: Any = None, target: Any = None) -> None:
-        if fullname.startswith("nnx.") and fullname.count(".") == 1:
+        if fullname.startswith("nnx.") and fullname.count(".") == 1 and _importing():
             # Imported on a miss only: ``import nnx`` loads no submodule.
             from nnx._foundation.plugins import missing_subpackage
 
@@ -38,6 +39,19 @@ class _MissingSubpackageFinder:
             if err is not None:
                 raise err
         return None
+
+
+def _importing() -> bool:
+    """Whether the finder was asked by an import (``import`` / ``from ... import``,
+    ``importlib.import_module``), which goes through importlib's
+    ``_find_and_load_unlocked``, rather than by a probe such as
+    ``importlib.util.find_spec``, whose answer for a missing module must stay None.
+    Read from the caller frames (finder <- ``_find_spec`` <- the loader); where they
+    cannot be read, a probe is assumed: the plain ModuleNotFoundError, no hint."""
+    try:
+        return _sys._getframe(3).f_code.co_name == "_find_and_load_unlocked"
+    except (AttributeError, ValueError):
+        return False
 
 
 if not any(getattr(f, "nnx_missing_subpackages", False) for f in _sys.meta_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 
@@ -142,11 +143,12 @@ def test_an_absent_catalogued_subpackage_import_names_the_distribution():
                             f"which is not installed; install it with: pip install "
                             f"{err.distribution}")
     assert "nnx.graph_tasks" not in sys.modules
-    # A name nnx does not know stays the plain miss; an installed add-on imports as usual.
+    # A name nnx does not know stays the plain miss.
     with pytest.raises(ModuleNotFoundError, match=r"^No module named 'nnx\.no_such_sub'$") as plain:
-        import nnx.no_such_sub
+        import nnx.no_such_sub  # noqa: F401
     assert not isinstance(plain.value, MissingDistributionError)
-    import nnx.search  # noqa: F401
+    # A probe is no import: find_spec keeps answering None for the missing subpackage.
+    assert importlib.util.find_spec("nnx.graph_tasks") is None
     # The one way an add-on reaches another keeps its own message.
     with pytest.raises(MissingDistributionError, match=r"nnx\.graph_tasks \(needed by x\)"):
         require_distribution("nnx-graph", "nnx.graph_tasks", needed_by="x")
