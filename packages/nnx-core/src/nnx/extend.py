@@ -107,7 +107,7 @@ _EXPORTS: dict[str, str] = {
     "ResolvedPrecision": "nnx._contracts.precision",
     "resolve_precision": "nnx._contracts.precision",
     "TrainableModel": "nnx._contracts.trainable",
-    "run_fit_loop": "nnx._engine.fit_loop",
+    "run_fit_loop": "nnx._engine.fit_run",
     "register_optimizer_factory": "nnx._engine.optimizer_factories",
     "registered_optimizer_factories": "nnx._engine.optimizer_factories",
     "unregister_optimizer_factory": "nnx._engine.optimizer_factories",
@@ -251,7 +251,7 @@ if _typing.TYPE_CHECKING:
     from nnx._contracts.precision import ResolvedPrecision as ResolvedPrecision
     from nnx._contracts.precision import resolve_precision as resolve_precision
     from nnx._contracts.trainable import TrainableModel as TrainableModel
-    from nnx._engine.fit_loop import run_fit_loop as run_fit_loop
+    from nnx._engine.fit_run import run_fit_loop as run_fit_loop
     from nnx._engine.optimizer_factories import (
         register_optimizer_factory as register_optimizer_factory,
     )

@@ -397,7 +397,7 @@ def test_an_empty_last_is_rejected_rather_than_erasing_history(tmp_path):
 
 
 def test_a_failed_reservation_write_releases_the_run_for_a_retry(tmp_path, monkeypatch):
-    import nnx._engine.fit_loop as fit_loop
+    import nnx._engine.fit_setup as fit_setup
 
     root = tmp_path / "runs"
     calls = []
@@ -406,7 +406,7 @@ def test_a_failed_reservation_write_releases_the_run_for_a_retry(tmp_path, monke
         calls.append(path)
         raise OSError("disk full")
 
-    monkeypatch.setattr(fit_loop, "atomic_write_text", failing)
+    monkeypatch.setattr(fit_setup, "atomic_write_text", failing)
     with pytest.raises(OSError, match="disk full"):
         make_model().train(params(1), root=root, verbose=False)
     assert calls and [p for p in root.iterdir() if not p.name.startswith(".")] == []

@@ -29,9 +29,9 @@ import datetime
 import gc
 import inspect
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import torch
@@ -39,11 +39,15 @@ import torch.distributed as dist
 
 from nnx._foundation.records import NNIterationDataPoint
 from nnx._foundation.validation import POSITIVE, check_choice, check_optional_real, check_real
-from nnx._persistence.run_history import EagerHistory
+from nnx._persistence.run_history import EagerHistory, open_history
+
+if TYPE_CHECKING:
+    from nnx._persistence.run import NNRun
 
 __all__ = ["DDP", "DistributedSession", "MemoryHistory"]
 
 BACKENDS = ("gloo", "nccl")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,8 @@ class DDP:
 
 
 class DistributedSession:
-    """One rank's view of the process group for the length of a fit."""
+    """One rank's view of the process group for the length of a fit (the loop's
+    :class:`~nnx._engine.process_session.ProcessSession` under DDP)."""
 
     def __init__(self, spec: DDP, device: torch.device) -> None:
         if not isinstance(spec, DDP):
@@ -116,6 +121,32 @@ class DistributedSession:
             if completed:
                 dist.barrier()
             dist.destroy_process_group()
+
+    @property
+    def distributed(self) -> DistributedSession:
+        """What the per-batch code sums gradients and counts through: this session."""
+        return self
+
+    def history(self, run: NNRun, journal: Any) -> Any:
+        """Rank 0 writes the run's history; the others keep theirs in memory."""
+        return open_history(run, journal) if self.is_main else MemoryHistory(run)
+
+    def on_main(self, action: Callable[[], T], what: str) -> T | None:
+        """Run ``action`` on rank 0 and tell every rank whether it failed, so none goes
+        on (or waits in a collective forever) after rank 0 could not persist."""
+        failure: BaseException | None = None
+        result: T | None = None
+        if self.is_main:
+            try:
+                result = action()
+            except BaseException as exc:
+                failure = exc
+        message = self.broadcast(None if failure is None else repr(failure))
+        if failure is not None:
+            raise failure
+        if message is not None:
+            raise RuntimeError(f"rank 0 could not {what}: {message}")
+        return result
 
     # -- the model --------------------------------------------------------------------
     def wrap(self, net: torch.nn.Module) -> torch.nn.Module:

@@ -29,8 +29,9 @@ from nnx._persistence.best import promote_best
 from nnx._persistence.best_pending import clear_pending, mark_pending
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.run import NNRun
+from nnx._persistence.summary_writer import summarize_commit
 
-__all__ = ["EpochCommit", "checkpoint_score", "keep_best_score"]
+__all__ = ["EpochCommit", "ScoreKeeper", "checkpoint_score", "epoch_committer"]
 
 
 def checkpoint_score(idp: NNIterationDataPoint) -> float:
@@ -117,7 +118,14 @@ class EpochCommit:
     # -- the transaction ----------------------------------------------------------------
     def commit(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
                value: float | None) -> None:
-        """history → LAST → FIRST/Qk → BEST → runs/best, for the epoch's last record."""
+        """history → LAST → FIRST/Qk → BEST → runs/best, for the epoch's last record; then
+        the run's summary (``nnx runs list`` reads it)."""
+        self._write(epoch, idp, improved=improved, value=value)
+        summarize_commit(self.run, epoch, idp, named_monitor=self.state.tracker is not None,
+                         monitor_value=value)
+
+    def _write(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
+               value: float | None) -> None:
         run, state = self.run, self.state
         state.commit_started = True  # from here on the run directory is kept (§4.4)
         first_best = not (run.checkpoints_dir / "best.pt").exists()
@@ -187,7 +195,13 @@ class EpochCommit:
         on_train_end changed (§8.4). Its random streams stay the epoch's own, so a resume
         continues exactly as the uninterrupted run would have. Skipped before a first
         commit and after a mid-epoch stop (live weights are never relabelled as a
-        committed epoch's, §6.1)."""
+        committed epoch's, §6.1). The summary follows LAST, which may be a new point."""
+        self._refresh_last()
+        if (last := self.state.last_commit) is not None:
+            summarize_commit(self.run, last.epoch, last.idp, named_monitor=False,
+                             monitor_value=None)
+
+    def _refresh_last(self) -> None:
         last = self.state.last_commit
         if last is None or self.state.partial_stop:
             return
@@ -198,10 +212,34 @@ class EpochCommit:
             self.attempt.committed("last", last.epoch, generation)
 
 
-def keep_best_score(state: LoopState, *, improved: bool, value: float | None) -> None:
-    """A DDP rank that persists nothing still keeps the unnamed signal's best score."""
-    if improved and state.tracker is None and value is not None:
-        state.best_score = min(value, state.best_score)
+class ScoreKeeper:
+    """The commit of a process that persists nothing (a non-zero DDP rank): it keeps the
+    unnamed signal's best score, so every rank judges the next epoch alike."""
+
+    def __init__(self, state: LoopState) -> None:
+        self.state = state
+
+    def commit(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
+               value: float | None) -> None:
+        state = self.state
+        if improved and state.tracker is None and value is not None:
+            state.best_score = min(value, state.best_score)
+
+    def refresh_last(self) -> None:
+        return None
+
+    def release_marker(self) -> None:
+        return None
+
+
+def epoch_committer(state: LoopState, *, persists: bool, run: NNRun, net: torch.nn.Module,
+                    params: Any, history: Any, attempt: Any,
+                    phases: Mapping[str, int]) -> EpochCommit | ScoreKeeper:
+    """The commit of a process that ``persists`` the run, or its score keeper."""
+    if not persists:
+        return ScoreKeeper(state)
+    return EpochCommit(state, run=run, net=net, params=params, history=history,
+                       attempt=attempt, phases=phases)
 
 
 def _fingerprint(value: Any) -> Any:

@@ -21,7 +21,8 @@ from nnx._foundation.modes import preserved_state
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx.metrics import MetricSpec, resolve_metric
 
-__all__ = ["evaluate_loader", "is_streaming_step", "preflight_eval_step", "streaming_eval_step",
+__all__ = ["evaluate_loader", "is_streaming_step", "preflight_eval_step", "run_eval_step",
+           "streaming_eval_step",
            "streaming_step_problems"]
 
 
@@ -124,3 +125,14 @@ def is_streaming_step(eval_fn: Any) -> bool:
     while isinstance(fn, functools.partial):
         fn = fn.func
     return fn is streaming_eval_step
+
+
+def run_eval_step(eval_fn: Callable[[Any], NNEvaluationDataPoint],
+                  ctx: Any) -> NNEvaluationDataPoint:
+    """One validation through the caller's ``eval_step_fn``: the net in eval mode under
+    no_grad (its mode restored after), and the record it must return."""
+    with preserved_state(ctx.model.net, mode="eval"), torch.no_grad():
+        edp = eval_fn(ctx)
+    if not isinstance(edp, NNEvaluationDataPoint):
+        raise TypeError("eval_step_fn must return an NNEvaluationDataPoint")
+    return edp

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from nnx._engine.update_engine import OptimizerSlot, UpdateEngine
 
 __all__ = ["EngineSummary", "FunctionCallback", "RecordSummary", "announce_epoch",
-           "as_callbacks", "batch_size", "check_history", "check_provenance", "end_callbacks",
-           "parent_attempt", "phase_epochs", "reducible", "warn_unowned",
+           "as_callbacks", "batch_size", "check_history", "check_provenance", "dispatch_epoch_end",
+           "end_callbacks",
+           "parent_attempt", "phase_epochs", "reducible", "run_deferred", "warn_unowned",
            "with_lookahead"]
 
 
@@ -117,19 +118,54 @@ class RecordSummary:
         return NNEvaluationDataPoint(loss=mean("loss"), error=mean("error"))
 
 
-def end_callbacks(callbacks: Sequence[Callback], ctx: CallbackContext,
-                   full: Callable[[], Any]) -> None:
+def dispatch_epoch_end(callbacks: Sequence[Callback], ctx: CallbackContext, history: Any,
+                       journal: Any) -> None:
+    """``on_epoch_end`` on every callback; under a journal, full-history callbacks see the
+    whole history (read back once per epoch), the others the window."""
+    full = None
+    for cb in callbacks:
+        if getattr(cb, "history_access", "window") == "full" and journal is not None:
+            full = history.full(open_epoch=True) if full is None else full
+            ctx.idps, window = full, ctx.idps
+            try:
+                cb.on_epoch_end(ctx)
+            finally:
+                ctx.idps = window
+        else:
+            cb.on_epoch_end(ctx)
+
+
+def end_callbacks(callbacks: Sequence[Callback], ctx: CallbackContext, history: Any) -> None:
+    """``on_train_end`` on every callback; full-history callbacks see the whole history
+    read back (the window, with a warning, when that read fails)."""
     window = ctx.idps
     for cb in callbacks:
         try:
             if getattr(cb, "history_access", "window") == "full":
-                ctx.idps = full()
+                ctx.idps = _full_history(history)
             cb.on_train_end(ctx)
         except Exception:
             if ctx.error is None:
                 raise  # after a failure, a callback's own error must not mask the first one
         finally:
             ctx.idps = window
+
+
+def _full_history(history: Any) -> Any:
+    try:
+        return history.full()
+    except Exception as exc:  # the final read-back failed: the window, with a warning
+        warnings.warn(f"reading the full history back failed ({exc!r}); full-history "
+                      "callbacks get the window", RuntimeWarning, stacklevel=3)
+        return history.view
+
+
+def run_deferred(ctx: CallbackContext) -> None:
+    """The epoch transaction's last step: what callbacks deferred (``ctx.defer``), in
+    order."""
+    queued, ctx.deferred = ctx.deferred, []
+    for action in queued:
+        action(ctx)
 
 
 def check_history(history: Any, callbacks: Sequence[Callback]) -> Any:

@@ -12,7 +12,8 @@ from typing import Any
 from nnx._contracts.components import is_component
 from nnx._contracts.precision import resolve_precision
 from nnx._contracts.trainable import TrainableModel
-from nnx._engine.fit_loop import EvalFn, RunExistsError, RunLeaseError, run_fit_loop
+from nnx._engine.fit_loop import EvalFn
+from nnx._engine.fit_run import RunExistsError, RunLeaseError, run_fit_loop
 from nnx._engine.loop_support import phase_epochs
 from nnx._engine.optimizers import build_optimizer
 from nnx._engine.schedule import ScheduleDriver, planned_updates_per_epoch
@@ -97,7 +98,7 @@ class ModelStepOwner:
         """The default step feeds the task accumulator with every microbatch (§6.4)."""
         self.step_summary = self._step_ctx = None
         declared = bool(loop.metrics) or loop.monitor is not None
-        if declared and loop.engine is None and not self.custom_step:
+        if declared and self.objective is None and not self.custom_step:
             self.step_summary = loop.model.task_adapter.accumulator(metrics=loop.metrics)
         return self.step_summary
 
@@ -114,8 +115,8 @@ class ModelStepOwner:
                 optimizer=loop.primary.optimizer, precision=loop.precision,
                 scaler=loop.scaler, grad_clip_norm=self.params.optim.grad_clip_norm,
                 accumulate_grad_batches=loop.accumulate, window=window,
-                _on_update=self._report, summary=self.step_summary, distributed=loop.dist,
-                train_net=loop.ddp_net, extra_metrics=self.params.extra_metrics)
+                _on_update=self._report, summary=self.step_summary, distributed=loop.distributed,
+                train_net=loop.train_net, extra_metrics=self.params.extra_metrics)
             if not self.custom_step:  # the default step keeps no context: one per epoch
                 self._step_ctx = ctx
         else:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from nnx._contracts.trainable import TrainableModel
     from nnx._engine.distributed import DistributedSession
     from nnx._engine.steps import UpdateWindow
-    from nnx._engine.update_engine import OptimizerSlot, UpdateEngine
+    from nnx._engine.update_engine import OptimizerSlot
     from nnx._foundation.records import NNEvaluationDataPoint
     from nnx._persistence.run import NNRun
     from nnx.callbacks.base import CallbackContext
@@ -55,26 +55,29 @@ class OwnerBuild:
 
 
 class LoopView(Protocol):
-    """What an owner reads of the loop it was given (all set before the owner is asked)."""
+    """What an owner reads of the loop it was given: all set before the owner is asked,
+    except ``run`` and ``ctx`` (set after ``build`` and ``new_run``) and ``train_net`` (set
+    when the fit starts)."""
 
     model: TrainableModel
-    params: Any
-    objective: Any
+    metrics: Any  # the run's declared metrics (params.metrics)
+    monitor: Any  # its named monitor, or None
+    transforms: Any  # the model's transform recipes, as the run id records them
     precision: ResolvedPrecision
     scaler: torch.amp.GradScaler | None
     accumulate: int
     slots: dict[str | None, OptimizerSlot]
-    engine: UpdateEngine | None
-    dist: DistributedSession | None
-    ddp_net: Any
-    ctx: CallbackContext
     run: NNRun
-    metrics: Any  # the run's declared metrics (params.metrics)
-    monitor: Any  # its named monitor, or None
-    transforms: Any  # the model's transform recipes, as the run id records them
+    ctx: CallbackContext
+    train_net: Any  # the module the training forward goes through (DDP's wrapper), or None
 
     @property
     def primary(self) -> OptimizerSlot: ...
+
+    @property
+    def distributed(self) -> DistributedSession | None:
+        """What a step sums gradients and counts across processes through; None alone."""
+        ...
 
     def plateau_rule(self) -> tuple[str, float, str] | None: ...
 

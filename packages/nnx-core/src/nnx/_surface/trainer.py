@@ -23,7 +23,8 @@ from torch import nn
 
 from nnx._contracts.precision import ResolvedPrecision
 from nnx._contracts.trainable import TrainableModel, TrainingContextBase
-from nnx._engine.fit_loop import EvalFn, run_fit_loop
+from nnx._engine.fit_loop import EvalFn
+from nnx._engine.fit_run import run_fit_loop
 from nnx._engine.optimizers import build_optimizer
 from nnx._engine.schedule import ScheduleDriver, planned_updates_per_epoch
 from nnx._engine.steps import UpdateWindow
@@ -218,5 +219,5 @@ class TrainerOwner:
             schedulers={str(n): s.schedule.scheduler for n, s in loop.slots.items()
                         if s.schedule is not None},
             precision=loop.precision, trainer=self.trainer, _on_update=loop.report_update,
-            train_net=loop.ddp_net)
+            train_net=loop.train_net)
         return self.step_fn(ctx)
