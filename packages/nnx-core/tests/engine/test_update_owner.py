@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -132,3 +133,24 @@ def test_the_check_sees_a_subclass(tmp_path):
     planted = tmp_path / "m.py"
     planted.write_text("from nnx._engine import fit_loop\nclass L(fit_loop.FitLoop): pass\n")
     assert _bases(planted) == [("L", "FitLoop")]
+
+
+def _loop_reads(module: Any, owner: str) -> set[str]:
+    """The ``loop.<member>`` reads of ``owner``'s methods in ``module``'s source."""
+    tree = ast.parse(Path(module.__file__).read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner)
+    return {node.attr for node in ast.walk(cls) if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name) and node.value.id == "loop"}
+
+
+def test_the_owner_seam_is_exactly_what_the_two_owners_read():
+    """LoopView offers what NNModel.train's and Trainer.train's owners read, no more: a
+    member no owner reads is loop internals an add-on owner would come to depend on."""
+    import nnx._engine.training as training
+    import nnx._surface.trainer as trainer
+    from nnx._engine.update_owner import LoopView
+
+    read = _loop_reads(training, "ModelStepOwner") | _loop_reads(trainer, "TrainerOwner")
+    offered = {name for name in (*LoopView.__annotations__, *vars(LoopView))
+               if not name.startswith("_")}
+    assert read == offered

@@ -127,6 +127,10 @@ class DistributedSession:
         """What the per-batch code sums gradients and counts through: this session."""
         return self
 
+    def verbosity(self, verbose: bool | None) -> bool | None:
+        """Only rank 0 shows progress."""
+        return verbose if self.is_main else False
+
     def history(self, run: NNRun, journal: Any) -> Any:
         """Rank 0 writes the run's history; the others keep theirs in memory."""
         return open_history(run, journal) if self.is_main else MemoryHistory(run)

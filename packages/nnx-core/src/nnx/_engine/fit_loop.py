@@ -91,7 +91,7 @@ class FitLoop:
             shard = self.session.shard(params.train_loader, params.seed)
             self.params = params if shard is params.train_loader else (
                 params.with_train_loader(shard))
-            self.verbose = verbose if self.session.is_main else False
+            self.verbose = self.session.verbosity(verbose)
             self._setup(objective, callbacks, salt, root, components, history, provenance)
         except BaseException:
             self.session.close()

@@ -48,9 +48,9 @@ def run_fit_loop(owner: UpdateOwner, model: TrainableModel, params: Any, *,
     completed, session = False, loop.session
     try:
         with contextlib.ExitStack() as locks:
-            session.on_main(lambda: reserve_run(loop.run, loop.params, locks),
-                            f"reserve run {loop.run.id}")
-            created = session.is_main  # this call reserved (created) the run directory
+            # Whether this call reserved (created) the run directory: only the main process.
+            created = bool(session.on_main(lambda: reserve_run(loop.run, loop.params, locks),
+                                           f"reserve run {loop.run.id}"))
             try:
                 with (contextlib.nullcontext() if loop.compiled is None
                       else loop.compiled.active(model)):

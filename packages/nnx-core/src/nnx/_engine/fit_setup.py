@@ -117,8 +117,8 @@ def epoch_summary(owner: UpdateOwner, loop: Any, *, declared: bool, engine: Any)
     return RecordSummary() if engine is None else EngineSummary(engine)
 
 
-def reserve_run(run: NNRun, params: Any, locks: contextlib.ExitStack) -> None:
-    """Admit the run (lease → admission → best), then write its first files."""
+def reserve_run(run: NNRun, params: Any, locks: contextlib.ExitStack) -> bool:
+    """Admit the run (lease → admission → best), then write its first files (True)."""
     path = admit_run(run.root, run.id, overwrite=params.overwrite_existing, locks=locks)
     try:
         atomic_write_text(path / ".history-committed-by-last", "")
@@ -127,3 +127,4 @@ def reserve_run(run: NNRun, params: Any, locks: contextlib.ExitStack) -> None:
         # Nothing of the run exists yet: release the reservation so it can be retried.
         shutil.rmtree(path, ignore_errors=True)
         raise
+    return True

@@ -42,6 +42,10 @@ class ProcessSession(Protocol):
         """This process's part of the training loader."""
         ...
 
+    def verbosity(self, verbose: bool | None) -> bool | None:
+        """The progress display this process shows (only the main process prints)."""
+        ...
+
     def wrap(self, net: torch.nn.Module) -> torch.nn.Module | None:
         """The module the training forward goes through, None for ``net`` itself."""
         ...
@@ -80,6 +84,9 @@ class SingleProcess:
 
     def shard(self, loader: Any, seed: int | None) -> Any:
         return loader
+
+    def verbosity(self, verbose: bool | None) -> bool | None:
+        return verbose
 
     def wrap(self, net: torch.nn.Module) -> torch.nn.Module | None:
         return None
