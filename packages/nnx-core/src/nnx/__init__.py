@@ -135,7 +135,7 @@ _CORE_EXPORTS: dict[str, str] = {
     "NNIterationDataPoint": "nnx._foundation.records",
     "RunExistsError": "nnx._engine.training",
     "RunLeaseError": "nnx._engine.training",
-    "ResumePointError": "nnx._persistence.resume_point",
+    "ResumePointError": "nnx._persistence.point_manifest",
     "ResumeStatus": "nnx._persistence.resume_status",
     "ComponentSpec": "nnx._contracts.components",
     "ComponentRestoreError": "nnx._contracts.components",
@@ -259,8 +259,8 @@ if TYPE_CHECKING:
     from nnx._foundation.seeding import dataloader_worker_init_fn as dataloader_worker_init_fn
     from nnx._foundation.seeding import set_seed as set_seed
     from nnx._persistence.checkpoint import NNCheckpoint as NNCheckpoint
+    from nnx._persistence.point_manifest import ResumePointError as ResumePointError
     from nnx._persistence.read_errors import CheckpointReadError as CheckpointReadError
-    from nnx._persistence.resume_point import ResumePointError as ResumePointError
     from nnx._persistence.resume_status import ResumeStatus as ResumeStatus
     from nnx._persistence.run import DamagedRun as DamagedRun
     from nnx._persistence.run import NNRun as NNRun

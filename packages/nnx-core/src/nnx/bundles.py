@@ -19,7 +19,8 @@ from nnx._persistence.bundle_format import (
     BundleReconstructionError,
     BundleValidationError,
 )
-from nnx._persistence.bundle_read import BundleInfo, inspect_bundle, validate_bundle
+from nnx._persistence.bundle_info import BundleInfo
+from nnx._persistence.bundle_read import inspect_bundle, validate_bundle
 from nnx._surface.bundle_export import export_bundle
 from nnx._surface.bundles import ReconstructedBundle, reconstruct_bundle
 

@@ -30,7 +30,9 @@ from nnx import NNCheckpoint, NNRun
 from nnx._journal.history_csv import read_idps_csv
 from nnx._persistence.best import current_best
 from nnx._persistence.checkpoint import checkpoint_files
-from nnx._persistence.resume_point import ResumePointError, stray_files, verify_point
+from nnx._persistence.point_manifest import ResumePointError
+from nnx._persistence.point_verify import verify_point
+from nnx._persistence.resume_point import stray_files
 from nnx.cli import main
 
 TRAINER = r'''

@@ -11,7 +11,7 @@ import pytest
 import torch
 from _support.bundles import live_generation, rewrite, rewrite_state, state, train
 
-from nnx._persistence import bundle_read
+from nnx._persistence import bundle_listing, bundle_read
 from nnx._persistence import safetensors_codec as codec
 from nnx.bundles import BundleValidationError, export_bundle, inspect_bundle, validate_bundle
 
@@ -183,18 +183,18 @@ def test_a_symlinked_generation_folder(bundle, tmp_path, reader):
         reader(bundle)
 
 
-@pytest.mark.skipif(not bundle_read._DIR_FD, reason="no directory descriptors here")
+@pytest.mark.skipif(not bundle_listing._DIR_FD, reason="no directory descriptors here")
 def test_a_generation_folder_swapped_after_the_listing_is_never_followed(bundle, tmp_path,
                                                                          monkeypatch):
     # The swap lands between the listing check and the payload reads; every payload is
     # read from the directory that was checked, never through the link.
     generation = live_generation(bundle)
     original = {name: (generation / name).read_bytes() for name in os.listdir(generation)}
-    check = bundle_read._check_listing
+    check = bundle_read.check_listing
 
     def check_then_swap(*args):
         check(*args)
         _swap_for_link(generation, tmp_path, change={"state.json": b"{}"})
 
-    monkeypatch.setattr(bundle_read, "_check_listing", check_then_swap)
+    monkeypatch.setattr(bundle_read, "check_listing", check_then_swap)
     assert dict(bundle_read.load_bundle(bundle).payloads) == original

@@ -22,7 +22,7 @@ from nnx._foundation.safe_paths import UnsafePathError
 from nnx._persistence.best import current_best, recorded_score
 from nnx._persistence.best_pending import PENDING_DIR, pending_runs
 from nnx._persistence.best_score import SCORE_NAME, read_score
-from nnx._persistence.resume_point import read_point
+from nnx._persistence.point_manifest import read_point
 from nnx.callbacks import Callback
 from nnx.cli import main
 

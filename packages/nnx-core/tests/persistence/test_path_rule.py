@@ -20,11 +20,11 @@ from _support.disk import tree
 from _support.history_journal import epochs, make_run, resumed, states
 from safetensors.torch import save_file
 
-import nnx._persistence.resume_point as resume_point
+import nnx._persistence.point_verify as point_verify
 from nnx import NNCheckpoint, NNTrainParams
 from nnx._foundation.safe_paths import UnsafePathError
 from nnx._persistence.checkpoint_format import read_record
-from nnx._persistence.resume_point import ResumePointError, manifest_path
+from nnx._persistence.point_manifest import ResumePointError, manifest_path
 from nnx.cli import main
 from nnx.history import iter_history
 from nnx.provenance import read_provenance
@@ -94,14 +94,14 @@ def resume(w):
 def hashed_only_inside(ck: Path):
     """Every file verification hashes lies in the checkpoints directory itself."""
     seen: list[Path] = []
-    digest = resume_point._file_digest
+    digest = point_verify._file_digest
 
     def spy(path: Path) -> str:
         seen.append(Path(path))
         return digest(path)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(resume_point, "_file_digest", spy)
+        mp.setattr(point_verify, "_file_digest", spy)
         yield seen
     assert all(path.parent == ck and not path.is_symlink() for path in seen), seen
 

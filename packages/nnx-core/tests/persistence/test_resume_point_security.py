@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from nnx import ModelCheckpoint, NNCheckpoint, NNModel, NNParams, NNTrainParams
-from nnx._persistence.resume_point import ResumePointError, manifest_path
+from nnx._persistence.point_manifest import ResumePointError, manifest_path
 from nnx.cli import main
 
 

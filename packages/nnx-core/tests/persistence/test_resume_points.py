@@ -12,7 +12,7 @@ import torch
 
 from nnx import NNCheckpoint, NNModel, NNParams, NNTrainParams
 from nnx._foundation.atomic import interrupts_held
-from nnx._persistence.resume_point import ResumePointError, manifest_path
+from nnx._persistence.point_manifest import ResumePointError, manifest_path
 
 
 def trained(tmp_path, n_epochs=2):
@@ -162,7 +162,7 @@ def test_safetensors_checkpoints_beside_pickle_ones(tmp_path):
     for bad in (lambda storage, loc: storage, {"cuda:0": "cpu"}):
         with pytest.raises(TypeError, match=r"device string or torch\.device"):
             NNCheckpoint.from_file(path, map_location=bad)
-    from nnx._persistence.resume_point import verify_point
+    from nnx._persistence.point_verify import verify_point
 
     assert verify_point(path).generation == 1  # a resume point like any other
     rebuilt = NNModel.from_checkpoint(path)

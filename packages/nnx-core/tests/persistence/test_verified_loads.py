@@ -21,7 +21,7 @@ from nnx import (
     NNTrainParams,
     ResumePointError,
 )
-from nnx._persistence.resume_point import manifest_path
+from nnx._persistence.point_manifest import manifest_path
 
 
 def _trained(root: Path, callbacks: list | None = None):

@@ -38,7 +38,8 @@ from nnx._foundation.seeding import capture_rng_state, restore_rng_state
 from nnx._persistence.checkpoint import NNCheckpoint, checkpoint_path
 from nnx._persistence.leftovers import remove_leftovers
 from nnx._persistence.owed_points import OwedPointsBusy, settle_owed
-from nnx._persistence.resume_point import ResumePointError, verify_point
+from nnx._persistence.point_manifest import ResumePointError
+from nnx._persistence.point_verify import verify_point
 from nnx._persistence.resume_source import check_resume_source, require_source_run
 from nnx._persistence.resume_status import ResumeStatus
 from nnx.enums.schedulers import Schedulers

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from nnx._foundation.result import BoundaryError, Err, Ok, Result
 from nnx._persistence.bundle_format import MANIFEST, BundleValidationError
-from nnx._persistence.bundle_read import BundleInfo, inspect_bundle
+from nnx._persistence.bundle_info import BundleInfo
+from nnx._persistence.bundle_read import inspect_bundle
 
 __all__ = ["inspect_bundle_result"]
 

@@ -5,7 +5,8 @@ run's configuration states, the epoch and its last record (which scores it).
 Training state (optimizer, scheduler, scaler, RNG streams, components) goes
 to the generation-addressed sidecar ``<tag>.pt.opt.<generation>.pt``, written
 first; a manifest written last makes the three a resume point
-(:mod:`nnx._persistence.resume_point`).
+(:mod:`nnx._persistence.resume_point`, checked by
+:mod:`nnx._persistence.point_verify`).
 """
 
 from __future__ import annotations
@@ -31,17 +32,15 @@ from nnx._persistence.checkpoint_format import (
     decode_checkpoint,
     is_safetensors,
 )
-from nnx._persistence.read_errors import CheckpointReadError, cause_line
-from nnx._persistence.resume_point import (
+from nnx._persistence.point_manifest import (
     ResumePoint,
     ResumePointError,
-    check_held,
     manifest_path,
     read_point,
-    read_verified,
-    verify_point,
-    write_point,
 )
+from nnx._persistence.point_verify import check_held, read_verified, verify_point
+from nnx._persistence.read_errors import CheckpointReadError, cause_line
+from nnx._persistence.resume_point import write_point
 from nnx.enums.checkpoints import Checkpoints
 from nnx.models import MissingModelFactoryError
 

@@ -32,7 +32,8 @@ from nnx._foundation.safe_paths import inside
 from nnx._persistence.best import promote_best
 from nnx._persistence.best_pending import mark_pending, pending_runs
 from nnx._persistence.checkpoint import NNCheckpoint
-from nnx._persistence.resume_point import ResumePoint, ResumePointError, verify_point
+from nnx._persistence.point_manifest import ResumePoint, ResumePointError
+from nnx._persistence.point_verify import verify_point
 
 __all__ = ["OWED_TAGS", "OwedPointsBusy", "owed_points", "point_position", "settle_owed"]
 

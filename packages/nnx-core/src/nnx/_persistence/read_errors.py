@@ -31,7 +31,7 @@ class CheckpointReadError(ValueError):
     and ``reason`` (the underlying error on one line) are both in the message.
 
     A file whose bytes its resume point's manifest does not vouch for raises
-    :class:`~nnx._persistence.resume_point.ResumePointError` instead.
+    :class:`~nnx._persistence.point_manifest.ResumePointError` instead.
     """
 
     def __init__(self, path: Path, reason: str) -> None:

@@ -44,7 +44,7 @@ from nnx._foundation.validation import check_run_id
 from nnx._persistence.add_on_run import AddOnRun, best_score, read_add_on_run, read_record_of
 from nnx._persistence.history_completeness import LastMark
 from nnx._persistence.history_ends import check_history_ends
-from nnx._persistence.resume_point import manifest_path, read_point
+from nnx._persistence.point_manifest import manifest_path, read_point
 from nnx._persistence.run import NNRun
 from nnx._persistence.run_damage import RunDamagedError
 from nnx._persistence.run_damage import reading as _reading

@@ -36,8 +36,10 @@ from nnx._persistence.bundle_format import (
     BundleExportError,
     encode_value,
 )
+from nnx._persistence.bundle_info import BundleInfo
+from nnx._persistence.bundle_listing import read_manifest
 from nnx._persistence.bundle_publish import check_target, publish_generation
-from nnx._persistence.bundle_read import BundleInfo, load_bundle, read_manifest
+from nnx._persistence.bundle_read import load_bundle
 from nnx._persistence.bundle_records import (
     calibrator_problems,
     is_fingerprint,

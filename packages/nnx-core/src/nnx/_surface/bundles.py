@@ -36,7 +36,8 @@ from nnx._persistence.bundle_format import (
     BundleReconstructionError,
     resolve_refs,
 )
-from nnx._persistence.bundle_read import BundleInfo, ValidatedBundle, load_bundle
+from nnx._persistence.bundle_info import BundleInfo, ValidatedBundle
+from nnx._persistence.bundle_read import load_bundle
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._surface.model import NNModel
 from nnx._surface.preprocessed_model import PreprocessedNNModel

@@ -256,11 +256,11 @@ def _best_temps(root: str, *, repair: bool) -> None:
 
 def cmd_runs_verify(args: argparse.Namespace) -> int:
     """One line per resume point of the run; exit 1 when any fails (spec §14.3)."""
+    from nnx._persistence.point_manifest import ResumePointError  # lazy: loads torch
+    from nnx._persistence.point_verify import verify_point  # lazy: loads torch
     from nnx._persistence.resume_point import (  # lazy: loads torch (module docstring)
-        ResumePointError,
         repair_point,
         stray_files,
-        verify_point,
     )
 
     run_id = _resolve(args)
@@ -357,7 +357,7 @@ def _owed(root: Path, run_id: str, *, repair: bool) -> bool:
         owed_points,
         settle_owed,
     )
-    from nnx._persistence.resume_point import ResumePointError  # lazy: loads torch
+    from nnx._persistence.point_manifest import ResumePointError  # lazy: loads torch
 
     checkpoints = root / run_id / "checkpoints"
     if not (checkpoints / "last.pt").is_file():
