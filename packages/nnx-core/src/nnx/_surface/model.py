@@ -51,7 +51,7 @@ from nnx.params.scheduler import NNSchedulerParams
 from nnx.params.train import NNTrainParams
 from nnx.tasks.adapters import TaskAdapter
 from nnx.tasks.protocol import Task, refuse_default_path
-from nnx.tasks.runtime import check_task_object, resolve_task
+from nnx.tasks.runtime import TaskRuntime, check_task_object, resolve_task
 from nnx.transforms import (
     TransformRecipe,
     apply_transform,
@@ -145,8 +145,8 @@ class NNModel:
         self.batch_adapter = batch_adapter or default_batch_adapter(net)
         self.loss_fn: nn.Module = params.loss().to(self.device)
         self._task = task
-        self._adapter = resolve_task(task, params.task, self.loss_fn)
-        self._adapter_loss = self.loss_fn
+        self._runtime = resolve_task(task, params.task, self.loss_fn)
+        self._runtime_loss = self.loss_fn
         self.transforms: tuple[TransformRecipe, ...] = ()
 
     @property
@@ -157,25 +157,31 @@ class NNModel:
     @task.setter
     def task(self, task: Task | None) -> None:
         check_task_object(task, self.params.task)
-        self._adapter = resolve_task(task, self.params.task, self.loss_fn)
-        self._adapter_loss = self.loss_fn
+        self._runtime = resolve_task(task, self.params.task, self.loss_fn)
+        self._runtime_loss = self.loss_fn
         self._task = task
 
     @property
-    def task_adapter(self) -> TaskAdapter:
-        """The model's task as the engine uses it, for the live ``loss_fn``.
-
-        Without a task object, the declared TaskSpec's adapter (or the implicit
-        default); with one, the object's protocol answers around the default
-        per-batch machinery of the loss (:func:`nnx.tasks.resolve_task`). The loss
-        object's class weights, ``ignore_index`` and ``reduction`` stay
-        authoritative (spec §3.1, §6.3): assigning another loss to ``loss_fn``
-        rebuilds the adapter for it, checking that it suits the task.
+    def task_runtime(self) -> TaskRuntime:
+        """The model's task as the engine uses it, for the live ``loss_fn``: the object
+        answering the Task protocol and, beside it, the per-batch machinery
+        (:func:`nnx.tasks.resolve_task`). The loss object's class weights,
+        ``ignore_index`` and ``reduction`` stay authoritative (spec §3.1, §6.3):
+        assigning another loss to ``loss_fn`` rebuilds both for it, checking that it
+        suits the task.
         """
-        if self._adapter_loss is not self.loss_fn:
-            self._adapter = resolve_task(self._task, self.params.task, self.loss_fn)
-            self._adapter_loss = self.loss_fn
-        return self._adapter
+        if self._runtime_loss is not self.loss_fn:
+            self._runtime = resolve_task(self._task, self.params.task, self.loss_fn)
+            self._runtime_loss = self.loss_fn
+        return self._runtime
+
+    @property
+    def task_adapter(self) -> TaskAdapter:
+        """The task's per-batch machinery (§6.3): validation, loss parts, records,
+        accumulators, decoding. Without a task object, the declared TaskSpec's adapter
+        (or the implicit default); with one, the default adapter of the loss, unless
+        the object is an adapter itself."""
+        return self.task_runtime.batch_ops
 
     # -- batches ----------------------------------------------------------------------
     def split_batch(self, batch: Any) -> tuple[ModelInputs, torch.Tensor | None]:
@@ -314,7 +320,7 @@ class NNModel:
 
     def predict(self, data: Any) -> PredictResult:
         """Raw logits and the decoded classes (the task's decoding when declared)."""
-        refuse_default_path(self.task_adapter, "predict")
+        refuse_default_path(self.task_runtime.task, "predict")
         axis = net_class_axis(self.net)  # e.g. a TransformerNN's (batch, seq, vocab): -1
         logits = self._logits(data)
         return PredictResult(logits=logits,
@@ -322,7 +328,7 @@ class NNModel:
 
     def predict_proba(self, data: Any, spec: ProbabilitySpec | None = None) -> PredictionResult:
         """Probabilities under ``spec`` (or the declared task's) with the same logits."""
-        task = self.task_adapter
+        task = self.task_runtime.task
         refuse_default_path(task, "predict")  # a task's refusal comes first
         if spec is None:
             if self.params.task is None:
@@ -361,7 +367,7 @@ class NNModel:
         that yields no batch raises ValueError: there is nothing to score.
         """
         check_loader("evaluate", loader, training=False)
-        refuse_default_path(self.task_adapter, "evaluate")
+        refuse_default_path(self.task_runtime.task, "evaluate")
         return evaluate_loader(self, loader, metrics, extra_metrics)
 
     # -- fine-tuning ------------------------------------------------------------------
