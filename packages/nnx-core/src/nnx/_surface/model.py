@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -34,17 +33,15 @@ from nnx._engine.training import train_model
 from nnx._foundation.modes import preserved_state
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.checkpoint import NNCheckpoint
-from nnx._persistence.read_errors import BUILD_FAILURES, unbuildable
 from nnx._persistence.run import DEFAULT_ROOT, NNRun
 from nnx._surface.hub import load_pretrained, push_to_hub, save_pretrained
 from nnx._surface.live_changes import recording_live_changes
-from nnx.enums.nets import Nets
+from nnx._surface.model_inputs import dtype_hint, on_device, predict_batches, refuse_unbatched
+from nnx._surface.model_rebuild import load_checkpoint_model, rebuild_model
 from nnx.enums.precision import Precision
-from nnx.models.construct import build_net, check_checkpoint_module, check_rebuild_fits
-from nnx.models.topology import WeightsMismatchError, check_weights_fit
-from nnx.params._loaders import check_loader, refuse_dataset
+from nnx.models.construct import build_net
+from nnx.params._loaders import check_loader
 from nnx.params.compile import CompileSpec
-from nnx.params.descriptors import ModelSpec
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
 from nnx.params.scheduler import NNSchedulerParams
@@ -55,53 +52,12 @@ from nnx.tasks.runtime import TaskRuntime, check_task_object, resolve_task
 from nnx.transforms import (
     TransformRecipe,
     apply_transform,
-    checkpoint_recipes,
-    refuse_runtime,
-    replay_transforms,
 )
-from nnx.transforms.live import unrecorded_weights_error
 
 if TYPE_CHECKING:
     from nnx._contracts.trainable import TrainableModel
 
 __all__ = ["NNModel"]
-
-_CHUNK = 4096  # rows per forward when predicting on one large tensor
-# torch's wordings of "the input's dtype is not the weights'" (Linear, conv, and others).
-_DTYPE_CLASH = re.compile(r"same dtype|expected scalar type|type \(.*\) should be the same")
-
-
-_CAST = {torch.float32: "float()", torch.float64: "double()", torch.float16: "half()",
-         torch.bfloat16: "bfloat16()"}
-
-
-def _dtype_hint(exc: RuntimeError, inputs: Sequence[Any], kwargs: Mapping[str, Any],
-                net: nn.Module) -> str | None:
-    """torch's dtype clash restated with what to change; None when it is something else.
-
-    Runs only once the forward has failed, so a healthy batch pays nothing for it."""
-    if not _DTYPE_CLASH.search(str(exc)):
-        return None
-    weight = next((p.dtype for p in net.parameters() if p.is_floating_point()), None)
-    if weight is None:
-        return None
-    named = [(f"input {i}", x) for i, x in enumerate(inputs)] + list(kwargs.items())
-    clashing = [(name, x.dtype) for name, x in named
-                if isinstance(x, torch.Tensor) and x.dtype != weight and x.dtype != torch.bool]
-    if not clashing:
-        return None
-    def short(dtype: torch.dtype) -> str:
-        return str(dtype).removeprefix("torch.")
-
-    found = ", ".join(f"{name} is {short(dtype)}" for name, dtype in clashing)
-    method = _CAST.get(weight, f"to({weight})")
-    what = "training batch's" if net.training else "batch's"
-    hint = (f"the {what} inputs do not match the net: {found}, but the net's parameters are "
-            f"{short(weight)}; convert the inputs with x.{method}")
-    if clashing[0][1].is_floating_point:
-        hint += f" (or the net with net.to({clashing[0][1]}))"
-    return hint
-
 
 class NNModel:
     """A model: ``NNModel(net_params=NNParams(...), params=NNModelParams(...))``.
@@ -192,9 +148,10 @@ class NNModel:
         """
         args, kwargs, target = self.batch_adapter.split(batch)
         device = self.device
-        inputs = ModelInputs(tuple(_to(x, device) for x in args),
-                             {k: _to(v, device) for k, v in kwargs.items()} if kwargs else None)
-        return inputs, None if target is None else _to(target, device)
+        inputs = ModelInputs(tuple(on_device(x, device) for x in args),
+                             {k: on_device(v, device) for k, v in kwargs.items()}
+                             if kwargs else None)
+        return inputs, None if target is None else on_device(target, device)
 
     def forward_raw(self, inputs: Sequence[Any], *,
                     net: nn.Module | None = None) -> torch.Tensor:
@@ -212,7 +169,7 @@ class NNModel:
         try:
             raw = forward(*inputs, **kwargs)
         except RuntimeError as exc:
-            hint = _dtype_hint(exc, inputs, kwargs, self.net)
+            hint = dtype_hint(exc, inputs, kwargs, self.net)
             if hint is None:
                 raise
             raise RuntimeError(hint) from exc
@@ -279,40 +236,13 @@ class NNModel:
                                plateau_rule=plateau_rule)
 
     # -- inference --------------------------------------------------------------------
-    def _batches(self, data: Any) -> Iterable[tuple[Sequence[Any], Any]]:
-        if isinstance(data, np.ndarray):
-            data = torch.from_numpy(data)
-        if isinstance(data, torch.Tensor):
-            for start in range(0, max(len(data), 1), _CHUNK):
-                yield (data[start:start + _CHUNK].to(self.device),), None
-        elif isinstance(data, Mapping):  # keyword inputs (a built-in net's, in order)
-            args, kwargs = self.batch_adapter.predict_inputs(data)
-            yield ModelInputs((_to(x, self.device) for x in args),
-                              {k: _to(v, self.device) for k, v in kwargs.items()}), None
-        elif isinstance(data, tuple) and all(isinstance(x, torch.Tensor) for x in data):
-            yield tuple(x.to(self.device) for x in data), None
-        else:  # a loader, or any iterable of batches
-            for batch in data:
-                yield self.split_batch(batch)
-
-    def _refuse_unbatched(self, data: Any) -> None:
-        """A 1-D input as long as a row is one sample without its batch axis; the net
-        would read it as that many rows of one feature and report a width mismatch."""
-        refuse_dataset("predict", data, "test_loader")
-        width = getattr(self.net_params, "input_dim", None)
-        if (isinstance(data, (torch.Tensor, np.ndarray)) and data.ndim == 1
-                and isinstance(width, int) and width > 1 and data.shape[0] == width):
-            raise ValueError(
-                f"predict got one unbatched sample of {width} features (shape ({width},)); "
-                f"the net takes a batch of rows (N, {width}): pass x.unsqueeze(0) (x[None] "
-                "for an array) to predict one sample")
-
     def _logits(self, data: Any) -> torch.Tensor:
-        self._refuse_unbatched(data)  # before any mode or state is touched
+        refuse_unbatched(data, self.net_params)  # before any mode or state is touched
         outputs = []
         with (preserved_state(self.net, mode="eval"), torch.no_grad(),
               self.inference_precision().autocast()):
-            for inputs, _ in self._batches(data):
+            for inputs, _ in predict_batches(data, self.device, self.batch_adapter,
+                                             self.split_batch):
                 outputs.append(self.forward_raw(inputs).float())
         if not outputs:
             raise ValueError("predict: no input rows")
@@ -476,36 +406,9 @@ class NNModel:
         weight is loaded. ``task`` is runtime-only, as ``batch_adapter``: a checkpoint
         holds no task object, so pass the one the model was trained with.
         """
-        if not isinstance(checkpoint, NNCheckpoint):
-            checkpoint = NNCheckpoint.from_file(checkpoint, map_location=map_location)
-        recipes = checkpoint_recipes(checkpoint.transforms)  # every one resolved up front
-        params = NNModelParams.from_state(checkpoint.model)
-        if recipes:
-            refuse_runtime(params.net, "NNModel.from_checkpoint")
-        check_checkpoint_module(params.net, module, checkpoint.state_dict)
-        what = (f"checkpoint {checkpoint.path.as_posix()}" if checkpoint.path is not None
-                else f"checkpoint {checkpoint.tag!r} of run {checkpoint.run_id}")
-
-        def replay(net: nn.Module) -> object:
-            return replay_transforms(net, recipes, base=params.net)
-
-        try:
-            model = cls._rebuild(checkpoint.state_dict, checkpoint.net, params, recipes, replay,
-                                 what, module=module, batch_adapter=batch_adapter, task=task)
-        except WeightsMismatchError as exc:
-            # No recorded recipe rebuilds what the weights hold: a run of a net changed in
-            # place, written before such changes were recorded. Name the recipe if a
-            # registered op recognises the saved modules.
-            unrecorded = None if recipes else unrecorded_weights_error(
-                what, exc.missing,
-                {k: tuple(checkpoint.state_dict[k].shape) for k in exc.unexpected})
-            if unrecorded is None:
-                raise
-            raise unrecorded from None
-        except BUILD_FAILURES as exc:  # recorded sizes torch cannot build (hidden_dims 2**62)
-            raise unbuildable(checkpoint.path, what, exc) from exc
-        model.net.load_state_dict(checkpoint.state_dict)
-        return model
+        return cast(NNModel, load_checkpoint_model(
+            cls, checkpoint, map_location, module=module, batch_adapter=batch_adapter,
+            task=task))
 
     @classmethod
     def _rebuild(cls, state_dict: Mapping[str, torch.Tensor],
@@ -517,30 +420,9 @@ class NNModel:
         recipes replayed and checked against the weights' names and shapes
         (WeightsMismatchError), nothing loaded yet. ``state_dict`` may hold meta tensors:
         only names and shapes are read. ``init``: a subclass's own constructor arguments."""
-        if isinstance(params.net, ModelSpec):  # its recorded config, checked on meta first
-            check_rebuild_fits(None, params, state_dict, f"{what} ({params.net.label})", replay)
-        if not isinstance(params.net, Nets):
-            model = cls(params=params, module=module, batch_adapter=batch_adapter, task=task,
-                        **init)
-            model.transforms = replay_transforms(model.net, recipes, base=model.params.net)
-            check_weights_fit(model.net, state_dict, f"{what} ({params.net.label})")
-        else:
-            if net_state is None:
-                raise ValueError(f"{what} holds no net params; it cannot be rebuilt")
-            net_params = NNParams.resolve_from_state(net_state, params.net)
-            check_rebuild_fits(net_params, params, state_dict, what, replay)
-            model = cls(net_params=net_params, params=params, batch_adapter=batch_adapter,
-                        task=task, **init)
-            model.transforms = replay_transforms(model.net, recipes, base=model.params.net)
-        return model
-
-
-def _to(value: Any, device: torch.device) -> Any:
-    """``value`` on ``device``; a tensor already there is returned without a torch call."""
-    if isinstance(value, torch.Tensor) and value.device != device:
-        return value.to(device)
-    return value
-
+        return cast(NNModel, rebuild_model(cls, state_dict, net_state, params, recipes, replay,
+                                           what, module=module, batch_adapter=batch_adapter,
+                                           task=task, **init))
 
 if TYPE_CHECKING:
     def _trainable(model: NNModel) -> TrainableModel:
