@@ -102,7 +102,9 @@ class NNModel:
         self.loss_fn: nn.Module = params.loss().to(self.device)
         self._task = task
         self._runtime = resolve_task(task, params.task, self.loss_fn)
-        self._runtime_loss = self.loss_fn
+        # The loss it was resolved for. Named as before TaskRuntime: model_fingerprint
+        # scans a model's attributes, so a loss with buffers keeps its fingerprint.
+        self._adapter_loss = self.loss_fn
         self.transforms: tuple[TransformRecipe, ...] = ()
 
     @property
@@ -114,7 +116,7 @@ class NNModel:
     def task(self, task: Task | None) -> None:
         check_task_object(task, self.params.task)
         self._runtime = resolve_task(task, self.params.task, self.loss_fn)
-        self._runtime_loss = self.loss_fn
+        self._adapter_loss = self.loss_fn
         self._task = task
 
     @property
@@ -126,9 +128,9 @@ class NNModel:
         assigning another loss to ``loss_fn`` rebuilds both for it, checking that it
         suits the task.
         """
-        if self._runtime_loss is not self.loss_fn:
+        if self._adapter_loss is not self.loss_fn:
             self._runtime = resolve_task(self._task, self.params.task, self.loss_fn)
-            self._runtime_loss = self.loss_fn
+            self._adapter_loss = self.loss_fn
         return self._runtime
 
     @property
