@@ -1,6 +1,6 @@
 """A task is one object (issue 25): ``NNModel(..., task=task)`` takes anything implementing
 ``nnx.tasks.Task``; the engine uses it only through the protocol's members, and builds the
-per-batch machinery around it from the model's loss."""
+per-batch machinery beside it from the model's loss."""
 
 from __future__ import annotations
 
