@@ -17,7 +17,10 @@ model, a step context). So, in an add-on's source:
   add-on reaches the per-batch machinery through ``nnx.extend.task_batch_ops``.
 
 "Defines" is read from the source (AST), never by importing it. Dunders (``__x__``)
-and name-mangled ``__x`` are not ``_``-prefixed members here.
+and name-mangled ``__x`` are not ``_``-prefixed members here, nor are the
+underscore names Python documents as public API: a named tuple's ``_replace`` /
+``_asdict`` / ``_fields`` / ``_field_defaults`` / ``_make`` and enum's ``_sunder_``
+names (``_value_``, ``_missing_``).
 """
 
 from __future__ import annotations
@@ -33,10 +36,14 @@ __all__ = ["defined_members", "explained", "member_rules"]
 CORE_ONLY = {"task_adapter": "nnx.extend.task_batch_ops(model)",
              "task_runtime": "nnx.extend.task_batch_ops(model)"}
 _BY_NAME = ("getattr", "hasattr", "setattr", "delattr")
+#: collections.namedtuple's documented methods and attributes.
+_NAMED_TUPLE_API = frozenset({"_replace", "_asdict", "_fields", "_field_defaults", "_make"})
 
 
 def _private(name: str) -> bool:
-    return name.startswith("_") and not name.startswith("__")
+    sunder = len(name) > 2 and name.endswith("_") and not name.endswith("__")
+    return (name.startswith("_") and not name.startswith("__") and not sunder
+            and name not in _NAMED_TUPLE_API)
 
 
 def _by_name(node: ast.Call) -> tuple[str, str] | None:
