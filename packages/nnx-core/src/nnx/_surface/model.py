@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -17,26 +15,22 @@ from nnx._contracts.precision import ResolvedPrecision, resolve_precision
 from nnx._engine import finetune
 from nnx._engine.evaluation import evaluate_loader
 from nnx._engine.onnx_export import export_onnx
-from nnx._engine.prediction import (
-    PredictionResult,
-    PredictResult,
-    ProbabilitySpec,
-    class_axis_in,
-    decode_on_axis,
-    net_class_axis,
-    prediction_from_logits,
-    warn_if_shuffled,
-)
+from nnx._engine.prediction import PredictionResult, PredictResult, ProbabilitySpec
 from nnx._engine.prediction_stream import PredictionStream, open_prediction_stream
 from nnx._engine.schedule import build_scheduler
 from nnx._engine.training import train_model
-from nnx._foundation.modes import preserved_state
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.run import DEFAULT_ROOT, NNRun
 from nnx._surface.hub import load_pretrained, push_to_hub, save_pretrained
 from nnx._surface.live_changes import recording_live_changes
-from nnx._surface.model_inputs import dtype_hint, on_device, predict_batches, refuse_unbatched
+from nnx._surface.model_inference import (
+    dtype_hint,
+    logits_of,
+    on_device,
+    predict_classes,
+    predict_probabilities,
+)
 from nnx._surface.model_rebuild import load_checkpoint_model, rebuild_model
 from nnx.enums.precision import Precision
 from nnx.models.construct import build_net
@@ -49,15 +43,13 @@ from nnx.params.train import NNTrainParams
 from nnx.tasks.adapters import TaskAdapter
 from nnx.tasks.protocol import Task, refuse_default_path
 from nnx.tasks.runtime import TaskRuntime, check_task_object, resolve_task
-from nnx.transforms import (
-    TransformRecipe,
-    apply_transform,
-)
+from nnx.transforms import TransformRecipe, apply_transform
 
 if TYPE_CHECKING:
     from nnx._contracts.trainable import TrainableModel
 
 __all__ = ["NNModel"]
+
 
 class NNModel:
     """A model: ``NNModel(net_params=NNParams(...), params=NNModelParams(...))``.
@@ -239,45 +231,17 @@ class NNModel:
 
     # -- inference --------------------------------------------------------------------
     def _logits(self, data: Any) -> torch.Tensor:
-        refuse_unbatched(data, self.net_params)  # before any mode or state is touched
-        outputs = []
-        with (preserved_state(self.net, mode="eval"), torch.no_grad(),
-              self.inference_precision().autocast()):
-            for inputs, _ in predict_batches(data, self.device, self.batch_adapter,
-                                             self.split_batch):
-                outputs.append(self.forward_raw(inputs).float())
-        if not outputs:
-            raise ValueError("predict: no input rows")
-        return torch.cat(outputs)
+        """The float logits of everything ``predict`` was given (a subclass may prepare
+        ``data`` first, as PreprocessedNNModel does)."""
+        return logits_of(self, data)
 
     def predict(self, data: Any) -> PredictResult:
         """Raw logits and the decoded classes (the task's decoding when declared)."""
-        refuse_default_path(self.task_runtime.task, "predict")
-        axis = net_class_axis(self.net)  # e.g. a TransformerNN's (batch, seq, vocab): -1
-        logits = self._logits(data)
-        return PredictResult(logits=logits,
-                             classes=decode_on_axis(self.task_adapter.decode, logits, axis))
+        return predict_classes(self, data)
 
     def predict_proba(self, data: Any, spec: ProbabilitySpec | None = None) -> PredictionResult:
         """Probabilities under ``spec`` (or the declared task's) with the same logits."""
-        task = self.task_runtime.task
-        refuse_default_path(task, "predict")  # a task's refusal comes first
-        if spec is None:
-            if self.params.task is None:
-                raise ValueError("predict_proba needs a ProbabilitySpec when the model "
-                                 "declares no task")
-            spec = ProbabilitySpec.for_task(self.params.task)
-            axis = net_class_axis(self.net)
-        else:
-            axis = None  # a given spec names its own class axis
-        logits = self._logits(data)
-        if spec is not None and axis is not None:
-            spec = dataclasses.replace(spec, class_axis=class_axis_in(logits, axis))
-        ids = task.sample_ids(data, len(logits))  # the Task protocol's sample-id hook
-        if ids is None:
-            warn_if_shuffled(data)  # the ids below are iteration positions for a loader
-            ids = np.arange(len(logits))
-        return prediction_from_logits(logits, spec, sample_ids=ids)  # spec None: regression
+        return predict_probabilities(self, data, spec)
 
     def iter_predict(self, loader: Any, spec: ProbabilitySpec | None = None,
                      rich: bool = False) -> PredictionStream:

@@ -1,15 +1,20 @@
-"""What NNModel's net is given: inputs moved to the model's device, the shapes ``predict``
-accepts cut into forwards, and the refusals and hints when inputs do not fit the net.
+"""NNModel's eager inference: what its net is given, and what ``predict`` /
+``predict_proba`` make of the logits.
 
-``predict`` / ``predict_proba`` take a tensor or an array (one forward per
-:data:`_CHUNK` rows), a mapping of keyword inputs, a tuple of tensors, or a loader (any
-iterable of batches, split by the model's batch adapter). A 1-D input as long as a row
-is refused before any forward, and a forward that fails on mismatched dtypes is
-restated with what to convert (:func:`dtype_hint`).
+Inputs are moved to the model's device (:func:`on_device`). ``predict`` /
+``predict_proba`` take a tensor or an array (one forward per :data:`_CHUNK` rows), a
+mapping of keyword inputs, a tuple of tensors, or a loader (any iterable of batches,
+split by the model's batch adapter). A 1-D input as long as a row is refused before
+any forward, and a forward that fails on mismatched dtypes is restated with what to
+convert (:func:`dtype_hint`). The logits come from the model's ``_logits`` (which a
+subclass may extend: ``PreprocessedNNModel`` standardizes raw rows there); the task
+is asked first whether the default predict path may run, and decodes them or
+numbers their rows.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -19,9 +24,22 @@ import torch
 from torch import nn
 
 from nnx._contracts.batch_adapters import BatchAdapter, ModelInputs
+from nnx._engine.prediction import (
+    PredictionResult,
+    PredictResult,
+    ProbabilitySpec,
+    class_axis_in,
+    decode_on_axis,
+    net_class_axis,
+    prediction_from_logits,
+    warn_if_shuffled,
+)
+from nnx._foundation.modes import preserved_state
 from nnx.params._loaders import refuse_dataset
+from nnx.tasks.protocol import refuse_default_path
 
-__all__ = ["dtype_hint", "on_device", "predict_batches", "refuse_unbatched"]
+__all__ = ["dtype_hint", "logits_of", "on_device", "predict_batches", "predict_classes",
+           "predict_probabilities", "refuse_unbatched"]
 
 _CHUNK = 4096  # rows per forward when predicting on one large tensor
 # torch's wordings of "the input's dtype is not the weights'" (Linear, conv, and others).
@@ -58,6 +76,21 @@ def predict_batches(data: Any, device: torch.device, batch_adapter: BatchAdapter
     else:  # a loader, or any iterable of batches
         for batch in data:
             yield split(batch)
+
+
+def logits_of(model: Any, data: Any) -> torch.Tensor:
+    """``model._logits(data)``: one eval-mode, no-grad forward per chunk or batch of what
+    ``predict`` was given, in the model's inference precision, as float."""
+    refuse_unbatched(data, model.net_params)  # before any mode or state is touched
+    outputs = []
+    with (preserved_state(model.net, mode="eval"), torch.no_grad(),
+          model.inference_precision().autocast()):
+        for inputs, _ in predict_batches(data, model.device, model.batch_adapter,
+                                         model.split_batch):
+            outputs.append(model.forward_raw(inputs).float())
+    if not outputs:
+        raise ValueError("predict: no input rows")
+    return torch.cat(outputs)
 
 
 def refuse_unbatched(data: Any, net_params: Any) -> None:
@@ -99,3 +132,36 @@ def dtype_hint(exc: RuntimeError, inputs: Sequence[Any], kwargs: Mapping[str, An
     if clashing[0][1].is_floating_point:
         hint += f" (or the net with net.to({clashing[0][1]}))"
     return hint
+
+
+def predict_classes(model: Any, data: Any) -> PredictResult:
+    """``model.predict(data)``: raw logits and the task's decoded classes."""
+    refuse_default_path(model.task_runtime.task, "predict")
+    axis = net_class_axis(model.net)  # e.g. a TransformerNN's (batch, seq, vocab): -1
+    logits = model._logits(data)
+    return PredictResult(logits=logits,
+                         classes=decode_on_axis(model.task_adapter.decode, logits, axis))
+
+
+def predict_probabilities(model: Any, data: Any,
+                          spec: ProbabilitySpec | None) -> PredictionResult:
+    """``model.predict_proba(data, spec)``: probabilities under ``spec`` (or the declared
+    task's) with the same logits, each row numbered by the task or by position."""
+    task = model.task_runtime.task
+    refuse_default_path(task, "predict")  # a task's refusal comes first
+    if spec is None:
+        if model.params.task is None:
+            raise ValueError("predict_proba needs a ProbabilitySpec when the model "
+                             "declares no task")
+        spec = ProbabilitySpec.for_task(model.params.task)
+        axis = net_class_axis(model.net)
+    else:
+        axis = None  # a given spec names its own class axis
+    logits = model._logits(data)
+    if spec is not None and axis is not None:
+        spec = dataclasses.replace(spec, class_axis=class_axis_in(logits, axis))
+    ids = task.sample_ids(data, len(logits))  # the Task protocol's sample-id hook
+    if ids is None:
+        warn_if_shuffled(data)  # the ids below are iteration positions for a loader
+        ids = np.arange(len(logits))
+    return prediction_from_logits(logits, spec, sample_ids=ids)  # spec None: regression
