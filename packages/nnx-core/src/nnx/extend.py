@@ -45,8 +45,9 @@ for what it reads: the run-file readers and the NumPy terms load no torch. Names
   and transforms, and :class:`MissingDistributionError` (with its attribute-access
   twin :class:`MissingDistributionAttributeError`);
 * protocols: :class:`Component` (with :class:`ComponentSpec`), :class:`Task` (with its
-  defaults: :func:`resolve_task` and :class:`TaskRuntime`, the per-batch machinery core
-  builds around a task object) and :class:`TrainableModel` (what the engine reads of a
+  defaults: :func:`resolve_task` and :class:`TaskRuntime`, the task object beside the
+  per-batch machinery core builds for it), :class:`TaskBatchOps` (that machinery as an
+  add-on may use it, :func:`task_batch_ops`) and :class:`TrainableModel` (what the engine reads of a
   model: type steps against it);
 * objectives: :class:`Objective`, :class:`LossTerm`, :class:`ObjectiveResult`,
   :class:`ObjectiveContext` (the objective context), :class:`UpdateEvent`,
@@ -204,6 +205,8 @@ _EXPORTS: dict[str, str] = {
     "AttemptRecord": "nnx.provenance",
     "RunProvenance": "nnx.provenance",
     "read_provenance": "nnx.provenance",
+    "TaskBatchOps": "nnx.tasks.batch_ops",
+    "task_batch_ops": "nnx.tasks.batch_ops",
     "Task": "nnx.tasks.protocol",
     "TaskRuntime": "nnx.tasks.runtime",
     "resolve_task": "nnx.tasks.runtime",
@@ -356,6 +359,8 @@ if _typing.TYPE_CHECKING:
     from nnx.provenance import AttemptRecord as AttemptRecord
     from nnx.provenance import RunProvenance as RunProvenance
     from nnx.provenance import read_provenance as read_provenance
+    from nnx.tasks.batch_ops import TaskBatchOps as TaskBatchOps
+    from nnx.tasks.batch_ops import task_batch_ops as task_batch_ops
     from nnx.tasks.protocol import Task as Task
     from nnx.tasks.runtime import TaskRuntime as TaskRuntime
     from nnx.tasks.runtime import resolve_task as resolve_task

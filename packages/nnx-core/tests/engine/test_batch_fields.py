@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from nnx.tasks import _labels
-from nnx.tasks._base import macro_rows, macro_scores, pairwise_sum
 from nnx.tasks._labels import BatchLabels, PendingQueue, batch_fields
+from nnx.tasks._macro import macro_rows, macro_scores, pairwise_sum
 
 WIDTHS = (1, 2, 7, 8, 9, 10, 16, 64)
 

@@ -18,7 +18,7 @@ from torch import nn
 
 from nnx import NNOptimParams, NNTrainParams, TaskSpec
 from nnx.tasks import CategoricalAdapter, TaskValidationError, task_adapter
-from nnx.tasks._base import _macro_numpy, macro_scores, pairwise_sum
+from nnx.tasks._macro import _macro_numpy, macro_scores, pairwise_sum
 
 
 def logits(n: int, c: int, *rest: int, seed: int = 0) -> torch.Tensor:

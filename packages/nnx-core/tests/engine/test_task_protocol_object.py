@@ -1,6 +1,6 @@
 """A task is one object (issue 25): ``NNModel(..., task=task)`` takes anything implementing
 ``nnx.tasks.Task``; the engine uses it only through the protocol's members, and builds the
-per-batch machinery around it from the model's loss."""
+per-batch machinery beside it from the model's loss."""
 
 from __future__ import annotations
 
@@ -120,13 +120,14 @@ def test_a_task_without_identity_keeps_the_bare_model_s_id_and_records(tmp_path)
 
 def test_the_per_batch_machinery_is_the_loss_default_around_the_task():
     lm = model(ScratchTask(refuse=()), loss=Losses.MEAN_SQUARED_ERROR)
-    adapter = lm.task_adapter
-    assert isinstance(adapter, TaskRuntime) and adapter.source is lm.task
-    assert type(adapter.default).__name__ == "LossOnlyAdapter"
+    runtime = lm.task_runtime  # the task object beside the loss's own machinery
+    assert isinstance(runtime, TaskRuntime) and runtime.task is lm.task
+    assert not runtime.own_machinery and runtime.batch_ops is lm.task_adapter
+    assert type(lm.task_adapter).__name__ == "LossOnlyAdapter"
     loader = [(x, torch.randn(len(x), 3)) for x, _ in tiny_batches()]
     assert lm.evaluate(loader).loss == model(loss=Losses.MEAN_SQUARED_ERROR).evaluate(loader).loss
     lm.loss_fn = torch.nn.L1Loss()  # another loss: the view is rebuilt, the task kept
-    assert lm.task_adapter.source is lm.task and lm.task_adapter.loss_fn is lm.loss_fn
+    assert lm.task_runtime.task is lm.task and lm.task_adapter.loss_fn is lm.loss_fn
 
 
 # -- declared once ------------------------------------------------------------------------
@@ -151,11 +152,12 @@ def test_what_is_not_a_task_object_is_refused_naming_what_it_lacks():
 def test_setting_the_task_later_resolves_it_and_none_restores_the_default(tmp_path):
     lm = model()
     lm.task = ConfiguredTask(0.3)
-    assert isinstance(lm.task_adapter, TaskRuntime)
+    assert lm.task_runtime.task is lm.task and not lm.task_runtime.own_machinery
     assert lm.train(tiny_train_params(), root=tmp_path, verbose=False).state()["task"][
         "smoothing"] == 0.3
     lm.task = None
     assert isinstance(lm.task_adapter, CategoricalAdapter)
+    assert lm.task_runtime.task is lm.task_adapter  # the adapter answers the protocol
 
 
 # -- the protocol's members are what the engine uses ---------------------------------------
@@ -245,7 +247,7 @@ def test_a_component_task_is_checkpointed_and_resumed(tmp_path):
     reloaded = NNModel.from_checkpoint(NNCheckpoint.load(again.id, "last", root=tmp_path),
                                        task=CountingTask())
     assert isinstance(reloaded.task, CountingTask)
-    assert isinstance(reloaded.task_adapter, TaskRuntime)
+    assert reloaded.task_runtime.task is reloaded.task
 
 
 # -- the documented example ---------------------------------------------------------------

@@ -59,8 +59,8 @@ def test_nnmodel_is_a_trainable_model_with_every_member():
     model: TrainableModel = tiny_model()  # the typed assignment mypy checks in nnx itself
     members = {n for n, v in vars(TrainableModel).items()
                if not n.startswith("__") and (isinstance(v, property) or callable(v))}
-    assert members == {"net", "device", "loss_fn", "task_adapter", "params", "net_params",
-                       "transforms", "split_batch", "forward_raw", "evaluate",
+    assert members == {"net", "device", "loss_fn", "task_runtime", "task_adapter", "params",
+                       "net_params", "transforms", "split_batch", "forward_raw", "evaluate",
                        "_build_scheduler"}  # minimal: a new member is a deliberate change
     for name in members:
         assert hasattr(model, name), name

@@ -1,5 +1,5 @@
-"""nnx.testing.check_distribution (issue 25): nnx-core passes its rules, and a planted add-on
-breaking each rule is caught, every problem listed in one AssertionError."""
+"""nnx.testing.check_distribution (issues 25 and 37): nnx-core passes its rules, and a planted
+add-on breaking each rule is caught, every problem listed in one AssertionError."""
 
 from __future__ import annotations
 
@@ -66,20 +66,20 @@ _FILES = {
 }
 
 
-def _plant(root: Path) -> None:
-    """An installed (wheel-style) distribution nnx-fake-addon whose every file breaks a rule."""
-    info = root / "nnx_fake_addon-0.1.dist-info"
+def _plant(root: Path, files: dict[str, str] = _FILES, name: str = "nnx-fake-addon") -> None:
+    """An installed (wheel-style) distribution ``name`` whose every file breaks a rule."""
+    info = root / f"{name.replace('-', '_')}-0.1.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: nnx-fake-addon\nVersion: 0.1\n"
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n"
                                    "Requires-Dist: nnx-core\n"
                                    "Requires-Dist: nnx-lm; extra == 'lm'\n")
     (info / "entry_points.txt").write_text(
         "[nnx.transforms]\nfake.thing@v1 = nnx_fake_addon_absent_module:thing\n")
-    for name, text in _FILES.items():
-        path = root / name
+    for file, text in files.items():
+        path = root / file
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
-    (info / "RECORD").write_text("".join(f"{name},,\n" for name in _FILES))
+    (info / "RECORD").write_text("".join(f"{file},,\n" for file in files))
 
 
 def test_a_planted_add_on_breaking_every_rule_is_refused_with_each_problem(tmp_path,
@@ -108,6 +108,59 @@ def test_a_planted_add_on_breaking_every_rule_is_refused_with_each_problem(tmp_p
     assert [e for e in expected if e not in text] == []
     assert "nnx.fake.b:9" not in text  # the explained lazy import passes
     assert text.count("\n  ") == len(expected)  # nothing else, each problem once
+
+
+_REACHING = """
+    from nnx.extend import TrainableModel
+
+
+    class Own:
+        __slots__ = ("_mine",)
+
+        def __init__(self):
+            self._cache = {}
+
+        def _helper(self):
+            return self._cache._asdict(), self._mine, self._value_
+
+
+    def reach(model: TrainableModel, ctx, module):
+        adapter = model._adapter
+        slots = ctx._slots
+        task = getattr(model, "_task")
+        runtime = model._runtime
+        ops = model.task_adapter
+
+        hooks = module._forward_hooks  # torch's nn.Module hook table, said as the kit asks
+        return adapter, slots, task, runtime, ops, hooks, Own()._helper()
+    """
+
+
+def test_a_planted_add_on_reaching_core_internals_through_objects_is_refused(tmp_path,
+                                                                             monkeypatch):
+    """Any ``_x`` the add-on does not define, however reached (issue 37): core's own
+    (``_task``, ``_runtime``) always; another's only with a comment saying whose."""
+    _plant(tmp_path, {"nnx/fakereach/__init__.py": _REACHING}, "nnx-fake-reach")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(AssertionError) as info:
+        check_distribution("nnx-fake-reach")
+    text = str(info.value)
+    unowned = "a private member nnx-fake-reach does not define: say whose it is in a comment"
+    expected = [
+        f"nnx.fakereach:16 reaches model._adapter, {unowned}",
+        f"nnx.fakereach:17 reaches ctx._slots, {unowned}",
+        'nnx.fakereach:18 reaches getattr(model, "_task"), a private member only nnx-core '
+        "defines",
+        "nnx.fakereach:19 reaches model._runtime, a private member only nnx-core defines",
+        "nnx.fakereach:20 reaches model.task_adapter, core's view of the task: use "
+        "nnx.extend.task_batch_ops(model)",
+    ]
+    assert [e for e in expected if e not in text] == []
+    # Its own members and torch's explained read pass; nothing else is about members.
+    # (and Python's documented underscore API: a named tuple's, enum's _sunder_ names)
+    assert "_cache" not in text and "_mine" not in text and "_helper" not in text
+    assert "_asdict" not in text and "_value_" not in text
+    assert "_forward_hooks" not in text and text.count(" reaches ") == len(expected)
 
 
 def test_require_distribution_imports_or_names_the_install():

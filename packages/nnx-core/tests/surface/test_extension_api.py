@@ -32,6 +32,7 @@ from nnx.tasks import (
     MultilabelAdapter,
     RegressionAdapter,
     Task,
+    TaskAdapter,
     TaskRuntime,
 )
 from nnx.tasks.adapters import task_adapter
@@ -157,9 +158,10 @@ def test_a_task_is_a_plain_protocol_object_handed_to_a_plain_nnmodel():
     model = task_model()
     assert type(model) is NNModel and HookedTask.__mro__ == (HookedTask, object)
     assert isinstance(model.task, Task) and isinstance(model.task, HookedTask)
-    runtime = model.task_adapter  # core's per-batch machinery around the object
-    assert isinstance(runtime, TaskRuntime) and runtime.source is model.task
-    assert isinstance(runtime.default, CategoricalAdapter)  # the loss's own default
+    runtime = model.task_runtime  # the object beside core's per-batch machinery
+    assert isinstance(runtime, TaskRuntime) and runtime.task is model.task
+    assert isinstance(runtime.batch_ops, CategoricalAdapter)  # the loss's own default
+    assert not isinstance(runtime, TaskAdapter)  # composed, not a forwarding subclass
 
 
 def test_train_runs_the_task_objective_when_no_update_owner_is_given(tmp_path):

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from nnx.params.net import NNParams
     from nnx.params.scheduler import NNSchedulerParams
     from nnx.tasks.adapters import TaskAdapter
+    from nnx.tasks.runtime import TaskRuntime
     from nnx.transforms.recipe import TransformRecipe
 
 __all__ = ["TrainableModel", "TrainingContextBase", "step_model"]
@@ -48,9 +49,14 @@ class TrainableModel(Protocol):
         """The loss the default step and the supervised objective apply."""
 
     @property
+    def task_runtime(self) -> TaskRuntime:
+        """The model's task as the engine uses it (§6.3): ``task`` answers the Task
+        protocol, ``batch_ops`` is the per-batch machinery (nnx.tasks.resolve_task)."""
+
+    @property
     def task_adapter(self) -> TaskAdapter:
-        """The model's task as the engine uses it (§6.3): the Task protocol's answers and
-        the loss parts, validation, records and accumulators (nnx.tasks.resolve_task)."""
+        """The task's per-batch machinery (``task_runtime.batch_ops``): loss parts,
+        validation, records, accumulators and decoding."""
 
     @property
     def params(self) -> NNModelParams:

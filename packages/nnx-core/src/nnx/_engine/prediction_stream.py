@@ -63,8 +63,7 @@ def open_prediction_stream(model: Any, loader: Any, spec: ProbabilitySpec | None
         raise TypeError(f"spec must be a ProbabilitySpec or None; got {type(spec).__name__}")
     if not isinstance(rich, bool):
         raise TypeError(f"rich must be a bool; got {rich!r}")
-    task = model.task_adapter
-    refuse_default_path(task, "predict")  # a task's refusal, as the eager calls
+    refuse_default_path(model.task_runtime.task, "predict")  # as the eager calls
     axis = net_class_axis(model.net)
     full: ProbabilitySpec | None = spec
     if spec is None and rich:
@@ -142,7 +141,7 @@ class PredictionStream:
     # -- one batch at a time ---------------------------------------------------------
     def _batches(self) -> Generator[PredictionBatch | PredictionResult, None, None]:
         model, loader = self._model, self._loader
-        task = model.task_adapter
+        runtime = model.task_runtime
         axis = net_class_axis(model.net)
         offset = 0
         warned = False
@@ -154,20 +153,20 @@ class PredictionStream:
                   model.inference_precision().autocast()):
                 logits = model.forward_raw(inputs).float()
             rows = int(logits.shape[0])
-            ids = task.sample_ids(batch, rows)  # a batch that carries its rows' ids
+            ids = runtime.task.sample_ids(batch, rows)  # a batch that carries its rows' ids
             if ids is None:
                 if not warned:  # iteration positions: warn once over a shuffling loader
                     warn_if_shuffled(loader, caller="iter_predict", stacklevel=4)
                     warned = True
                 ids = np.arange(offset, offset + rows)
             offset += rows
-            yield self._result(logits, ids, task, axis)
+            yield self._result(logits, ids, runtime, axis)
             del logits, inputs, batch  # hold nothing while the consumer runs
 
-    def _result(self, logits: torch.Tensor, ids: Any, task: Any,
+    def _result(self, logits: torch.Tensor, ids: Any, runtime: Any,
                 axis: int | None) -> PredictionBatch | PredictionResult:
         if not self._rich:
-            classes = decode_on_axis(task.decode, logits, axis)
+            classes = decode_on_axis(runtime.batch_ops.decode, logits, axis)
             return PredictionBatch(logits, classes, _as_sample_ids(ids, int(logits.shape[0])))
         spec = self._spec
         if spec is not None and self._spec_axis is not None:

@@ -29,7 +29,7 @@ from nnx.objectives.ownership import (
 )
 from nnx.params.train import NNTrainParams
 from nnx.tasks.protocol import check_train, objective_task, refuse_default_path, task_identity
-from nnx.tasks.runtime import task_source
+from nnx.tasks.runtime import TaskRuntime
 
 __all__ = ["ModelStepOwner", "RunExistsError", "RunLeaseError", "phase_epochs",
            "train_model"]
@@ -89,7 +89,7 @@ class ModelStepOwner:
         return NNRun(model_params=model.params, net_params=model.net_params,
                      train_params=self.params, salt=salt, transforms=loop.transforms,
                      root=root, task=task_identity(
-                         model.task_adapter if self.task is None else self.task))
+                         model.task_runtime.task if self.task is None else self.task))
 
     def schedule_params(self) -> list[Any]:
         return [] if self.params.scheduler is None else [self.params.scheduler]
@@ -149,9 +149,10 @@ def _task_hooks(model: TrainableModel, params: NNTrainParams, step_fn: StepFn | 
     Runs before the loop is built, so a task refusing a default path leaves no run
     directory, reservation or changed weight behind.
     """
-    task = model.task_adapter
+    runtime = model.task_runtime
+    task = runtime.task  # what answers the Task protocol: the task object, or the adapter
     check_train(task, params)  # the task's own look at the run, before anything else
-    built_by = _objective_task(task, objective)
+    built_by = _objective_task(runtime, objective)
     if built_by is not None:  # objective=task.objective(): trained under that task
         check_train(built_by, params)
         if is_component(built_by) and all(c is not built_by for c in components):
@@ -166,13 +167,12 @@ def _task_hooks(model: TrainableModel, params: NNTrainParams, step_fn: StepFn | 
         eval_fn = hook() if callable(hook) else None
         if eval_fn is None and getattr(params, "val_loader", None) is not None:
             refuse_default_path(task, "evaluate")
-    source = task_source(task)  # the task object itself, not core's view of it
-    if built_by is None and is_component(source) and all(c is not source for c in components):
-        components = [*components, source]
+    if built_by is None and is_component(task) and all(c is not task for c in components):
+        components = [*components, task]
     return step_fn, objective, eval_fn, components, built_by
 
 
-def _objective_task(task: Any, objective: Any) -> Any | None:
+def _objective_task(runtime: TaskRuntime, objective: Any) -> Any | None:
     """The task that built an explicit ``objective`` when the run takes its identity and
     component from it: the model has no task object of its own, or that same object.
 
@@ -180,8 +180,8 @@ def _objective_task(task: Any, objective: Any) -> Any | None:
     the run would record another: refused unless both tasks have one identity.
     """
     built_by = None if objective is None else objective_task(objective)
-    own = task_source(task)
-    if built_by is None or built_by is own or own is task:  # no task object on the model
+    own = runtime.task
+    if built_by is None or built_by is own or runtime.own_machinery:  # no protocol-only task
         return built_by
     if task_identity(built_by) != task_identity(own):
         raise ValueError(

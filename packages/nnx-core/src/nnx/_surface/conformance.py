@@ -6,6 +6,9 @@ wheel installed) and raises one AssertionError listing every problem:
 
 * an add-on imports nnx-core only through ``nnx`` and ``nnx.extend``: no other core
   module, no ``_``-prefixed core module or member (``NNParams._validate`` included);
+* an add-on reaches no ``_``-prefixed member it does not define, however reached
+  (``model._task``, ``getattr(ctx, "_slots")``), and not ``model.task_adapter``
+  (:mod:`nnx._surface.member_rules`);
 * an add-on reaches another add-on only if it requires it (an optional one through
   ``nnx.extend.require_distribution``), and never through ``importlib`` / ``__import__``;
 * no import circle among the distribution's own modules (type-only imports count);
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from nnx._surface.member_rules import defined_members, explained, member_rules
 from nnx._surface.name_rules import CORE, entry_point_rules, private_name
 
 __all__ = ["CORE", "EXTENSION_API", "Import", "check_distribution", "import_cycles",
@@ -173,7 +177,7 @@ def silent_local_imports(imports: Iterable[Import], modules: Mapping[str, Path])
     for imp in imports:
         if imp.in_function and imp.target.split(".")[0] == "nnx":
             lines = modules[imp.source].read_text(encoding="utf-8").splitlines()
-            if not any("#" in line for line in lines[max(0, imp.line - 3):imp.line]):
+            if not explained(lines, imp.line):
                 silent.append(f"{imp.source}:{imp.line} -> {imp.target}")
     return silent
 
@@ -193,14 +197,6 @@ def _required(distribution: str) -> set[str]:
 
 def _owner(module: str, owners: Mapping[str, str]) -> str | None:
     return owners.get(_resolve(module, owners))
-
-
-def _member_reads(path: Path, names: set[str]) -> list[tuple[int, str]]:
-    """``Name._member`` reads in a file where ``Name`` was imported from core."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    return [(node.lineno, f"{node.value.id}.{node.attr}") for node in ast.walk(tree)
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id in names and private_name(f"x.{node.attr}")]
 
 
 def _dynamic_imports(path: Path) -> list[tuple[int, str]]:
@@ -250,12 +246,14 @@ def _reach_rules(distribution: str, modules: Mapping[str, Path],
             of = f" of {owner}" if owner else " (of a distribution not installed here)"
             problems.append(f"{where} imports {imp.target}{of}, which {distribution} "
                             "does not require: reach it with nnx.extend.require_distribution")
+    core_members = defined_members(source_modules(CORE).values(), any_receiver=True)
+    own_members = defined_members(modules.values())
     for module, path in sorted(modules.items()):
         mine = [i for i in imports if i.source == module and i.target in EXTENSION_API]
         core_names = {m for i in mine for m in i.members} | {
             "nnx" for i in mine if i.target == "nnx" and not i.members}
-        problems += [f"{module}:{line} reads {read}, a private member of core"
-                     for line, read in _member_reads(path, core_names)]
+        problems += member_rules(module, path, core_names, core_members, own_members,
+                                 distribution)
         problems += [f"{module}:{line} calls {call}: reach another distribution with "
                      "nnx.extend.require_distribution" for line, call in _dynamic_imports(path)]
     if "nnx" in modules:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -18,89 +15,40 @@ from nnx._contracts.precision import ResolvedPrecision, resolve_precision
 from nnx._engine import finetune
 from nnx._engine.evaluation import evaluate_loader
 from nnx._engine.onnx_export import export_onnx
-from nnx._engine.prediction import (
-    PredictionResult,
-    PredictResult,
-    ProbabilitySpec,
-    class_axis_in,
-    decode_on_axis,
-    net_class_axis,
-    prediction_from_logits,
-    warn_if_shuffled,
-)
+from nnx._engine.prediction import PredictionResult, PredictResult, ProbabilitySpec
 from nnx._engine.prediction_stream import PredictionStream, open_prediction_stream
 from nnx._engine.schedule import build_scheduler
 from nnx._engine.training import train_model
-from nnx._foundation.modes import preserved_state
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.checkpoint import NNCheckpoint
-from nnx._persistence.read_errors import BUILD_FAILURES, unbuildable
 from nnx._persistence.run import DEFAULT_ROOT, NNRun
 from nnx._surface.hub import load_pretrained, push_to_hub, save_pretrained
 from nnx._surface.live_changes import recording_live_changes
-from nnx.enums.nets import Nets
+from nnx._surface.model_inference import (
+    dtype_hint,
+    logits_of,
+    on_device,
+    predict_classes,
+    predict_probabilities,
+)
+from nnx._surface.model_rebuild import load_checkpoint_model, rebuild_model
 from nnx.enums.precision import Precision
-from nnx.models.construct import build_net, check_checkpoint_module, check_rebuild_fits
-from nnx.models.topology import WeightsMismatchError, check_weights_fit
-from nnx.params._loaders import check_loader, refuse_dataset
+from nnx.models.construct import build_net
+from nnx.params._loaders import check_loader
 from nnx.params.compile import CompileSpec
-from nnx.params.descriptors import ModelSpec
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
 from nnx.params.scheduler import NNSchedulerParams
 from nnx.params.train import NNTrainParams
 from nnx.tasks.adapters import TaskAdapter
 from nnx.tasks.protocol import Task, refuse_default_path
-from nnx.tasks.runtime import check_task_object, resolve_task
-from nnx.transforms import (
-    TransformRecipe,
-    apply_transform,
-    checkpoint_recipes,
-    refuse_runtime,
-    replay_transforms,
-)
-from nnx.transforms.live import unrecorded_weights_error
+from nnx.tasks.runtime import TaskRuntime, check_task_object, resolve_task
+from nnx.transforms import TransformRecipe, apply_transform
 
 if TYPE_CHECKING:
     from nnx._contracts.trainable import TrainableModel
 
 __all__ = ["NNModel"]
-
-_CHUNK = 4096  # rows per forward when predicting on one large tensor
-# torch's wordings of "the input's dtype is not the weights'" (Linear, conv, and others).
-_DTYPE_CLASH = re.compile(r"same dtype|expected scalar type|type \(.*\) should be the same")
-
-
-_CAST = {torch.float32: "float()", torch.float64: "double()", torch.float16: "half()",
-         torch.bfloat16: "bfloat16()"}
-
-
-def _dtype_hint(exc: RuntimeError, inputs: Sequence[Any], kwargs: Mapping[str, Any],
-                net: nn.Module) -> str | None:
-    """torch's dtype clash restated with what to change; None when it is something else.
-
-    Runs only once the forward has failed, so a healthy batch pays nothing for it."""
-    if not _DTYPE_CLASH.search(str(exc)):
-        return None
-    weight = next((p.dtype for p in net.parameters() if p.is_floating_point()), None)
-    if weight is None:
-        return None
-    named = [(f"input {i}", x) for i, x in enumerate(inputs)] + list(kwargs.items())
-    clashing = [(name, x.dtype) for name, x in named
-                if isinstance(x, torch.Tensor) and x.dtype != weight and x.dtype != torch.bool]
-    if not clashing:
-        return None
-    def short(dtype: torch.dtype) -> str:
-        return str(dtype).removeprefix("torch.")
-
-    found = ", ".join(f"{name} is {short(dtype)}" for name, dtype in clashing)
-    method = _CAST.get(weight, f"to({weight})")
-    what = "training batch's" if net.training else "batch's"
-    hint = (f"the {what} inputs do not match the net: {found}, but the net's parameters are "
-            f"{short(weight)}; convert the inputs with x.{method}")
-    if clashing[0][1].is_floating_point:
-        hint += f" (or the net with net.to({clashing[0][1]}))"
-    return hint
 
 
 class NNModel:
@@ -145,7 +93,9 @@ class NNModel:
         self.batch_adapter = batch_adapter or default_batch_adapter(net)
         self.loss_fn: nn.Module = params.loss().to(self.device)
         self._task = task
-        self._adapter = resolve_task(task, params.task, self.loss_fn)
+        self._runtime = resolve_task(task, params.task, self.loss_fn)
+        # The loss it was resolved for. Named as before TaskRuntime: model_fingerprint
+        # scans a model's attributes, so a loss with buffers keeps its fingerprint.
         self._adapter_loss = self.loss_fn
         self.transforms: tuple[TransformRecipe, ...] = ()
 
@@ -157,25 +107,31 @@ class NNModel:
     @task.setter
     def task(self, task: Task | None) -> None:
         check_task_object(task, self.params.task)
-        self._adapter = resolve_task(task, self.params.task, self.loss_fn)
+        self._runtime = resolve_task(task, self.params.task, self.loss_fn)
         self._adapter_loss = self.loss_fn
         self._task = task
 
     @property
-    def task_adapter(self) -> TaskAdapter:
-        """The model's task as the engine uses it, for the live ``loss_fn``.
-
-        Without a task object, the declared TaskSpec's adapter (or the implicit
-        default); with one, the object's protocol answers around the default
-        per-batch machinery of the loss (:func:`nnx.tasks.resolve_task`). The loss
-        object's class weights, ``ignore_index`` and ``reduction`` stay
-        authoritative (spec §3.1, §6.3): assigning another loss to ``loss_fn``
-        rebuilds the adapter for it, checking that it suits the task.
+    def task_runtime(self) -> TaskRuntime:
+        """The model's task as the engine uses it, for the live ``loss_fn``: the object
+        answering the Task protocol and, beside it, the per-batch machinery
+        (:func:`nnx.tasks.resolve_task`). The loss object's class weights,
+        ``ignore_index`` and ``reduction`` stay authoritative (spec §3.1, §6.3):
+        assigning another loss to ``loss_fn`` rebuilds both for it, checking that it
+        suits the task.
         """
         if self._adapter_loss is not self.loss_fn:
-            self._adapter = resolve_task(self._task, self.params.task, self.loss_fn)
+            self._runtime = resolve_task(self._task, self.params.task, self.loss_fn)
             self._adapter_loss = self.loss_fn
-        return self._adapter
+        return self._runtime
+
+    @property
+    def task_adapter(self) -> TaskAdapter:
+        """The task's per-batch machinery (§6.3): validation, loss parts, records,
+        accumulators, decoding. Without a task object, the declared TaskSpec's adapter
+        (or the implicit default); with one, the default adapter of the loss, unless
+        the object is an adapter itself."""
+        return self.task_runtime.batch_ops
 
     # -- batches ----------------------------------------------------------------------
     def split_batch(self, batch: Any) -> tuple[ModelInputs, torch.Tensor | None]:
@@ -186,9 +142,10 @@ class NNModel:
         """
         args, kwargs, target = self.batch_adapter.split(batch)
         device = self.device
-        inputs = ModelInputs(tuple(_to(x, device) for x in args),
-                             {k: _to(v, device) for k, v in kwargs.items()} if kwargs else None)
-        return inputs, None if target is None else _to(target, device)
+        inputs = ModelInputs(tuple(on_device(x, device) for x in args),
+                             {k: on_device(v, device) for k, v in kwargs.items()}
+                             if kwargs else None)
+        return inputs, None if target is None else on_device(target, device)
 
     def forward_raw(self, inputs: Sequence[Any], *,
                     net: nn.Module | None = None) -> torch.Tensor:
@@ -206,7 +163,7 @@ class NNModel:
         try:
             raw = forward(*inputs, **kwargs)
         except RuntimeError as exc:
-            hint = _dtype_hint(exc, inputs, kwargs, self.net)
+            hint = dtype_hint(exc, inputs, kwargs, self.net)
             if hint is None:
                 raise
             raise RuntimeError(hint) from exc
@@ -273,73 +230,18 @@ class NNModel:
                                plateau_rule=plateau_rule)
 
     # -- inference --------------------------------------------------------------------
-    def _batches(self, data: Any) -> Iterable[tuple[Sequence[Any], Any]]:
-        if isinstance(data, np.ndarray):
-            data = torch.from_numpy(data)
-        if isinstance(data, torch.Tensor):
-            for start in range(0, max(len(data), 1), _CHUNK):
-                yield (data[start:start + _CHUNK].to(self.device),), None
-        elif isinstance(data, Mapping):  # keyword inputs (a built-in net's, in order)
-            args, kwargs = self.batch_adapter.predict_inputs(data)
-            yield ModelInputs((_to(x, self.device) for x in args),
-                              {k: _to(v, self.device) for k, v in kwargs.items()}), None
-        elif isinstance(data, tuple) and all(isinstance(x, torch.Tensor) for x in data):
-            yield tuple(x.to(self.device) for x in data), None
-        else:  # a loader, or any iterable of batches
-            for batch in data:
-                yield self.split_batch(batch)
-
-    def _refuse_unbatched(self, data: Any) -> None:
-        """A 1-D input as long as a row is one sample without its batch axis; the net
-        would read it as that many rows of one feature and report a width mismatch."""
-        refuse_dataset("predict", data, "test_loader")
-        width = getattr(self.net_params, "input_dim", None)
-        if (isinstance(data, (torch.Tensor, np.ndarray)) and data.ndim == 1
-                and isinstance(width, int) and width > 1 and data.shape[0] == width):
-            raise ValueError(
-                f"predict got one unbatched sample of {width} features (shape ({width},)); "
-                f"the net takes a batch of rows (N, {width}): pass x.unsqueeze(0) (x[None] "
-                "for an array) to predict one sample")
-
     def _logits(self, data: Any) -> torch.Tensor:
-        self._refuse_unbatched(data)  # before any mode or state is touched
-        outputs = []
-        with (preserved_state(self.net, mode="eval"), torch.no_grad(),
-              self.inference_precision().autocast()):
-            for inputs, _ in self._batches(data):
-                outputs.append(self.forward_raw(inputs).float())
-        if not outputs:
-            raise ValueError("predict: no input rows")
-        return torch.cat(outputs)
+        """The float logits of everything ``predict`` was given (a subclass may prepare
+        ``data`` first, as PreprocessedNNModel does)."""
+        return logits_of(self, data)
 
     def predict(self, data: Any) -> PredictResult:
         """Raw logits and the decoded classes (the task's decoding when declared)."""
-        refuse_default_path(self.task_adapter, "predict")
-        axis = net_class_axis(self.net)  # e.g. a TransformerNN's (batch, seq, vocab): -1
-        logits = self._logits(data)
-        return PredictResult(logits=logits,
-                             classes=decode_on_axis(self.task_adapter.decode, logits, axis))
+        return predict_classes(self, data)
 
     def predict_proba(self, data: Any, spec: ProbabilitySpec | None = None) -> PredictionResult:
         """Probabilities under ``spec`` (or the declared task's) with the same logits."""
-        task = self.task_adapter
-        refuse_default_path(task, "predict")  # a task's refusal comes first
-        if spec is None:
-            if self.params.task is None:
-                raise ValueError("predict_proba needs a ProbabilitySpec when the model "
-                                 "declares no task")
-            spec = ProbabilitySpec.for_task(self.params.task)
-            axis = net_class_axis(self.net)
-        else:
-            axis = None  # a given spec names its own class axis
-        logits = self._logits(data)
-        if spec is not None and axis is not None:
-            spec = dataclasses.replace(spec, class_axis=class_axis_in(logits, axis))
-        ids = task.sample_ids(data, len(logits))  # the Task protocol's sample-id hook
-        if ids is None:
-            warn_if_shuffled(data)  # the ids below are iteration positions for a loader
-            ids = np.arange(len(logits))
-        return prediction_from_logits(logits, spec, sample_ids=ids)  # spec None: regression
+        return predict_probabilities(self, data, spec)
 
     def iter_predict(self, loader: Any, spec: ProbabilitySpec | None = None,
                      rich: bool = False) -> PredictionStream:
@@ -361,7 +263,7 @@ class NNModel:
         that yields no batch raises ValueError: there is nothing to score.
         """
         check_loader("evaluate", loader, training=False)
-        refuse_default_path(self.task_adapter, "evaluate")
+        refuse_default_path(self.task_runtime.task, "evaluate")
         return evaluate_loader(self, loader, metrics, extra_metrics)
 
     # -- fine-tuning ------------------------------------------------------------------
@@ -470,36 +372,9 @@ class NNModel:
         weight is loaded. ``task`` is runtime-only, as ``batch_adapter``: a checkpoint
         holds no task object, so pass the one the model was trained with.
         """
-        if not isinstance(checkpoint, NNCheckpoint):
-            checkpoint = NNCheckpoint.from_file(checkpoint, map_location=map_location)
-        recipes = checkpoint_recipes(checkpoint.transforms)  # every one resolved up front
-        params = NNModelParams.from_state(checkpoint.model)
-        if recipes:
-            refuse_runtime(params.net, "NNModel.from_checkpoint")
-        check_checkpoint_module(params.net, module, checkpoint.state_dict)
-        what = (f"checkpoint {checkpoint.path.as_posix()}" if checkpoint.path is not None
-                else f"checkpoint {checkpoint.tag!r} of run {checkpoint.run_id}")
-
-        def replay(net: nn.Module) -> object:
-            return replay_transforms(net, recipes, base=params.net)
-
-        try:
-            model = cls._rebuild(checkpoint.state_dict, checkpoint.net, params, recipes, replay,
-                                 what, module=module, batch_adapter=batch_adapter, task=task)
-        except WeightsMismatchError as exc:
-            # No recorded recipe rebuilds what the weights hold: a run of a net changed in
-            # place, written before such changes were recorded. Name the recipe if a
-            # registered op recognises the saved modules.
-            unrecorded = None if recipes else unrecorded_weights_error(
-                what, exc.missing,
-                {k: tuple(checkpoint.state_dict[k].shape) for k in exc.unexpected})
-            if unrecorded is None:
-                raise
-            raise unrecorded from None
-        except BUILD_FAILURES as exc:  # recorded sizes torch cannot build (hidden_dims 2**62)
-            raise unbuildable(checkpoint.path, what, exc) from exc
-        model.net.load_state_dict(checkpoint.state_dict)
-        return model
+        return cast(NNModel, load_checkpoint_model(
+            cls, checkpoint, map_location, module=module, batch_adapter=batch_adapter,
+            task=task))
 
     @classmethod
     def _rebuild(cls, state_dict: Mapping[str, torch.Tensor],
@@ -511,30 +386,9 @@ class NNModel:
         recipes replayed and checked against the weights' names and shapes
         (WeightsMismatchError), nothing loaded yet. ``state_dict`` may hold meta tensors:
         only names and shapes are read. ``init``: a subclass's own constructor arguments."""
-        if isinstance(params.net, ModelSpec):  # its recorded config, checked on meta first
-            check_rebuild_fits(None, params, state_dict, f"{what} ({params.net.label})", replay)
-        if not isinstance(params.net, Nets):
-            model = cls(params=params, module=module, batch_adapter=batch_adapter, task=task,
-                        **init)
-            model.transforms = replay_transforms(model.net, recipes, base=model.params.net)
-            check_weights_fit(model.net, state_dict, f"{what} ({params.net.label})")
-        else:
-            if net_state is None:
-                raise ValueError(f"{what} holds no net params; it cannot be rebuilt")
-            net_params = NNParams.resolve_from_state(net_state, params.net)
-            check_rebuild_fits(net_params, params, state_dict, what, replay)
-            model = cls(net_params=net_params, params=params, batch_adapter=batch_adapter,
-                        task=task, **init)
-            model.transforms = replay_transforms(model.net, recipes, base=model.params.net)
-        return model
-
-
-def _to(value: Any, device: torch.device) -> Any:
-    """``value`` on ``device``; a tensor already there is returned without a torch call."""
-    if isinstance(value, torch.Tensor) and value.device != device:
-        return value.to(device)
-    return value
-
+        return cast(NNModel, rebuild_model(cls, state_dict, net_state, params, recipes, replay,
+                                           what, module=module, batch_adapter=batch_adapter,
+                                           task=task, **init))
 
 if TYPE_CHECKING:
     def _trainable(model: NNModel) -> TrainableModel:

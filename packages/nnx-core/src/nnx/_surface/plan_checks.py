@@ -204,7 +204,8 @@ def _resume(out: list[Diagnostic], train: NNTrainParams, resume: ResumeRequest |
 
 
 def _model(out: list[Diagnostic], net: Any, model: Any, task: Any) -> Any:
-    """The net / model / task checks with no model built; the task adapter, or None."""
+    """The net / model / task checks with no model built; the task's per-batch machinery
+    (its adapter), or None."""
     if not isinstance(model, NNModelParams):
         out.append(Diagnostic("model", f"must be an NNModelParams; got {type(model).__name__}"))
         return None
@@ -233,7 +234,7 @@ def _model(out: list[Diagnostic], net: Any, model: Any, task: Any) -> Any:
                                      f"{getattr(net, 'output_dim', None)}"))
     try:
         check_task_object(task, model.task)
-        return resolve_task(task, model.task, model.loss())
+        return resolve_task(task, model.task, model.loss()).batch_ops
     except (TypeError, ValueError) as exc:
         out.append(Diagnostic("model", str(exc)))
         return None

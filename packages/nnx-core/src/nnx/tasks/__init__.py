@@ -1,5 +1,6 @@
 """Task declarations (spec §6.3): categorical, multilabel and regression, the ``Task``
-protocol a task object implements and the runtime core builds around one."""
+protocol a task object implements, the per-batch machinery beside it (``TaskBatchOps``,
+the part add-ons may call) and the runtime holding both."""
 
 from nnx.params.task import TaskSpec
 from nnx.tasks.adapters import (
@@ -12,6 +13,7 @@ from nnx.tasks.adapters import (
     TaskValidationError,
     task_adapter,
 )
+from nnx.tasks.batch_ops import TaskBatchOps, task_batch_ops
 from nnx.tasks.protocol import Task
 from nnx.tasks.runtime import TaskRuntime, resolve_task
 
@@ -23,9 +25,11 @@ __all__ = [
     "Task",
     "TaskAccumulator",
     "TaskAdapter",
+    "TaskBatchOps",
     "TaskRuntime",
     "TaskSpec",
     "TaskValidationError",
     "resolve_task",
     "task_adapter",
+    "task_batch_ops",
 ]

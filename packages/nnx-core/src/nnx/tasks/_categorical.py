@@ -19,7 +19,6 @@ from nnx.tasks._base import (
     TaskAdapter,
     TrainingBatch,
     host_arrays,
-    macro_scores,
     numpy_of,
 )
 from nnx.tasks._labels import CONFUSION_LIMIT, BatchLabels, PendingLabels, PendingQueue
@@ -33,6 +32,7 @@ from nnx.tasks._losses import (
     is_native,
     opaque_parts,
 )
+from nnx.tasks._macro import macro_scores
 
 __all__ = ["CategoricalAdapter"]
 

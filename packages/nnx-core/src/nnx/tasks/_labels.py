@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from torch import Tensor
 
-from nnx.tasks._base import macro_rows, macro_scores
+from nnx.tasks._macro import macro_rows, macro_scores
 
 __all__ = ["CONFUSION_LIMIT", "PENDING_LIMIT", "SCORE_LIMIT", "BatchLabels", "PendingLabels",
            "PendingQueue", "batch_fields"]

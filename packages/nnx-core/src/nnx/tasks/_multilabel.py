@@ -11,7 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from nnx.params.task import TaskSpec
-from nnx.tasks._base import Arrays, Stats, TaskAdapter, macro_scores, numpy_of
+from nnx.tasks._base import Arrays, Stats, TaskAdapter, numpy_of
 from nnx.tasks._losses import (
     MULTILABEL_LOSSES,
     TaskValidationError,
@@ -20,6 +20,7 @@ from nnx.tasks._losses import (
     is_native,
     opaque_parts,
 )
+from nnx.tasks._macro import macro_scores
 
 __all__ = ["MultilabelAdapter"]
 

@@ -7,8 +7,9 @@ regression, loss-only) satisfy it with "nothing special" answers; an add-on task
 (language modelling, ranking, graph or link tasks) answers with its own
 objective, evaluation step and metrics, and may refuse the default paths its
 batches do not fit. The per-batch machinery (validation, loss parts, records,
-accumulators, decoding) is not part of the protocol: core builds it around the
-task from the model's loss (:mod:`nnx.tasks.runtime`).
+accumulators, decoding) is not part of the protocol: core puts it beside the
+task, built from the model's loss (:mod:`nnx.tasks.runtime`; add-ons use it as
+:class:`nnx.tasks.batch_ops.TaskBatchOps`).
 
 Required members, all wired by ``NNModel``:
 

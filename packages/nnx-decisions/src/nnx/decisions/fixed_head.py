@@ -7,10 +7,11 @@ its head justifies.
 * A one-logit head answers one Boolean: the question it was trained for
   (``question=``), matched by digest; any other prompt is UnsupportedCapability.
 
-The head is the model's declared task (``model.task_adapter``): ``labels=`` needs a
-categorical one (a declared ``TaskSpec.categorical`` of that width, or no TaskSpec with a
-cross-entropy / NLL loss), ``question=`` a one-output binary one (``TaskSpec.multilabel(1)``,
-or no TaskSpec with the BCE-with-logits loss). A regression or multilabel head's outputs
+The head is the model's declared task (its per-batch machinery,
+``nnx.extend.task_batch_ops(model)``): ``labels=`` needs a categorical one (a declared
+``TaskSpec.categorical`` of that width, or no TaskSpec with a cross-entropy / NLL loss),
+``question=`` a one-output binary one (``TaskSpec.multilabel(1)``, or no TaskSpec with
+the BCE-with-logits loss). A regression or multilabel head's outputs
 are not a distribution over labels, so the provider refuses to be built over them
 (UnsupportedCapability, before any forward) rather than softmaxing them into one.
 
@@ -45,7 +46,7 @@ from nnx.decisions.provider import Capabilities, Limits
 from nnx.decisions.questions import Boolean, Question, Score
 from nnx.decisions.results import DecisionResult
 from nnx.decisions.validation import validate_response
-from nnx.extend import softmax64
+from nnx.extend import softmax64, task_batch_ops
 
 __all__ = ["FixedHeadProvider"]
 
@@ -201,18 +202,18 @@ class FixedHeadProvider:
 
 
 def _require_head(model: nnx.NNModel, kind: str, width: int, asked: str) -> None:
-    """Refuse a head whose declared task does not justify ``asked``: reads the task
-    adapter's declarations only (no forward). A model without a TaskSpec has its
+    """Refuse a head whose declared task does not justify ``asked``: reads the task's
+    per-batch declarations only (no forward). A model without a TaskSpec has its
     loss's implicit task (spec §6.3) and no declared width; the width is then checked
     on the logits (InvalidDecisionResponse)."""
-    adapter = model.task_adapter
-    has, outputs = adapter.metric_kind, adapter.num_outputs
+    ops = task_batch_ops(model)
+    has, outputs = ops.metric_kind, ops.num_outputs
     if has != kind or (outputs is not None and outputs != width):
         what = (f"a {has} head" if has else "a head with no label decoding") + (
             f" of {outputs} output(s)" if outputs is not None else "")
         raise UnsupportedCapability(
             f"{asked} needs a {kind} head of {width} output(s); the model has {what} "
-            f"({adapter.description})")
+            f"({ops.description})")
 
 
 def _labels(labels: Any) -> tuple[str, ...]:

@@ -2,8 +2,8 @@
 
 * the one-input batch rule: the batch is split by the model's batch adapter, which
   must yield exactly one positional input (and a target, for the labelled steps);
-* the student's own loss through the model's task adapter
-  (``TrainableModel.task_adapter``, public through :mod:`nnx.extend`): a native
+* the student's own loss through the task's per-batch machinery
+  (:func:`nnx.extend.task_batch_ops`, typed :class:`nnx.extend.TaskBatchOps`): a native
   ``NLLLoss`` gets ``log_softmax`` over the class axis first, exactly as the default
   step does, so CE and NLL students train identically from the same weights; class
   weights, ``ignore_index`` and ``reduction`` stay the loss module's;
@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from nnx.extend import TrainableModel
+from nnx.extend import TrainableModel, task_batch_ops
 from nnx.paradigms.offline_distillation.batch import TeacherBatch
 
 __all__ = ["classifier_batch", "labelled_input", "mixed_accuracy", "one_input",
@@ -84,10 +84,10 @@ def supervised_loss(model: TrainableModel, output: torch.Tensor,
 
     Validates the batch against the task first, before anything is back-propagated.
     """
-    adapter, loss_fn = model.task_adapter, model.loss_fn
-    adapter.validate(output, target)
-    numerator, denominator = adapter.loss_parts(output, target, loss_fn)
-    if adapter.reduction(loss_fn) == "sum":
+    ops, loss_fn = task_batch_ops(model), model.loss_fn
+    ops.validate(output, target)
+    numerator, denominator = ops.loss_parts(output, target, loss_fn)
+    if ops.reduction(loss_fn) == "sum":
         return numerator
     # Every target ignored: the numerator is an exact 0 on the graph (no update), not 0/0.
     return numerator / denominator if float(denominator) > 0 else numerator
@@ -97,7 +97,7 @@ def mixed_accuracy(model: TrainableModel, output: torch.Tensor, y_a: torch.Tenso
                    y_b: torch.Tensor, lam: float) -> float | None:
     """λ-weighted top-1 correctness against ``y_a`` and ``y_b`` over the valid targets
     (those not the loss's ``ignore_index``); None when every target is ignored."""
-    pred = model.task_adapter.decode(output.detach())
+    pred = task_batch_ops(model).decode(output.detach())
     ignore = getattr(model.loss_fn, "ignore_index", None)
     total = torch.zeros((), dtype=torch.float64, device=pred.device)
     weight = torch.zeros((), dtype=torch.float64, device=pred.device)

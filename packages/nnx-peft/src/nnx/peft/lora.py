@@ -102,6 +102,7 @@ class LoRALinear(AdapterWrapper):
         adapter's path costs about r·(in + out) + 2·out element operations; composing
         costs out·in·(r + 2) once."""
         base = self.base
+        # _forward_hooks / _forward_pre_hooks: torch's nn.Module hook tables (no public read)
         if (self.training and not isinstance(self.lora_dropout, nn.Identity)) or (
                 type(base) is not nn.Linear or base._forward_hooks or base._forward_pre_hooks):
             return False
