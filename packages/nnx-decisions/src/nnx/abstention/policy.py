@@ -17,7 +17,7 @@ import numpy as np
 
 from nnx.abstention.errors import AbstentionError, AbstentionSchemaError
 from nnx.abstention.inputs import FIELDS, Schema, check_against, rows_of, schema_of, scores_of
-from nnx.abstention.result import AbstentionResult, SelectiveDecision
+from nnx.abstention.report import AbstentionResult, SelectiveDecision
 from nnx.calibration import CalibratedPrediction
 from nnx.calibration.document import JsonDocument
 from nnx.calibration.inputs import Labels, as_labels, frozen
