@@ -227,10 +227,12 @@ def _value(result: dict[str, Any]) -> Any:
 
 
 @pytest.mark.slow
-def test_plugin_wheel_ships_only_its_subpackage(env: Env) -> None:
+def test_plugin_wheel_ships_only_its_subpackages(env: Env) -> None:
+    # Its two halves: the training extensions and the tool over runs.
     assert "nnx/example_plugin/__init__.py" in env.plugin_files
+    assert "nnx/example_tool/__init__.py" in env.plugin_files
     assert "nnx/__init__.py" not in env.plugin_files
-    prefixes = ("nnx/example_plugin/", "nnx_example_plugin-0.1.0.dist-info/")
+    prefixes = ("nnx/example_plugin/", "nnx/example_tool/", "nnx_example_plugin-0.1.0.dist-info/")
     assert all(f.startswith(prefixes) for f in env.plugin_files), env.plugin_files
 
 

@@ -107,8 +107,8 @@ def test_a_stored_study_for_another_space_monitor_or_plan_is_refused(
 
 
 def _mine(plan):
-    from nnx.search.identity import study_identity
     from nnx.search.space import SearchSpace
+    from nnx.search.study_record import study_identity
 
     return study_identity(SearchSpace(SPACE), MONITOR, "min", plan)
 
@@ -134,13 +134,13 @@ def test_a_stored_study_with_trials_but_no_search_identity_is_refused(
 def test_a_claimed_study_whose_identity_never_lands_is_refused_after_waiting(
         tmp_path, monkeypatch) -> None:
     # The claim's winner died before recording the identity: the others wait, then refuse.
-    from nnx.search import StudyMismatchError, identity
+    from nnx.search import StudyMismatchError, study_record
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(identity, "WAIT_SECONDS", 0.3)
+    monkeypatch.setattr(study_record, "WAIT_SECONDS", 0.3)
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     optuna.create_study(study_name="s", storage=storage)
-    assert identity.take_claim(storage, "s")
+    assert study_record.take_claim(storage, "s")
     with pytest.raises(StudyMismatchError) as caught:
         search(make_plan(epochs=1), SPACE, apply=with_lr, budget=SearchBudget(trials=1),
                study_name="s", storage=storage)
@@ -154,25 +154,25 @@ def test_two_workers_racing_on_a_new_study_end_with_one_identity(
     # Workers A and B (another plan) both open the new study and find no identity. A wins
     # the claim; its record lands while B waits. Before single-writer claims, B wrote an
     # identity of its own and trained under its own token.
-    from nnx.search import StudyMismatchError, identity
+    from nnx.search import StudyMismatchError, study_record
 
     monkeypatch.chdir(tmp_path)
     storage = database_url
     study_a = optuna.create_study(study_name="s", storage=storage)
-    assert identity.take_claim(storage, "s")  # A won, has not recorded yet
+    assert study_record.take_claim(storage, "s")  # A won, has not recorded yet
     landed: list[str] = []
 
     def a_records_meanwhile(poll_seconds: float) -> None:
         if not landed:
-            landed.append(identity.record_identity(study_a, _mine(make_plan(epochs=1))))
+            landed.append(study_record.record_identity(study_a, _mine(make_plan(epochs=1))))
 
-    monkeypatch.setattr(identity, "_sleep", a_records_meanwhile)
+    monkeypatch.setattr(study_record, "_sleep", a_records_meanwhile)
     with pytest.raises(StudyMismatchError) as caught:
         search(make_plan(epochs=2), SPACE, apply=with_lr, budget=SearchBudget(trials=2),
                study_name="s", storage=storage)
     assert caught.value.fields == ("plan",) and landed
     stored = optuna.load_study(study_name="s", storage=storage)
-    assert stored.user_attrs[identity.IDENTITY_ATTR]["token"] == landed[0]
+    assert stored.user_attrs[study_record.IDENTITY_ATTR]["token"] == landed[0]
     assert stored.trials == [] and not (tmp_path / "runs").exists()
     # A worker with A's plan joins under A's token.
     joined = search(make_plan(epochs=1), SPACE, apply=with_lr, budget=SearchBudget(trials=1),
@@ -181,19 +181,19 @@ def test_two_workers_racing_on_a_new_study_end_with_one_identity(
 
     assert joined.outcomes[0].attempt_id == attempt_for(landed[0], 0)
     assert optuna.load_study(study_name="s", storage=storage).user_attrs[
-        identity.IDENTITY_ATTR]["token"] == landed[0]
+        study_record.IDENTITY_ATTR]["token"] == landed[0]
 
 
 def test_an_identity_changed_mid_search_stops_it_before_the_next_trial(
         tmp_path, monkeypatch, database_url) -> None:
-    from nnx.search import StudyMismatchError, identity
+    from nnx.search import StudyMismatchError, study_record
 
     monkeypatch.chdir(tmp_path)
     storage = database_url
 
     def apply_and_overwrite(plan, params):
         study = optuna.load_study(study_name="s", storage=storage)
-        study.set_user_attr(identity.IDENTITY_ATTR, {**_mine(make_plan(epochs=1)),
+        study.set_user_attr(study_record.IDENTITY_ATTR, {**_mine(make_plan(epochs=1)),
                                                      "token": "another-worker"})
         return with_lr(plan, params)
 

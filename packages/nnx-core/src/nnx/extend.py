@@ -69,7 +69,11 @@ for what it reads: the run-file readers and the NumPy terms load no torch. Names
   ``unregister_calibrator_reader`` with :data:`CalibratorReader` (how a record of a
   format, ``nnx.calibration/1``, becomes an object again on reconstruction);
 * reading runs without unpickling (a read-only report over many runs, ``nnx.comparison``):
-  :func:`load_yaml` (the bounded YAML reader, for run.yaml and metadata.yaml),
+  :func:`read_run_document` / :func:`run_document_exists` and :class:`RunDocument` (a
+  run's run.yaml and metadata.yaml through named readers: the loop block, seeds, parent
+  link, monitor, resume record and ``identity_config()``, the configuration without its
+  runtime fields; :data:`RUN_DOCUMENT_KEYS`, the keys no add-on spells),
+  :func:`load_yaml` (the bounded YAML reader),
   :func:`read_provenance` with :class:`RunProvenance` and :class:`AttemptRecord` (a run's
   verified provenance.json and attempt.json, spec §4.4) and :func:`epoch_ends` (each
   epoch's last record from idps.csv or the journal, cut at an epoch the caller knows, no
@@ -174,6 +178,10 @@ _EXPORTS: dict[str, str] = {
     "enum_spellings": "nnx._foundation.validation",
     "epoch_ends": "nnx._journal.reader",
     "BUILD_FAILURES": "nnx._persistence.read_errors",
+    "RUN_DOCUMENT_KEYS": "nnx._persistence.run_document",
+    "RunDocument": "nnx._persistence.run_document",
+    "read_run_document": "nnx._persistence.run_document",
+    "run_document_exists": "nnx._persistence.run_document",
     "cause_line": "nnx._persistence.read_errors",
     "unbuildable": "nnx._persistence.read_errors",
     "PlanError": "nnx._surface.plan_types",
@@ -330,6 +338,10 @@ if _typing.TYPE_CHECKING:
     from nnx._persistence.read_errors import BUILD_FAILURES as BUILD_FAILURES
     from nnx._persistence.read_errors import cause_line as cause_line
     from nnx._persistence.read_errors import unbuildable as unbuildable
+    from nnx._persistence.run_document import RUN_DOCUMENT_KEYS as RUN_DOCUMENT_KEYS
+    from nnx._persistence.run_document import RunDocument as RunDocument
+    from nnx._persistence.run_document import read_run_document as read_run_document
+    from nnx._persistence.run_document import run_document_exists as run_document_exists
     from nnx._surface.plan_types import PlanError as PlanError
     from nnx._surface.plans import ExperimentPlan as ExperimentPlan
     from nnx._surface.plans import refuse_multi_rank as refuse_multi_rank

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from nnx.comparison.config_identity import digest
+from nnx.comparison.document import RunFiles, RunReader
 from nnx.comparison.errors import LineageError
-from nnx.comparison.files import RunFiles, RunReader
-from nnx.comparison.identity import digest, stripped_config
 from nnx.extend import AttemptRecord
 
 __all__ = ["MAX_ANCESTORS", "Lineage"]
@@ -60,9 +60,9 @@ class Lineage:
     def _identity(self, run: RunFiles, below: tuple[str, ...]) -> str | None:
         if run.run_id in self._known:
             return self._known[run.run_id]
-        parent_id = run.loop.get("parent_run_id")
-        if not isinstance(parent_id, str) or not parent_id:
-            found: str | None = digest({"config": stripped_config(run)})
+        parent_id = run.document.parent_run_id
+        if parent_id is None:
+            found: str | None = digest({"config": run.document.identity_config()})
         else:
             found = self._descended(run, parent_id, below)
         self._known[run.run_id] = found
@@ -83,17 +83,15 @@ class Lineage:
         parent = self._parent(chain[0], parent_id)
         link: Mapping[str, Any] = attempt.parent or {}
         ref = None if parent is None else self._followed(run, attempt, link, parent, chain)
-        resume = run.metadata().get("resume")
         if ref is None:
-            ref = _named(parent_id, link, resume if isinstance(resume, Mapping) else {})
+            ref = _named(parent_id, link, run.document.source_checkpoint_id)
         if ref is None:
             return None
         data, splits = _declared(run)
-        return digest({"config": stripped_config(run), "parent": ref,
+        return digest({"config": run.document.identity_config(), "parent": ref,
                        "data": data, "splits": splits,
-                       "checkpoint": run.loop.get("parent_checkpoint"),
-                       "resume_mode": resume.get("mode") if isinstance(resume, Mapping)
-                       else None})
+                       "checkpoint": run.document.parent_checkpoint,
+                       "resume_mode": run.document.resume_mode})
 
     def _parent(self, child: str, parent_id: str) -> RunFiles | None:
         """The parent's files; None for a parent that is gone or the moving best alias;
@@ -126,7 +124,7 @@ class Lineage:
             follow = completed = _completed_before(current, attempt)
         if not follow:
             return None
-        tag = run.loop.get("parent_checkpoint")
+        tag = run.document.parent_checkpoint
         needs_epoch = (isinstance(tag, str) and tag not in _MOVING) or not completed
         if needs_epoch and epoch is None:
             return None  # a start epoch that is part of the procedure but not recorded
@@ -154,12 +152,11 @@ def _declared(run: RunFiles) -> tuple[Any, Any]:
     return manifest.get("data"), manifest.get("splits")
 
 
-def _named(parent_id: str, link: Mapping[str, Any], resume: Mapping[str, Any]
+def _named(parent_id: str, link: Mapping[str, Any], checkpoint_id: str | None
            ) -> dict[str, Any] | None:
     """A parent that is not followed, by the checkpoint the child recorded, or else by its
     attempt and start epoch; None (unknown) without such a record."""
-    checkpoint_id = resume.get("source_checkpoint_id")
-    if isinstance(checkpoint_id, str) and checkpoint_id:
+    if checkpoint_id is not None:
         # Every saved checkpoint has its own id (metadata.yaml's resume record), so it
         # names that checkpoint exactly, also when it was reached through the best alias.
         return {"checkpoint_id": checkpoint_id}

@@ -13,9 +13,9 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from nnx.comparison.config_identity import digest, replicate_key
+from nnx.comparison.document import RunFiles, RunReader
 from nnx.comparison.errors import ComparisonError
-from nnx.comparison.files import RunFiles, RunReader
-from nnx.comparison.identity import digest, replicate_key
 from nnx.comparison.lineage import Lineage
 from nnx.comparison.observation import Metric, Observation
 from nnx.comparison.values import (
@@ -80,13 +80,13 @@ def _observe(run: RunFiles, metric: Metric, split: str, selection: str,
         status, committed = "unknown", None
         readable = not (run.path / _MARKER).is_file()
     records = epoch_ends(run.path, committed) if readable else []
-    record = selected_record(selection, records, committed, run.loop)
+    record = selected_record(selection, records, committed, run.document.monitor)
     data, split_id = _identities(run, split)
     return Observation(
         run_id=run.run_id, attempt_id=None if attempt is None else attempt.attempt_id,
         metric=metric, value=record_value(record, split, metric.name), status=status,
-        split=split, selection=selection_rule(selection, run.loop), config=config, data=data,
-        split_id=split_id, replicate=replicate_key(run),
+        split=split, selection=selection_rule(selection, run.document.monitor), config=config,
+        data=data, split_id=split_id, replicate=replicate_key(run),
         evaluation=None if record is None else f"epoch={record.epoch}")
 
 

@@ -8,7 +8,7 @@ its whole-epoch training summary (``"train"``), never a last batch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from nnx import MonitorSpec, NNIterationDataPoint
@@ -19,8 +19,8 @@ SELECTIONS = ("last", "best")
 SPLITS = ("val", "train")
 
 
-def _monitor(loop: Mapping[str, Any]) -> MonitorSpec | None:
-    state = loop.get("monitor")
+def _monitor(state: Any) -> MonitorSpec | None:
+    """The declared monitor (``RunDocument.monitor`` is its recorded state)."""
     if state is None:
         return None
     try:
@@ -29,12 +29,12 @@ def _monitor(loop: Mapping[str, Any]) -> MonitorSpec | None:
         return None
 
 
-def selection_rule(selection: str, loop: Mapping[str, Any]) -> str:
+def selection_rule(selection: str, monitor: Any) -> str:
     """``"last"``, or ``"best:<split>.<metric>:<direction>"`` naming the declared monitor
     (``"best"`` alone for a run without one)."""
     if selection == "last":
         return "last"
-    spec = _monitor(loop)
+    spec = _monitor(monitor)
     if spec is None:
         return "best"
     try:
@@ -45,7 +45,7 @@ def selection_rule(selection: str, loop: Mapping[str, Any]) -> str:
 
 
 def selected_record(selection: str, records: Sequence[NNIterationDataPoint],
-                    committed: int | None, loop: Mapping[str, Any]
+                    committed: int | None, monitor: Any
                     ) -> NNIterationDataPoint | None:
     """The record ``selection`` picks from the epoch records (already cut at the
     committed epoch); None when it picks nothing."""
@@ -54,7 +54,7 @@ def selected_record(selection: str, records: Sequence[NNIterationDataPoint],
     if selection == "last":
         last = records[-1]
         return last if committed is None or last.epoch == committed else None
-    if _monitor(loop) is None:
+    if _monitor(monitor) is None:
         return None
     elected = [r for r in records
                if r.selection is not None and r.selection.decided and r.selection.improved]

@@ -153,6 +153,7 @@ SUBPACKAGES: dict[str, str] = {
     "nnx.diffusion": "nnx-diffusion",
     "nnx.embeddings": "nnx-embeddings",
     "nnx.example_plugin": "nnx-example-plugin",
+    "nnx.example_tool": "nnx-example-plugin",
     "nnx.generation": "nnx-lm",
     "nnx.graph": "nnx-graph",
     "nnx.graph_tasks": "nnx-graph",

@@ -18,7 +18,10 @@ wheel installed) and raises one AssertionError listing every problem:
   and is what its group resolves the name to (an ``nnx.exports`` name is ``nnx.<name>``
   and ``nnx.<sub>.<name>``, listed in ``nnx.<sub>.__all__``), and, the reverse, every
   registered kind a public ``__all__`` lists has an entry point;
-* an add-on ships no ``nnx/__init__.py`` (it would replace nnx-core's on install).
+* an add-on ships no ``nnx/__init__.py`` (it would replace nnx-core's on install);
+* a package that declares an add-on skeleton (``__nnx_skeleton__``,
+  :mod:`nnx._surface.skeletons`) has its modules: a tool's errors, document, inputs, verb
+  and report.
 
 nnx-core is checked too, for the rules that are not about reaching core (circles,
 function-local imports, entry points). The import-graph helpers here are the ones
@@ -40,6 +43,7 @@ from urllib.parse import unquote, urlparse
 
 from nnx._surface.member_rules import defined_members, explained, member_rules
 from nnx._surface.name_rules import CORE, entry_point_rules, private_name
+from nnx._surface.skeletons import skeleton_rules
 
 __all__ = ["CORE", "EXTENSION_API", "Import", "check_distribution", "import_cycles",
            "module_imports", "source_modules"]
@@ -284,6 +288,7 @@ def check_distribution(distribution: str, *, forbid: Iterable[str] = ()) -> None
     if distribution != CORE:
         problems += _reach_rules(distribution, modules, imports, forbid)
     problems += entry_point_rules(distribution, modules)
+    problems += skeleton_rules(modules)
     problems = list(dict.fromkeys(problems))  # one line per problem, not per imported name
     if problems:
         raise AssertionError(f"{distribution} breaks {len(problems)} add-on rule(s) "

@@ -1,18 +1,16 @@
-"""Finding a run's directory (a run id, ``"best"`` or a path) and reading its YAML files."""
+"""Finding a run's directory (a run id, ``"best"`` or a path)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
-from nnx._foundation.bounded import load_yaml
 from nnx._foundation.safe_paths import check_inside
 from nnx._foundation.validation import check_run_id
 from nnx._persistence.best_pointer import resolve_best
 from nnx._persistence.run_files import check_run_files
 
-__all__ = ["RunRef", "read_yaml", "resolve_run"]
+__all__ = ["RunRef", "resolve_run"]
 
 RunRef = str | os.PathLike[str]
 
@@ -42,13 +40,3 @@ def _plain(run: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def read_yaml(path: Path) -> dict[str, Any]:
-    """A YAML mapping, or {} when the file is missing, unreadable (too large or nested
-    too deeply included: the bounded reader) or not a mapping."""
-    try:
-        doc = load_yaml(path)
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}

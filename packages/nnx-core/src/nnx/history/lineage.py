@@ -29,8 +29,8 @@ from nnx._foundation.records import NNIterationDataPoint
 from nnx._foundation.validation import check_run_id
 from nnx._journal.reader import own_records
 from nnx._persistence.last_epoch import checkpoint_epoch, committed_epoch
+from nnx._persistence.run_document import read_yaml
 from nnx._persistence.run_files import check_run_files
-from nnx.history._runs import read_yaml
 
 __all__ = ["MAX_ANCESTORS", "lineage_records"]
 

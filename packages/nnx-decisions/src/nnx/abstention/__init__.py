@@ -19,7 +19,7 @@ from nnx.abstention.accumulator import CoverageAccumulator
 from nnx.abstention.errors import AbstentionError, AbstentionSchemaError
 from nnx.abstention.inputs import FIELDS
 from nnx.abstention.policy import KINDS, REASONS, AbstentionPolicy, decide
-from nnx.abstention.result import (
+from nnx.abstention.report import (
     AbstentionResult,
     AcceptedRows,
     CoverageReport,

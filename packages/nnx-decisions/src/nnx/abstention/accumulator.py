@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from nnx.abstention.errors import AbstentionError, AbstentionSchemaError
-from nnx.abstention.result import AbstentionResult, CoverageReport
+from nnx.abstention.report import AbstentionResult, CoverageReport
 
 __all__ = ["CoverageAccumulator"]
 

@@ -17,8 +17,9 @@ import numpy as np
 
 from nnx.abstention.errors import AbstentionError, AbstentionSchemaError
 from nnx.abstention.inputs import FIELDS, Schema, check_against, rows_of, schema_of, scores_of
-from nnx.abstention.result import AbstentionResult, SelectiveDecision
-from nnx.calibration import CalibratedPrediction, documents
+from nnx.abstention.report import AbstentionResult, SelectiveDecision
+from nnx.calibration import CalibratedPrediction
+from nnx.calibration.document import JsonDocument
 from nnx.calibration.inputs import Labels, as_labels, frozen
 from nnx.decisions.results import ChoiceResult
 
@@ -37,7 +38,7 @@ def check_kind(kind: Any) -> str:
 
 
 @dataclass(frozen=True)
-class AbstentionPolicy(documents.JsonDocument):
+class AbstentionPolicy(JsonDocument):
     """Accept a row when ``score >= threshold`` (1.0 still accepts a score of exactly 1);
     ``nnx.abstention/1`` JSON (``to_json`` / ``save`` / ``from_json`` / ``load``)."""
 

@@ -11,10 +11,10 @@ and :func:`expected_calibration_error`. NumPy and nnx-core only; this package im
 none of its consumers. Not the sampling temperature of nnx-lm's ``generate``.
 """
 
+from nnx.calibration.binding import OVERRIDES
 from nnx.calibration.calibrator import CalibratedPrediction, TemperatureCalibrator
 from nnx.calibration.errors import CalibrationError, CalibrationFitError, CalibrationMismatchError
 from nnx.calibration.fit import FAILURE_REASONS, CalibrationFit, fit_temperature
-from nnx.calibration.identity import OVERRIDES
 from nnx.calibration.metrics import (
     ReliabilityBin,
     brier_score,
@@ -48,3 +48,7 @@ __all__ = [
     "negative_log_likelihood",
     "reliability_bins",
 ]
+
+# A tool over predictions (docs/extending.md, "Add-on skeletons"): errors, document,
+# inputs, the verb module fit and report; nnx-core's conformance kit checks the layout.
+__nnx_skeleton__ = {"kind": "tool", "verb": "fit"}

@@ -17,9 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 import nnx
-from nnx.calibration import documents
+from nnx.calibration.binding import check_identity
+from nnx.calibration.document import JsonDocument, digest, dumps
 from nnx.calibration.errors import CalibrationError
-from nnx.calibration.identity import check_identity
 from nnx.calibration.inputs import (
     Labels,
     as_labels,
@@ -59,7 +59,7 @@ class CalibratedPrediction:
 
 
 @dataclass(frozen=True)
-class TemperatureCalibrator(documents.JsonDocument):
+class TemperatureCalibrator(JsonDocument):
     """Temperature, ordered labels, model id, fit config and result, and split ids;
     ``nnx.calibration/1`` JSON (``to_json`` / ``save`` / ``from_json`` / ``load``)."""
 
@@ -111,7 +111,7 @@ class TemperatureCalibrator(documents.JsonDocument):
     @property
     def calibrator_id(self) -> str:
         """The digest of the calibrator's document: changes with anything it holds."""
-        return documents.digest(self.document())
+        return digest(self.document())
 
     @classmethod
     def _from_document(cls, doc: dict[str, Any]) -> TemperatureCalibrator:
@@ -202,4 +202,4 @@ def read_bundled(record: Mapping[str, Any]) -> TemperatureCalibrator:
     the ``nnx.calibration_readers`` entry point ``nnx.calibration@v1`` (spec §22). The
     record goes through the same strict load as :meth:`TemperatureCalibrator.from_json`,
     so the temperature is float64-exact and every load refusal applies."""
-    return TemperatureCalibrator.from_json(documents.dumps(record))
+    return TemperatureCalibrator.from_json(dumps(record))

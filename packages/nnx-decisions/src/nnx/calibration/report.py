@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from nnx.calibration import documents
+from nnx.calibration.document import JsonDocument
 from nnx.calibration.errors import CalibrationError
 from nnx.calibration.inputs import Labels, as_labels
 from nnx.calibration.metrics import DEFAULT_EPSILON, ReliabilityBin, bins_of, ece_of
@@ -71,7 +71,7 @@ def outcome_of(before: CalibrationMetrics, after: CalibrationMetrics) -> str:
 
 
 @dataclass(frozen=True)
-class CalibrationReport(documents.JsonDocument):
+class CalibrationReport(JsonDocument):
     """One held-out split's metrics, raw (``before``) and calibrated (``after``);
     ``nnx.calibration/1`` JSON."""
 

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 import nnx
 from nnx.calibration import CalibrationFit, TemperatureCalibrator
-from nnx.calibration.identity import check_identity, overrides
+from nnx.calibration.binding import check_identity, overrides
 from nnx.decisions.errors import InvalidDecisionRequest
 from nnx.extend import frozen_mapping, model_fingerprint
 

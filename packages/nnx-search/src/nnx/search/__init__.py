@@ -18,7 +18,7 @@ from nnx.search.errors import (
     SearchStorageError,
     StudyMismatchError,
 )
-from nnx.search.outcomes import STATES, STOP_REASONS, SearchResult, TrialOutcome
+from nnx.search.report import STATES, STOP_REASONS, SearchResult, TrialOutcome
 from nnx.search.run import search
 from nnx.search.space import SearchSpace
 

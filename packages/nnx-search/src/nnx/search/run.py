@@ -19,13 +19,13 @@ from nnx import MonitorSpec
 from nnx.extend import ExperimentPlan, metric_modes, refuse_multi_rank
 from nnx.search import ledger
 from nnx.search.budget import SearchBudget
-from nnx.search.checks import plan_problems
 from nnx.search.errors import SearchConfigurationError, StudyMismatchError
-from nnx.search.identity import claim_identity, study_identity, verify_identity
+from nnx.search.inputs import plan_problems
 from nnx.search.optuna_log import Recorded, quiet_refusals
-from nnx.search.outcomes import SearchResult, TrialOutcome
+from nnx.search.report import SearchResult, TrialOutcome
 from nnx.search.space import SearchSpace
 from nnx.search.storage import derived_study_name, open_storage
+from nnx.search.study_record import claim_identity, study_identity, verify_identity
 from nnx.search.trial import Apply, TrialRunner, attempt_for
 from nnx.search.watch import RUN_ID_ATTR
 

@@ -12,8 +12,8 @@ import optuna
 
 from nnx.extend import ExperimentPlan, PlanError, canonical_bytes, sha256_hex
 from nnx.search.budget import SearchBudget
-from nnx.search.checks import plan_problems
-from nnx.search.outcomes import TrialOutcome
+from nnx.search.inputs import plan_problems
+from nnx.search.report import TrialOutcome
 from nnx.search.watch import TrialWatch
 
 __all__ = ["TrialRunner", "attempt_for"]

@@ -43,3 +43,7 @@ __all__ = [
     "materialize_scaled",
     "scaled_recipe",
 ]
+
+# Which skeleton this package follows (docs/extending.md, "Add-on skeletons"): training
+# extensions, each a params config, its module and one entry point.
+__nnx_skeleton__ = {"kind": "training"}

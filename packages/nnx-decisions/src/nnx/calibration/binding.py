@@ -1,4 +1,4 @@
-"""Identity binding (spec §18): declared labels and model id against the fitted ones.
+"""Label and model binding (spec §18): declared labels and model id against the fitted ones.
 
 A difference is refused unless a named override accepts it, and an accepted one is
 recorded (each mismatch, expected vs actual) so it travels with the result and the

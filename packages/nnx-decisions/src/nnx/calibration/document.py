@@ -1,5 +1,6 @@
-"""Primitive JSON documents (``nnx.calibration/1``, ``nnx.abstention/1``): one writer,
-one reader.
+"""What nnx.calibration reads and writes on disk: primitive JSON documents
+(``nnx.calibration/1``, and ``nnx.abstention/1`` for its sibling package, which imports
+them from here: one home in the distribution), one writer, one reader.
 
 Floats are written as Python's shortest round-trip repr, so a float64 reloads
 bit-exact; files are written with nnx-core's one atomic writer and read with its
