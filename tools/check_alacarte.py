@@ -7,8 +7,8 @@ not on PyPI) into a fresh venv, imports its ``nnx.<sub>`` packages, and runs
 its own ``tests/`` with that venv's pytest from a temporary working directory,
 so the source tree is never importable. Before the tests it lists the venv and
 fails if anything is installed beyond the distribution, its declared
-dependencies (transitively) and the test tools, so a test that relies on an
-undeclared package fails here. One line per distribution; the exit status is
+dependencies (transitively), the test tools and its tests' own group, so a test
+that relies on an undeclared package fails here. One line per distribution; the exit status is
 non-zero if any fails.
 
     uv run python tools/check_alacarte.py --extra tests-integration/example-plugin
@@ -336,8 +336,9 @@ def check(dist: Dist, built: dict[str, Dist], work: Path, constraints: Path,
                               f"of it:\n    " + "\n    ".join(missing))
     lines = [ln for ln in out.strip().splitlines() if " passed" in ln or " failed" in ln]
     summary = lines[-1].strip("= ") if lines else "tests ran"
-    return f"{summary} in {len(paths)} test files importing {', '.join(modules)}" if modules \
-        else summary
+    if not modules:
+        return summary
+    return f"{summary} ({len(paths)} test file(s) importing {', '.join(modules)})"
 
 
 def _import_names(python: Path, work: Path, dists: list[str]) -> list[str]:
