@@ -15,7 +15,11 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-import tomllib
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: pytest's own dependency reads TOML
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 

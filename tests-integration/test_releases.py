@@ -9,7 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: pytest's own dependency reads TOML
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,15 +5,19 @@ was released from. tools/check_alacarte.py's lowest-core cell asks :func:`lowest
 which nnx-core an add-on's declared range lets an installer pick at the bottom, and
 builds it from its recorded commit when the workspace's nnx-core is not that version.
 
-Standard library only (Python 3.11+ for tomllib).
+Standard library only (tomllib; on Python 3.10, the tomli that pytest brings).
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 (a workspace venv's tests load this): pytest's own TOML reader
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 RELEASES = ROOT / "releases.toml"

@@ -29,7 +29,7 @@ that commit, so CI checks out the full history).
 The test tools are pytest and pytest-xdist (the runner the root pytest configuration
 asks for); what a distribution's tests need beyond them (hypothesis, scikit-learn as a
 reference) is its own ``[dependency-groups] test``, installed in its cell only. The
-checker needs only the standard library (3.11+) and uv, so CI runs it without syncing
+checker needs only the standard library (tomllib: 3.11+) and uv, so CI runs it without syncing
 the workspace; ``--python`` picks the cell's interpreter.
 """
 
@@ -49,7 +49,10 @@ from dataclasses import dataclass, field
 from email.parser import Parser
 from pathlib import Path
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 (a workspace venv's tests load this): pytest's own TOML reader
+    import tomli as tomllib
 
 if __package__ in (None, ""):  # run as a script: make tools._* importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
