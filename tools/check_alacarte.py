@@ -8,8 +8,8 @@ its own ``tests/`` with that venv's pytest from a temporary working directory,
 so the source tree is never importable. Before the tests it lists the venv and
 fails if anything is installed beyond the distribution, its declared
 dependencies (transitively), the test tools and its tests' own group, so a test
-that relies on an undeclared package fails here. One line per distribution; the exit status is
-non-zero if any fails.
+that relies on an undeclared package fails here. One line per distribution; the
+exit status is non-zero if any fails.
 
     uv run python tools/check_alacarte.py --extra tests-integration/example-plugin
     uv run python tools/check_alacarte.py --only nnx-core
@@ -29,8 +29,8 @@ that commit, so CI checks out the full history).
 The test tools are pytest and pytest-xdist (the runner the root pytest configuration
 asks for); what a distribution's tests need beyond them (hypothesis, scikit-learn as a
 reference) is its own ``[dependency-groups] test``, installed in its cell only. The
-checker needs only the standard library (tomllib: 3.11+) and uv, so CI runs it without syncing
-the workspace; ``--python`` picks the cell's interpreter.
+checker needs only the standard library (tomllib: 3.11+) and uv, so CI runs it
+without syncing the workspace; ``--python`` picks the cell's interpreter.
 """
 
 from __future__ import annotations
