@@ -7,20 +7,30 @@ not on PyPI) into a fresh venv, imports its ``nnx.<sub>`` packages, and runs
 its own ``tests/`` with that venv's pytest from a temporary working directory,
 so the source tree is never importable. Before the tests it lists the venv and
 fails if anything is installed beyond the distribution, its declared
-dependencies (transitively) and the test tools, so a test that relies on an
-undeclared package fails here. One line per distribution; the exit status is
-non-zero if any fails.
+dependencies (transitively), the test tools and its tests' own group, so a test
+that relies on an undeclared package fails here. One line per distribution; the
+exit status is non-zero if any fails.
 
     uv run python tools/check_alacarte.py --extra tests-integration/example-plugin
     uv run python tools/check_alacarte.py --only nnx-core
     uv run python tools/check_alacarte.py --only nnx-peft --extras lm
     uv run python tools/check_alacarte.py --only nnx-peft --lowest-core
 
-``--extras`` installs declared extras too (``nnx-peft[lm]``); ``--lowest-core``
-installs the lowest nnx-core the add-on's declared range allows: the workspace's
-nnx-core when its version is that lower bound, else the wheel given with
-``--core-wheel`` (built from that release), else it fails saying so. It needs
-only the standard library and uv, so CI runs it without syncing the workspace.
+``--extras`` installs declared extras too (``nnx-peft[lm]``). An extra that adds only
+third-party packages (``nnx-core[onnx]``, ``nnx-decisions[jev]``) runs only the test
+files that import those packages (or ``pytest.importorskip`` them), and fails if one of
+them skips for want of its own package; an extra that adds an nnx distribution runs
+the whole suite. ``--lowest-core`` installs the lowest nnx-core the add-on's declared
+range allows among the releases in ``releases.toml`` (and the workspace's version):
+the workspace's nnx-core when it is that version, else that release's nnx-core built
+from its recorded commit (``git archive`` of it, then ``uv build``; the clone needs
+that commit, so CI checks out the full history).
+
+The test tools are pytest and pytest-xdist (the runner the root pytest configuration
+asks for); what a distribution's tests need beyond them (hypothesis, scikit-learn as a
+reference) is its own ``[dependency-groups] test``, installed in its cell only. The
+checker needs only the standard library (tomllib: 3.11+) and uv, so CI runs it
+without syncing the workspace; ``--python`` picks the cell's interpreter.
 """
 
 from __future__ import annotations
@@ -39,9 +49,36 @@ from dataclasses import dataclass, field
 from email.parser import Parser
 from pathlib import Path
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 (a workspace venv's tests load this): pytest's own TOML reader
+    import tomli as tomllib
+
+if __package__ in (None, ""):  # run as a script: make tools._* importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tools._cell_env import ENV_CHECK
+from tools._extra_cells import (
+    IMPORT_NAMES,
+    skipped_for_want_of,
+    tests_needing,
+    third_party_added,
+)
+from tools._releases import (
+    RELEASES,
+    ReleasesError,
+    lower_bound,
+    lowest_release,
+    read_releases,
+    release_key,
+)
+
 ROOT = Path(__file__).resolve().parent.parent
 UV = os.environ.get("UV") or shutil.which("uv") or "uv"
-TEST_TOOLS = ("pytest", "pytest-xdist", "hypothesis", "scikit-learn")  # the dev group's test tools
+#: Installed in every cell: the runner the root pytest configuration asks for (-n auto).
+#: Anything else a distribution's tests use is its own ``test`` dependency group.
+TEST_TOOLS = ("pytest", "pytest-xdist")
+TEST_GROUP = "test"
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
 
@@ -60,6 +97,8 @@ class Dist:
     extra_requires: dict[str, list[str]] = field(default_factory=dict)
     #: The declared ``nnx-core`` requirement's specifier (``>=0.1,<0.2``), if any.
     core_range: str = ""
+    #: The names its ``[dependency-groups] test`` requires (its tests' own tools).
+    test_group: list[str] = field(default_factory=list)
 
     @property
     def subpackages(self) -> list[str]:
@@ -115,7 +154,16 @@ def build(path: Path, out_dir: Path) -> Dist:
     core_range = next((r.split(";")[0][len(m.group(0)):].strip(" ()") for r in plain
                        if (m := _NAME.match(r)) and normalize(m.group(1)) == "nnx-core"), "")
     return Dist(path, wheel, normalize(meta["Name"]), [normalize(r) for r in requires], files,
-                meta["Version"], extra_requires, core_range)
+                meta["Version"], extra_requires, core_range, test_group(path))
+
+
+def test_group(path: Path) -> list[str]:
+    """The requirement names of ``path``'s ``test`` dependency group (none declared: [])."""
+    groups = tomllib.loads((path / "pyproject.toml").read_text()).get("dependency-groups", {})
+    reqs = groups.get(TEST_GROUP, [])
+    if not all(isinstance(r, str) for r in reqs):
+        raise CheckFailed(f"{path.name}'s {TEST_GROUP} group must list plain requirements")
+    return [normalize(m.group(1)) for r in reqs if (m := _NAME.match(r))]
 
 
 def wheels_for(dist: Dist, built: dict[str, Dist], extras: tuple[str, ...] = ()) -> list[Path]:
@@ -136,49 +184,50 @@ def wheels_for(dist: Dist, built: dict[str, Dist], extras: tuple[str, ...] = ())
     return [d.wheel for d in seen.values()]
 
 
-def _release(version: str) -> tuple[int, ...]:
-    """``0.1`` and ``0.1.0`` -> ``(0, 1)``: the numeric release, trailing zeros dropped."""
-    m = re.match(r"\d+(\.\d+)*", version.strip())
-    if not m:
-        raise CheckFailed(f"cannot read the version {version!r}")
-    parts = [int(p) for p in m.group(0).split(".")]
-    while len(parts) > 1 and parts[-1] == 0:
-        parts.pop()
-    return tuple(parts)
+def lowest_core(dist: Dist, built: dict[str, Dist],
+                releases: dict[str, dict[str, str]]) -> tuple[str, str | None, str]:
+    """Which nnx-core ``dist``'s lowest-core check installs: ``(version, commit, note)``.
 
-
-def lowest_core(dist: Dist, built: dict[str, Dist], core_wheel: Path | None) -> tuple[Dist, str]:
-    """The nnx-core to install for ``dist``'s lowest-core check, and a line saying which.
-
-    The lowest version ``dist``'s declared range allows is its ``>=`` / ``==`` / ``~=``
-    bound. Only the workspace's nnx-core and a wheel passed with ``--core-wheel``
-    exist here, so this installs whichever of them is exactly that version and
-    fails otherwise rather than test a newer one under the lowest one's name.
+    The version is the lowest of the recorded nnx-core releases and the workspace's
+    nnx-core that ``dist``'s range allows; ``commit`` is None when that is the
+    workspace's version (its freshly built wheel is installed), else the commit the
+    release was built from. Never a newer core under the lowest one's name.
     """
-    bound = re.search(r"(>=|==|~=)\s*([0-9][0-9a-zA-Z.]*)", dist.core_range)
-    if not bound:
-        raise CheckFailed(f"{dist.name} declares no lower bound on nnx-core "
-                          f"({dist.core_range or 'no nnx-core requirement'})")
-    lowest = bound.group(2)
-    candidates = [built["nnx-core"]]
-    if core_wheel is not None:
-        candidates.insert(0, _wheel_dist(core_wheel))
-    for core in candidates:
-        if _release(core.version) == _release(lowest):
-            where = "the workspace's" if core is built["nnx-core"] else "--core-wheel's"
-            return core, (f"lowest nnx-core allowed by {dist.name}'s nnx-core{dist.core_range} "
-                          f"is {lowest}: installing {where} nnx-core {core.version}")
-    have = ", ".join(c.version for c in candidates)
-    raise CheckFailed(f"the lowest nnx-core {dist.name} allows (nnx-core{dist.core_range}) is "
-                      f"{lowest}, but only nnx-core {have} is here; build {lowest} from its "
-                      f"release and pass it with --core-wheel")
+    workspace = built["nnx-core"].version
+    recorded = releases.get("nnx-core", {})
+    try:
+        floor = lower_bound(dist.core_range)
+        version = lowest_release(dist.core_range, [*recorded, workspace])
+    except ReleasesError as exc:
+        raise CheckFailed(f"{dist.name}'s nnx-core{dist.core_range or ' (none declared)'}: "
+                          f"{exc}") from exc
+    head = f"lowest nnx-core allowed by {dist.name}'s nnx-core{dist.core_range} is {floor}"
+    if release_key(version) == release_key(workspace):
+        return workspace, None, f"{head}: installing the workspace's nnx-core {workspace}"
+    commit = recorded[version]
+    return version, commit, (f"{head}: building nnx-core {version} from {commit[:12]} "
+                             f"({RELEASES.name}); the workspace's is {workspace}")
 
 
-def _wheel_dist(wheel: Path) -> Dist:
-    with zipfile.ZipFile(wheel) as zf:
-        meta_name = next(f for f in zf.namelist() if f.endswith(".dist-info/METADATA"))
-        meta = Parser().parsestr(zf.read(meta_name).decode())
-    return Dist(wheel.parent, wheel, normalize(meta["Name"]), [], version=meta["Version"])
+def build_at_commit(core: Dist, version: str, commit: str, out: Path) -> Dist:
+    """Build ``core``'s distribution as it was at ``commit`` (which releases.toml records
+    as ``version``): ``git archive`` of its folder there, then ``uv build --wheel``."""
+    rel = core.path.resolve().relative_to(ROOT).as_posix()
+    src = out / "src"
+    src.mkdir(parents=True)
+    if subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=ROOT,
+                      capture_output=True).returncode != 0:
+        raise CheckFailed(f"commit {commit} ({core.name} {version} in {RELEASES.name}) is "
+                          f"not in this clone; fetch the full history (git fetch --unshallow)")
+    archive = out / "core.tar"
+    run(["git", "archive", "--format=tar", "--output", str(archive), commit, rel], ROOT,
+        f"git archive {commit[:12]} {rel}")
+    run(["tar", "-xf", str(archive), "-C", str(src)], out, "tar -x")
+    old = build(src / rel, out / "wheel")
+    if release_key(old.version) != release_key(version) or old.name != core.name:
+        raise CheckFailed(f"{RELEASES.name} records {core.name} {version} at {commit[:12]}, "
+                          f"but that commit builds {old.name} {old.version}")
+    return old
 
 
 def lock_constraints(out: Path) -> Path:
@@ -197,36 +246,6 @@ def label(dist: Dist, extras: tuple[str, ...]) -> str:
     """``nnx-peft`` or, with extras, ``nnx-peft[lm]``."""
     return f"{dist.name}[{','.join(extras)}]" if extras else dist.name
 
-
-# Run in the fresh venv: every installed distribution must be reachable from the
-# roots (the checked distribution with its extras, and the test tools) through
-# declared requirements whose markers hold; prints the environment, one name a line.
-_ENV_CHECK = """
-import json, re, sys
-from importlib import metadata
-from packaging.requirements import Requirement
-norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
-installed = {norm(d.metadata["Name"]): d for d in metadata.distributions()}
-todo = [(norm(n), frozenset(e)) for n, e in json.loads(sys.argv[1])]
-reached = set()
-while todo:
-    name, extras = todo.pop()
-    if (name, extras) in reached or name not in installed:
-        continue
-    reached.add((name, extras))
-    for text in installed[name].requires or []:
-        req = Requirement(text)
-        envs = [{"extra": e} for e in extras] or [{"extra": ""}]
-        if req.marker is None or any(req.marker.evaluate(env) for env in envs):
-            todo.append((norm(req.name), frozenset(req.extras)))
-wanted = {name for name, _ in reached}
-for name in sorted(installed):
-    print(("  " if name in wanted else "  UNDECLARED ") + name + " " + installed[name].version)
-extra = sorted(set(installed) - wanted)
-if extra:
-    sys.exit("installed but neither declared by the distribution nor a test tool: "
-             + ", ".join(extra))
-"""
 
 
 ADD_ON_RUNS = ROOT / "packages" / "nnx-core" / "tests" / "data" / "add_on_runs"
@@ -254,11 +273,13 @@ def runs_without_add_ons(venv: Path, work: Path) -> str:
 
 
 def check(dist: Dist, built: dict[str, Dist], work: Path, constraints: Path,
-          extras: tuple[str, ...] = (), core: Dist | None = None) -> str:
+          extras: tuple[str, ...] = (), core: Dist | None = None,
+          python_version: str = sys.executable) -> str:
     """Install ``dist`` alone in a fresh venv and run its tests there; a summary line.
 
     ``extras``: its declared extras to install too; ``core``: the nnx-core to install
-    instead of the workspace's (the lowest-core check).
+    instead of the workspace's (the lowest-core check); ``python_version``: the venv's
+    interpreter (a version or a path).
     """
     if dist.name != "nnx-core" and "nnx/__init__.py" in dist.files:
         raise CheckFailed("the wheel ships nnx/__init__.py, which belongs to nnx-core")
@@ -268,20 +289,21 @@ def check(dist: Dist, built: dict[str, Dist], work: Path, constraints: Path,
                           f"(declared: {', '.join(dist.extra_requires) or 'none'})")
     venv = work / "venv"
     python = venv / "bin" / "python"
-    run([UV, "venv", "--quiet", "--python", sys.executable, str(venv)], work, "uv venv")
+    run([UV, "venv", "--quiet", "--python", python_version, str(venv)], work, "uv venv")
     wheels = wheels_for(dist, built, extras)
     if core is not None:
         wheels = [core.wheel if w == built["nnx-core"].wheel else w for w in wheels]
     # A wheel with extras is named by a direct reference: name[extra] @ file URL.
     targets = [f"{dist.name}[{','.join(extras)}] @ {w.resolve().as_uri()}"
                if extras and w == dist.wheel else str(w) for w in wheels]
+    group = ["--group", f"{dist.path / 'pyproject.toml'}:{TEST_GROUP}"] if dist.test_group else []
     run(
         [UV, "pip", "install", "--python", str(python), "--constraints", str(constraints),
-         *targets, *TEST_TOOLS],
+         *targets, *TEST_TOOLS, *group],
         work, "uv pip install",
     )
-    roots = [[dist.name, list(extras)], *([t, []] for t in TEST_TOOLS)]
-    env = run([str(python), "-c", _ENV_CHECK, json.dumps(roots)], work,
+    roots = [[dist.name, list(extras)], *([t, []] for t in (*TEST_TOOLS, *dist.test_group))]
+    env = run([str(python), "-c", ENV_CHECK, json.dumps(roots)], work,
               "the environment check (only declared dependencies and the test tools)")
     print(f"{label(dist, extras)} environment:\n{env.rstrip()}", flush=True)
     imports = ["nnx", *dist.subpackages]
@@ -298,13 +320,38 @@ def check(dist: Dist, built: dict[str, Dist], work: Path, constraints: Path,
     tests = dist.path / "tests"
     if not tests.is_dir():
         raise CheckFailed(f"no tests/ directory in {dist.path}")
+    modules = _import_names(python, work,
+                            third_party_added(dist.requires, dist.extra_requires, extras))
+    paths = tests_needing(tests, modules) if modules else [tests]
+    if not paths:
+        raise CheckFailed(f"no test of {dist.name} imports {', '.join(modules)}: "
+                          f"nothing tests {label(dist, extras)}")
     out = run(
-        [str(venv / "bin" / "pytest"), str(tests), "-q", "-c", str(ROOT / "pyproject.toml"),
-         "--rootdir", str(work), "-p", "no:cacheprovider", "--import-mode=importlib"],
+        [str(venv / "bin" / "pytest"), *map(str, paths), "-q", "-rs", "-c",
+         str(ROOT / "pyproject.toml"), "--rootdir", str(work), "-p", "no:cacheprovider",
+         "--import-mode=importlib"],
         work, "pytest",
     )
+    if modules:
+        missing = skipped_for_want_of(out, modules)
+        if missing:
+            raise CheckFailed(f"{label(dist, extras)} installed, yet tests skipped for want "
+                              f"of it:\n    " + "\n    ".join(missing))
     lines = [ln for ln in out.strip().splitlines() if " passed" in ln or " failed" in ln]
-    return lines[-1].strip("= ") if lines else "tests ran"
+    summary = lines[-1].strip("= ") if lines else "tests ran"
+    if not modules:
+        return summary
+    return f"{summary} ({len(paths)} test file(s) importing {', '.join(modules)})"
+
+
+def _import_names(python: Path, work: Path, dists: list[str]) -> list[str]:
+    if not dists:
+        return []
+    out = run([str(python), "-c", IMPORT_NAMES, json.dumps(dists)], work, "import names")
+    names: list[str] = json.loads(out.strip().splitlines()[-1])
+    if not names:
+        raise CheckFailed(f"{', '.join(dists)} installed no importable module")
+    return names
 
 
 def distributions(extras: list[str]) -> list[Path]:
@@ -317,6 +364,13 @@ def distributions(extras: list[str]) -> list[Path]:
     return found
 
 
+def _releases_or_exit() -> dict[str, dict[str, str]]:
+    try:
+        return read_releases()
+    except ReleasesError as exc:
+        sys.exit(f"check_alacarte: {exc}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--extra", action="append", default=[], metavar="PATH",
@@ -326,8 +380,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="install these declared extras of the checked distribution(s) too")
     parser.add_argument("--lowest-core", action="store_true",
                         help="install the lowest nnx-core each add-on's declared range allows")
-    parser.add_argument("--core-wheel", type=Path, metavar="PATH",
-                        help="an older nnx-core wheel for --lowest-core")
+    parser.add_argument("--python", default=sys.executable, metavar="VERSION",
+                        help="the cells' interpreter (default: the one running this)")
     args = parser.parse_args(argv)
     extras = tuple(e for e in args.extras.split(",") if e)
 
@@ -351,6 +405,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"declares no extra {args.extras or '-'}, or it is nnx-core under "
                   f"--lowest-core")
             return 1
+        releases = _releases_or_exit() if args.lowest_core else {}
+        cores: dict[str, Dist] = {}  # an older nnx-core built once per commit
         for i, dist in enumerate(targets):
             work = Path(tmp) / f"check-{i}"
             work.mkdir()
@@ -359,9 +415,13 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 core = None
                 if args.lowest_core:
-                    core, note = lowest_core(dist, built, args.core_wheel)
+                    version, commit, note = lowest_core(dist, built, releases)
                     print(note, flush=True)
-                summary = check(dist, built, work, constraints, extras, core)
+                    if commit is not None and commit not in cores:
+                        cores[commit] = build_at_commit(built["nnx-core"], version, commit,
+                                                        Path(tmp) / f"core-{commit[:12]}")
+                    core = cores.get(commit or "")
+                summary = check(dist, built, work, constraints, extras, core, args.python)
             except (CheckFailed, subprocess.TimeoutExpired) as exc:
                 print(f"FAIL {name} ({time.monotonic() - start:.0f}s): {exc}", flush=True)
                 failures += 1

@@ -9,9 +9,10 @@ distributions outside it are generated from the folders, never typed:
   package base, plus the reference plugin's);
 * ``.github/workflows/ci.yml``: the per-distribution matrix between its
   ``BEGIN generated`` / ``END generated`` lines, with a cell per declared extra
-  that pulls in another nnx distribution (``nnx-peft[lm]``) and a cell per add-on
+  (``nnx-peft[lm]``, which pulls in another nnx distribution; ``nnx-core[onnx]``,
+  ``nnx-decisions[jev]``, which add third-party packages) and a cell per add-on
   against the lowest nnx-core its range allows (and the reference plugin's cells:
-  alone, and one per extra that pulls in an nnx distribution).
+  alone, and one per extra).
 
     uv run python tools/gen_workspace.py           # rewrite them (then: uv lock)
     uv run python tools/gen_workspace.py --check   # exit 1 with the diff when stale
@@ -79,23 +80,23 @@ def ci_matrix(dists: dict[str, dict[str, Any]], root: Path = ROOT) -> str:
     lines = [f"dist: [{', '.join(dists)}]", "include:"]
     cell = f'python: "{CELL_PYTHON}"'
     for name, project in dists.items():
-        for extra, reqs in sorted(dict(project.get("optional-dependencies") or {}).items()):
-            if any(r in dists for r in _requirement_names(reqs)):
-                lines.append(f'  - {{dist: {name}, {cell}, cell: "extra {extra}", '
-                             f'args: "--extras {extra}"}}')
+        # Every declared extra: check_alacarte runs the whole suite for one that pulls an
+        # nnx distribution, only the tests importing its packages for a third-party one.
+        for extra in sorted(dict(project.get("optional-dependencies") or {})):
+            lines.append(f'  - {{dist: {name}, {cell}, cell: "extra {extra}", '
+                         f'args: "--extras {extra}"}}')
     for name, project in dists.items():
         if CORE in _requirement_names(project.get("dependencies")):
             lines.append(f'  - {{dist: {name}, {cell}, cell: "lowest nnx-core", '
                          f'args: "--lowest-core"}}')
     lines.append(f'  - {{dist: nnx-example-plugin, {cell}, cell: alone, '
                  f'args: "--extra {PLUGIN}"}}')
-    # The reference plugin's optional crossing (its ``peft`` extra) gets its own cell too.
+    # The reference plugin's extras (its optional crossing, ``peft``) get their cells too.
     path = root / PLUGIN / "pyproject.toml"
     plugin = tomllib.loads(path.read_text())["project"] if path.is_file() else {}
-    for extra, reqs in sorted(dict(plugin.get("optional-dependencies") or {}).items()):
-        if any(r in dists for r in _requirement_names(reqs)):
-            lines.append(f'  - {{dist: nnx-example-plugin, {cell}, cell: "extra {extra}", '
-                         f'args: "--extra {PLUGIN} --extras {extra}"}}')
+    for extra in sorted(dict(plugin.get("optional-dependencies") or {})):
+        lines.append(f'  - {{dist: nnx-example-plugin, {cell}, cell: "extra {extra}", '
+                     f'args: "--extra {PLUGIN} --extras {extra}"}}')
     return "".join(f"        {ln}\n" for ln in lines)
 
 
