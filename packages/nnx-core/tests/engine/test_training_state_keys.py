@@ -43,3 +43,25 @@ def test_no_core_module_but_the_schema_spells_a_training_state_key():
 
 def test_the_schema_spells_every_key():
     assert _spelled(SCHEMA) == KEYS
+
+
+#: The manifest position's keys persistence reads without the sidecar: spelled once, in
+#: a torch-free module below the engine (the schema above writes them by name).
+POSITION = SRC / "_persistence" / "point_position.py"
+POSITION_KEYS = {"completed_epoch", "planned_n_epochs", "owes"}
+
+
+def test_the_position_keys_are_spelled_only_by_their_module():
+    found = {}
+    for path in SRC.rglob("*.py"):
+        if path == POSITION:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        keys = {node.value for node in ast.walk(tree)
+                if isinstance(node, ast.Constant) and node.value in POSITION_KEYS}
+        if keys:
+            found[path.relative_to(SRC).as_posix()] = sorted(keys)
+    assert found == {}
+    spelled = {node.value for node in ast.walk(ast.parse(POSITION.read_text()))
+               if isinstance(node, ast.Constant) and node.value in POSITION_KEYS}
+    assert spelled == POSITION_KEYS

@@ -28,6 +28,7 @@ from nnx._foundation.records import NNIterationDataPoint, first_finite
 from nnx._persistence.best import promote_best
 from nnx._persistence.best_pending import clear_pending, mark_pending
 from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.point_position import OWES, SCORE
 from nnx._persistence.run import NNRun
 from nnx._persistence.summary_writer import summarize_commit
 
@@ -86,10 +87,10 @@ class EpochCommit:
         saved = like[1] if like is not None else self.training_state(epoch, streams)
         position = training_state.position(state, epoch)
         if owes:
-            position[training_state.OWES] = dict(owes)
+            position[OWES] = dict(owes)
         if tag == "best" and not checkpoint.named_monitor:
             score = checkpoint.score  # checked by the score beside runs/best
-            position["score"] = score if math.isfinite(score) else None
+            position[SCORE] = score if math.isfinite(score) else None
         checkpoint.save(run.checkpoints_dir / f"{tag}.pt", training_state=saved,
                         position=position, like=None if like is None else like[0])
         if tag == "last":

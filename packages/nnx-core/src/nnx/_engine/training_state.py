@@ -28,6 +28,7 @@ from nnx._engine.loop_state import LoopState, loader_generators, param_names
 from nnx._engine.optimizer_factories import optimizer_factory_state
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.seeding import capture_rng_state, restore_rng_state
+from nnx._persistence.point_position import COMPLETED_EPOCH, PLANNED_N_EPOCHS, STOPPED
 
 __all__ = ["UPDATE_COUNTERS", "UpdateCounters", "capture_streams", "dump", "optimizer_state",
            "position", "restore", "saved_slots"]
@@ -38,7 +39,7 @@ LOOP_KIND = "loop_kind"  # "model" (NNModel.train) or "trainer" (Trainer.train)
 COMPONENTS = "components"
 LOOP = "loop"  # the plan's epochs and the best score (and, in the old layout, ITER_IDX)
 ITER_IDX = "iter_idx"
-PLANNED = "planned_n_epochs"
+PLANNED = PLANNED_N_EPOCHS  # the sidecar's loop block spells it as the position does
 BEST_SCORE = "best_score"
 LOADERS = "loaders"
 SCALER = "scaler"
@@ -60,10 +61,8 @@ UPDATE_COUNTERS = "nnx.update_engine"
 OPTIMIZER_UPDATES = "optimizer_updates"
 # The manifest's logical position (§4.1: completed_epoch, global_step, committed_updates,
 # planned_n_epochs): persistence reads it without the sidecar.
-COMPLETED_EPOCH = "completed_epoch"
+# (COMPLETED_EPOCH, PLANNED_N_EPOCHS, STOPPED, OWES are persistence's spellings.)
 GLOBAL_STEP = "global_step"
-STOPPED = "stopped"
-OWES = "owes"
 
 
 # -- dump ------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from typing import Any
 from nnx._foundation.atomic import atomic_write_bytes
 from nnx._foundation.bounded import load_json
 from nnx._foundation.hashing import canonical_bytes
+from nnx._persistence.point_position import COMPLETED_EPOCH, SCORE
 
 __all__ = ["SCORE_NAME", "best_identity", "forget_score", "read_score", "write_score"]
 
@@ -62,10 +63,10 @@ def best_identity(run_dir: Path) -> dict[str, Any] | None:
     if best is None or last is None:
         return None
     try:
-        doc, epoch = best[1], int(best[1]["position"]["completed_epoch"])
-        if int(last[1]["position"]["completed_epoch"]) < epoch:
+        doc, epoch = best[1], int(best[1]["position"][COMPLETED_EPOCH])
+        if int(last[1]["position"][COMPLETED_EPOCH]) < epoch:
             return None
-        score = doc["position"].get("score")
+        score = doc["position"].get(SCORE)
         return {"checkpoint_id": str(doc["checkpoint_id"]), "generation": int(doc["generation"]),
                 "manifest": hashlib.sha256(best[0]).hexdigest(),
                 "score": None if score is None else float(score)}

@@ -32,12 +32,8 @@ from nnx._persistence.checkpoint_format import (
     decode_checkpoint,
     is_safetensors,
 )
-from nnx._persistence.point_manifest import (
-    ResumePoint,
-    ResumePointError,
-    manifest_path,
-    read_point,
-)
+from nnx._persistence.point_manifest import ResumePoint, ResumePointError, manifest_path, read_point
+from nnx._persistence.point_position import COMPLETED_EPOCH
 from nnx._persistence.point_verify import check_held, read_verified, verify_point
 from nnx._persistence.read_errors import CheckpointReadError, cause_line
 from nnx._persistence.resume_point import write_point
@@ -247,7 +243,7 @@ class NNCheckpoint:
         self.training_state_present = training_state is not None
         beside = like is not None and like.path is not None and like.path.parent == dest.parent
         point = write_point(dest, self.payload(), training_state,
-                            position or {"completed_epoch": self.epoch},
+                            position or {COMPLETED_EPOCH: self.epoch},
                             like=like.point if beside and like is not None else None)
         self.generation, self.checkpoint_id = point.generation, point.checkpoint_id
         self.sidecar, self.path, self.point = point.sidecar, dest, point

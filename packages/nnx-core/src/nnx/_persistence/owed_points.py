@@ -33,6 +33,7 @@ from nnx._persistence.best import promote_best
 from nnx._persistence.best_pending import mark_pending, pending_runs
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.point_manifest import ResumePoint, ResumePointError
+from nnx._persistence.point_position import COMPLETED_EPOCH, OWES, SCORE
 from nnx._persistence.point_verify import verify_point
 
 __all__ = ["OWED_TAGS", "OwedPointsBusy", "owed_points", "point_position", "settle_owed"]
@@ -48,14 +49,14 @@ class OwedPointsBusy(RuntimeError):
 def point_position(last: ResumePoint, tag: str, score: float | None) -> dict[str, Any]:
     """The position a point of LAST's epoch records: LAST's, without what LAST owes, and
     for an unnamed BEST its score (what the score beside runs/best is checked against)."""
-    position = {k: v for k, v in last.position.items() if k != "owes"}
+    position = {k: v for k, v in last.position.items() if k != OWES}
     if tag == "best" and score is not None:
-        position["score"] = score if math.isfinite(score) else None
+        position[SCORE] = score if math.isfinite(score) else None
     return position
 
 
 def _owes(last: ResumePoint) -> dict[str, Mapping[str, Any]]:
-    owes = last.position.get("owes")
+    owes = last.position.get(OWES)
     if not isinstance(owes, Mapping):
         return {}
     # In commit order (the manifest's keys are sorted): phases, then BEST.
@@ -70,7 +71,7 @@ def _committed(path: Path, epoch: int | None) -> bool:
     except (ResumePointError, OSError, ValueError):
         return False
     return point is not None and (epoch is None
-                                  or point.position.get("completed_epoch") == epoch)
+                                  or point.position.get(COMPLETED_EPOCH) == epoch)
 
 
 def owed_points(checkpoints: Path) -> list[str]:
@@ -80,7 +81,7 @@ def owed_points(checkpoints: Path) -> list[str]:
     last = verify_point(checkpoints / "last.pt")
     if last is None:
         return []
-    epoch = last.position.get("completed_epoch")
+    epoch = last.position.get(COMPLETED_EPOCH)
     return [tag for tag in _owes(last)
             if not _committed(checkpoints / f"{tag}.pt", epoch)]
 
@@ -124,7 +125,7 @@ def _settle(root: Path, run_id: str, checkpoints: Path) -> list[str]:
     if last is None:
         return []
     owes = _owes(last)
-    epoch = last.position.get("completed_epoch")
+    epoch = last.position.get(COMPLETED_EPOCH)
     written = []
     for tag, detail in owes.items():
         if _committed(checkpoints / f"{tag}.pt", epoch):

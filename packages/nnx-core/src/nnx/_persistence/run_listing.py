@@ -45,6 +45,7 @@ from nnx._persistence.add_on_run import AddOnRun, best_score, read_add_on_run, r
 from nnx._persistence.history_completeness import LastMark
 from nnx._persistence.history_ends import check_history_ends
 from nnx._persistence.point_manifest import manifest_path, read_point
+from nnx._persistence.point_position import PLANNED_N_EPOCHS, STOPPED
 from nnx._persistence.run import NNRun
 from nnx._persistence.run_damage import RunDamagedError
 from nnx._persistence.run_damage import reading as _reading
@@ -80,8 +81,8 @@ def _planned(run: NNRun | AddOnRun, last: Path) -> tuple[int, bool]:
     if live.is_file() or is_link(live):
         with _reading(run.id, live):
             point = read_point(last)
-    if point is not None and isinstance(point.position.get("planned_n_epochs"), int):
-        return int(point.position["planned_n_epochs"]), point.position.get("stopped") is True
+    if point is not None and isinstance(point.position.get(PLANNED_N_EPOCHS), int):
+        return int(point.position[PLANNED_N_EPOCHS]), point.position.get(STOPPED) is True
     return int(run.loop_params.n_epochs), False
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from nnx._foundation.atomic import atomic_write_bytes
 from nnx._foundation.bounded import load_json, load_yaml, read_bounded
 from nnx._foundation.hashing import canonical_bytes, md5_hex, sha256_hex
+from nnx._persistence.point_position import PLANNED_N_EPOCHS, STOPPED
 
 __all__ = ["CHECKED_FILES", "SUMMARY_FORMAT", "SUMMARY_NAME", "file_digest", "history_signature",
            "read_summary", "write_summary"]
@@ -177,11 +178,11 @@ def write_summary(run_dir: Path, *, epoch: int, iter_idx: int | None, net: str,
                 "size": _checkpoint_size(best_manifest)}
     position = last.get("position")
     position = position if isinstance(position, Mapping) else {}
-    planned = position.get("planned_n_epochs")
+    planned = position.get(PLANNED_N_EPOCHS)
     body = {"format": SUMMARY_FORMAT, "run_id": run_dir.name, "last": _point_id(last),
             "epoch": epoch, "iter_idx": iter_idx, "planned": planned if isinstance(
                 planned, int) and not isinstance(planned, bool) else None,
-            "stopped": position.get("stopped") is True, "net": net,
+            "stopped": position.get(STOPPED) is True, "net": net,
             "distribution": distribution, "salt": salt, "data_id": data_id, "best": best,
             "files": _checked_files(run_dir, previous), "history": history_signature(run_dir)}
     if body["files"] is None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from nnx._foundation.plugins import MissingDistributionError
 from nnx._foundation.validation import check_run_id
+from nnx._persistence.point_position import COMPLETED_EPOCH
 
 if TYPE_CHECKING:
     from nnx._persistence.run_rows import RunSummary
@@ -299,7 +300,7 @@ def cmd_runs_verify(args: argparse.Namespace) -> int:
         if point is None:
             print(f"ok  {tag}  legacy")
         else:
-            epoch = point.position.get("completed_epoch", "?")
+            epoch = point.position.get(COMPLETED_EPOCH, "?")
             staged = "  (staged manifest)" if point.staged else ""
             print(f"ok  {tag}  generation {point.generation}  epoch {epoch}{staged}")
         if removed:
