@@ -38,7 +38,6 @@ from tools.bench.spread import load, ratio_text
 
 CLASSES = 10
 LABELS = tuple(f"class{i}" for i in range(CLASSES))
-SPLITS = {"split_id": "calibration", "train_split_id": "train", "test_split_id": "test"}
 
 
 def split(rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -50,7 +49,8 @@ def split(rows: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def nnx_fit(logits: np.ndarray, targets: np.ndarray) -> float:
-    fit = fit_temperature(logits, targets, LABELS, model_id="bench", **SPLITS)
+    fit = fit_temperature(logits, targets, LABELS, model_id="bench", split_id="calibration",
+                          train_split_id="train", test_split_id="test")
     return float(fit.require().temperature)
 
 
@@ -64,10 +64,10 @@ def lbfgs_fit(logits: np.ndarray, targets: np.ndarray) -> float:
     def closure() -> torch.Tensor:
         optimizer.zero_grad()
         loss = torch.nn.functional.cross_entropy(z / temperature, t)
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         return loss
 
-    optimizer.step(closure)
+    optimizer.step(closure)  # type: ignore[no-untyped-call]
     return float(temperature.detach())
 
 
