@@ -52,7 +52,7 @@ cal_prediction = model.predict_proba(x[cal], spec)
 fit = fit_temperature(cal_prediction, y[cal].numpy(), split_id="cal", train_split_id="train",
                       test_split_id="test", model_id=model_id)
 calibrator = fit.require()
-print(f"fit: {fit.status}, T = {calibrator.temperature:.4f} after {fit.iterations} bisections")
+print(f"fit: {fit.status}, T = {calibrator.temperature:.4f} after {fit.iterations} search steps")
 assert calibrator.temperature > 1.0  # over-confident: the temperature softens it
 
 # 2. Serve: raw and calibrated views side by side, same argmax, the prediction's ids kept.
