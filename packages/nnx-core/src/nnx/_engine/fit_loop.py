@@ -137,7 +137,7 @@ class FitLoop:
         self.phases = fit_setup.run_phases(params, self.resume, state.start_epoch)
         self.hooks = UpdateHooks(state, self.callbacks,
                                  step_schedules=built.auto_step_schedulers)
-        self.created = self.warned_unowned = False  # whether this call reserved the run
+        self.warned_unowned = False  # the unowned-parameter warning is given once per run
         if objective is not None:
             self.engine = UpdateEngine(
                 model=model, objective=objective, slots=list(self.slots.values()),
