@@ -1,8 +1,10 @@
 """Publishing a run bundle's generation (spec §22, Publication and Directory safety).
 
 A new generation directory is written first (each payload through the one
-atomic writer), then checked as validate_bundle would check it once live, and
-only then does bundle.json, replaced atomically, make it the bundle. An export
+atomic writer, hashed as it is written), then checked as validate_bundle would
+check it once live (the listing and sizes on disk, the rest on the bytes just
+written, never read back), and only then does bundle.json, replaced atomically,
+make it the bundle. An export
 interrupted at any of those steps leaves the previous manifest, and with it the
 previous generation, in place. The generation a new one replaces stays until
 the next export, so a reader that started before it can finish; older
@@ -97,12 +99,14 @@ def _unfinished(root: Path) -> bool:
     return True
 
 
-def manifest_bytes(generation: str, files: Mapping[str, bytes]) -> tuple[dict[str, Any], bytes]:
-    """The manifest of ``generation`` holding ``files`` (name → bytes), and its bytes."""
+def manifest_bytes(generation: str, entries: Mapping[str, Mapping[str, Any]]
+                   ) -> tuple[dict[str, Any], bytes]:
+    """The manifest of ``generation`` listing ``entries`` (name → its sha256 and size,
+    as :func:`write_payload` returns them), and its bytes."""
     folder = generation_dir(generation)
     manifest = {"format": BUNDLE_FORMAT, "version": BUNDLE_VERSION, "generation": generation,
-                "files": {f"{folder}/{name}": {"sha256": sha256_hex(data), "size": len(data)}
-                          for name, data in sorted(files.items())}}
+                "files": {f"{folder}/{name}": dict(entry)
+                          for name, entry in sorted(entries.items())}}
     return manifest, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8")
 
 
@@ -120,8 +124,12 @@ def _clear(root: Path, keep: str | None) -> None:
                 os.unlink(entry.path)
 
 
-def write_payload(folder: Path, name: str, data: bytes) -> None:
+def write_payload(folder: Path, name: str, data: bytes) -> dict[str, Any]:
+    """Write payload ``name``; its manifest entry, hashed from the bytes as they are
+    written (the file is never read back to hash it)."""
+    entry = {"sha256": sha256_hex(data), "size": len(data)}
     atomic_write_bytes(folder / name, data, follow=False)
+    return entry
 
 
 def replace_manifest(root: Path, data: bytes) -> None:
@@ -131,17 +139,19 @@ def replace_manifest(root: Path, data: bytes) -> None:
 
 def publish_generation(root: Path, generation: str, files: Mapping[str, bytes],
                        live: str | None,
-                       check_staged: Callable[[Path, Mapping[str, Any]], Any]) -> None:
+                       check_staged: Callable[[Path, Mapping[str, Any]], Any]) -> Any:
     """Stage ``files`` as generation ``generation`` under ``root``, check it with
-    ``check_staged(root, manifest)``, then publish its manifest. ``live``: the generation
-    the target holds now (kept: a reader may still be reading it)."""
+    ``check_staged(root, manifest)``, then publish its manifest; what the check returned.
+    ``live``: the generation the target holds now (kept: a reader may still be reading
+    it). Each payload is hashed once, as it is written; the check gets the manifest made
+    from those digests (and may check ``files`` themselves: they are the bytes written)."""
     root.mkdir(parents=True, exist_ok=True)
     _clear(root, None if live is None else generation_dir(live))
     folder = root / generation_dir(generation)
     folder.mkdir()
-    for name, data in sorted(files.items()):
-        write_payload(folder, name, data)
+    entries = {name: write_payload(folder, name, data) for name, data in sorted(files.items())}
     fsync_dir(folder)
-    manifest, data = manifest_bytes(generation, files)
-    check_staged(root, manifest)
+    manifest, data = manifest_bytes(generation, entries)
+    checked = check_staged(root, manifest)
     replace_manifest(root, data)
+    return checked
