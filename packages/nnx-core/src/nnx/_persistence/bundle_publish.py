@@ -3,8 +3,9 @@
 A new generation directory is written first (each payload through the one
 atomic writer, hashed as it is written), then checked as validate_bundle would
 check it once live (the listing and sizes on disk, the rest on the bytes just
-written, never read back), and only then does bundle.json, replaced atomically,
-make it the bundle. An export
+written, never read back), then flushed (its payloads and its directory, at
+once), and only then does bundle.json, replaced atomically and flushed with the
+bundle's directory, make it the bundle. An export
 interrupted at any of those steps leaves the previous manifest, and with it the
 previous generation, in place. The generation a new one replaces stays until
 the next export, so a reader that started before it can finish; older
@@ -28,7 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nnx._foundation.atomic import atomic_write_bytes, fsync_dir
+from nnx._foundation.atomic import atomic_write_bytes, fsync_dir, fsync_together
 from nnx._foundation.hashing import sha256_hex
 from nnx._persistence.bundle_format import (
     BUNDLE_FORMAT,
@@ -125,10 +126,11 @@ def _clear(root: Path, keep: str | None) -> None:
 
 
 def write_payload(folder: Path, name: str, data: bytes) -> dict[str, Any]:
-    """Write payload ``name``; its manifest entry, hashed from the bytes as they are
-    written (the file is never read back to hash it)."""
+    """Write payload ``name`` into the staged generation, unflushed (publish_generation
+    flushes them all before the manifest names them); its manifest entry, hashed from
+    the bytes as they are written (the file is never read back to hash it)."""
     entry = {"sha256": sha256_hex(data), "size": len(data)}
-    atomic_write_bytes(folder / name, data, follow=False)
+    atomic_write_bytes(folder / name, data, sync=False, follow=False)
     return entry
 
 
@@ -150,8 +152,11 @@ def publish_generation(root: Path, generation: str, files: Mapping[str, bytes],
     folder = root / generation_dir(generation)
     folder.mkdir()
     entries = {name: write_payload(folder, name, data) for name, data in sorted(files.items())}
-    fsync_dir(folder)
     manifest, data = manifest_bytes(generation, entries)
     checked = check_staged(root, manifest)
+    # Every payload and the generation's entries reach stable storage before bundle.json
+    # names them (the same flushes as one after another; nothing names the generation
+    # until they are all done, so they run at once and cost about one flush's wait).
+    fsync_together([folder / name for name in entries], [folder])
     replace_manifest(root, data)
     return checked
