@@ -190,8 +190,9 @@ def test_the_staged_check_still_checks_the_files_on_disk(run_root, tmp_path, mon
 def test_every_payload_and_its_directory_are_flushed_before_the_manifest_names_them(
         run_root, tmp_path, monkeypatch):
     # The flushes run at once now; what they guarantee is unchanged: the staged
-    # generation is on stable storage before bundle.json is replaced, bundle.json and
-    # the bundle's directory after (spec §22 Publication, §14.3).
+    # generation and the new manifest's bytes are on stable storage before the rename
+    # that makes them bundle.json, and the rename is flushed after (spec §22
+    # Publication, §14.3).
     target = tmp_path / "b"
     events: list[str] = []
     flush, replace = atomic._fsync, bundle_publish.replace_manifest
@@ -213,7 +214,10 @@ def test_every_payload_and_its_directory_are_flushed_before_the_manifest_names_t
     info = _export(run_root, target)
     monkeypatch.undo()
     folder = f"g-{info.generation}"
-    staged = {folder, *(os.path.join(folder, name) for name in _payload_digests(info))}
+    # The payloads, their directory and the new manifest (its temp) before the rename
+    # that publishes it, the bundle's directory (the rename) after.
+    staged = {folder, "bundle.json", *(os.path.join(folder, name)
+                                       for name in _payload_digests(info))}
     cut = events.index("<publish>")
     assert set(events[:cut]) == staged and len(events[:cut]) == len(staged)
-    assert events[cut + 1:] == ["bundle.json", "."]  # the manifest (its temp), the bundle
+    assert events[cut + 1:] == ["."]

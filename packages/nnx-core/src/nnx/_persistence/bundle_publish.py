@@ -3,9 +3,10 @@
 A new generation directory is written first (each payload through the one
 atomic writer, hashed as it is written), then checked as validate_bundle would
 check it once live (the listing and sizes on disk, the rest on the bytes just
-written, never read back), then flushed (its payloads and its directory, at
-once), and only then does bundle.json, replaced atomically and flushed with the
-bundle's directory, make it the bundle. An export
+written, never read back); its manifest is staged beside bundle.json under a
+temp name readers ignore; the payloads, the generation directory and that temp
+are flushed (at once), and only then does the temp's rename, flushed with the
+bundle's directory, make bundle.json name the new generation. An export
 interrupted at any of those steps leaves the previous manifest, and with it the
 previous generation, in place. The generation a new one replaces stays until
 the next export, so a reader that started before it can finish; older
@@ -23,6 +24,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
 import stat
 from collections.abc import Callable, Mapping
@@ -134,8 +136,17 @@ def write_payload(folder: Path, name: str, data: bytes) -> dict[str, Any]:
     return entry
 
 
-def replace_manifest(root: Path, data: bytes) -> None:
-    atomic_write_bytes(root / MANIFEST, data, follow=False)
+def stage_manifest(root: Path, data: bytes) -> Path:
+    """bundle.json's new bytes under a temp name of its own (``.bundle.json.<8 hex>``,
+    which readers ignore and the next export clears), written and not yet flushed."""
+    temp = root / f".{MANIFEST}.{secrets.token_hex(4)}"
+    return atomic_write_bytes(temp, data, sync=False, follow=False,
+                              temp=f".{MANIFEST}.{secrets.token_hex(4)}")
+
+
+def replace_manifest(root: Path, staged: Path) -> None:
+    """Make the staged manifest (flushed by now) bundle.json, and flush the rename."""
+    os.replace(staged, root / MANIFEST)
     fsync_dir(root)
 
 
@@ -154,9 +165,10 @@ def publish_generation(root: Path, generation: str, files: Mapping[str, bytes],
     entries = {name: write_payload(folder, name, data) for name, data in sorted(files.items())}
     manifest, data = manifest_bytes(generation, entries)
     checked = check_staged(root, manifest)
-    # Every payload and the generation's entries reach stable storage before bundle.json
-    # names them (the same flushes as one after another; nothing names the generation
-    # until they are all done, so they run at once and cost about one flush's wait).
-    fsync_together([folder / name for name in entries], [folder])
-    replace_manifest(root, data)
+    staged = stage_manifest(root, data)
+    # Every payload, the generation's entries and the new manifest reach stable storage
+    # before the rename makes it bundle.json (the same flushes as one after another;
+    # nothing names any of them until then, so they run at once: one flush's wait).
+    fsync_together([*(folder / name for name in entries), staged], [folder])
+    replace_manifest(root, staged)
     return checked
