@@ -16,7 +16,12 @@ Rounds interleave the contenders (the order alternates) after an untimed warm-up
 figure is the median per-round ratio with its min–max (``spread.py``). ``--profile``
 prints the bundle contender's cProfile instead (cumulative, top 30).
 
-    uv run python tools/bench/bundle_cost.py [--repeats N] [--profile]
+``--against DIR`` measures another checkout's NNx (DIR holds its ``.venv`` and this
+script) in the same rounds: this script runs there as a worker (``--serve``, one
+round per request), and each round runs both checkouts' contenders back to back, the
+order alternating, so "before" and "after" meet the same load.
+
+    uv run python tools/bench/bundle_cost.py [--repeats N] [--profile] [--against DIR]
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import cProfile
 import pstats
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -65,6 +71,32 @@ def torch_round(state: dict[str, Any], target: Path) -> None:
     torch.load(target / "state.pt", weights_only=True)
 
 
+class Worker:
+    """This script in another checkout, serving rounds (``--serve``) over a pipe."""
+
+    def __init__(self, checkout: Path) -> None:
+        self.process = subprocess.Popen(
+            [str(checkout / ".venv" / "bin" / "python"),
+             str(checkout / "tools" / "bench" / "bundle_cost.py"), "--serve"],
+            cwd=checkout, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        # Its setup and warm-up done before the first round: never beside a timed one.
+        if self.process.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"the worker in {checkout} did not start")
+
+    def round(self, index: int) -> dict[str, float]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"{index}\n")
+        self.process.stdin.flush()
+        bundle, torch_s = self.process.stdout.readline().split()
+        return {"bundle": float(bundle), "torch": float(torch_s)}
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait()
+
+
 def timed(call: Callable[[Path], None], scratch: Path) -> float:
     target = scratch / "out"
     started = time.perf_counter()
@@ -74,11 +106,20 @@ def timed(call: Callable[[Path], None], scratch: Path) -> float:
     return seconds
 
 
+def one_round(contenders: dict[str, Callable[[Path], None]], scratch: Path,
+              index: int) -> dict[str, float]:
+    order = list(contenders) if index % 2 == 0 else list(contenders)[::-1]
+    return {name: timed(contenders[name], scratch) for name in order}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=21)
     parser.add_argument("--profile", action="store_true",
                         help="cProfile the bundle contender instead of timing it")
+    parser.add_argument("--against", type=Path, default=None,
+                        help="another checkout to measure in the same rounds")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="nnx-bundle-cost-") as tmp:
@@ -93,6 +134,12 @@ def main() -> None:
         }
         for call in contenders.values():  # warm-up: imports, caches, first-call paths
             timed(call, scratch)
+        if args.serve:
+            print("ready", flush=True)
+            for line in sys.stdin:
+                times = one_round(contenders, scratch, int(line))
+                print(f"{times['bundle']} {times['torch']}", flush=True)
+            return
         if args.profile:
             profile = cProfile.Profile()
             for _ in range(args.repeats):
@@ -102,16 +149,28 @@ def main() -> None:
                 shutil.rmtree(scratch / "out")
             pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
             return
-        times: dict[str, list[float]] = {name: [] for name in contenders}
-        for round_ in range(args.repeats):
-            order = list(contenders) if round_ % 2 == 0 else list(contenders)[::-1]
-            for name in order:
-                times[name].append(timed(contenders[name], scratch))
+        worker = None if args.against is None else Worker(args.against.resolve())
+        runs: dict[str, list[dict[str, float]]] = {"this": [], "other": []}
+        for index in range(args.repeats):
+            sides = ["this", "other"] if worker is not None else ["this"]
+            for side in sides if index % 2 == 0 else sides[::-1]:
+                runs[side].append(one_round(contenders, scratch, index) if side == "this"
+                                  else worker.round(index))  # type: ignore[union-attr]
+        if worker is not None:
+            worker.close()
     print(f"bundle export + reconstruct vs torch.save + torch.load, medians of "
           f"{args.repeats} interleaved rounds")
-    for name, values in times.items():
-        print(f"  {name:<7}{statistics.median(values) * 1e3:8.2f} ms")
-    print(f"  bundle / torch: {ratio_text(times['bundle'], times['torch'])}")
+    for side, rounds in runs.items():
+        if not rounds:
+            continue
+        name = "this checkout" if side == "this" else f"{args.against}"
+        bundle, torch_s = [r["bundle"] for r in rounds], [r["torch"] for r in rounds]
+        print(f"  {name}: bundle {statistics.median(bundle) * 1e3:.2f} ms, torch "
+              f"{statistics.median(torch_s) * 1e3:.2f} ms, bundle / torch "
+              f"{ratio_text(bundle, torch_s)}")
+    if runs["other"]:
+        print("  bundle, this / other: " + ratio_text([r["bundle"] for r in runs["this"]],
+                                                        [r["bundle"] for r in runs["other"]]))
     print(f"  load average: {load()}")
 
 
