@@ -170,14 +170,16 @@ class NNRun:
     def has_journal(self) -> bool:
         return (self.path / "history" / "journal.json").is_file() or self.journal is not None
 
-    def save_history(self) -> None:
-        """idps.csv, rewritten whole; a journal run's history is never rewritten."""
+    def save_history(self, records: list[NNIterationDataPoint] | None = None) -> None:
+        """idps.csv, rewritten whole: ``records`` (the run's ``idps`` when None); a
+        journal run's history is never rewritten."""
         if self.has_journal:
             return
         if self._csv is None:
             self._csv = IdpsCsv()
         with file_lock(self.path / ".run.lock", root=self.root):
-            atomic_write_text(self.path / "idps.csv", self._csv.render(self.idps))
+            atomic_write_text(self.path / "idps.csv",
+                              self._csv.render(self.idps if records is None else records))
 
     def save(self) -> None:
         self.save_config()
