@@ -170,16 +170,26 @@ class NNRun:
     def has_journal(self) -> bool:
         return (self.path / "history" / "journal.json").is_file() or self.journal is not None
 
-    def save_history(self, records: list[NNIterationDataPoint] | None = None) -> None:
-        """idps.csv, rewritten whole: ``records`` (the run's ``idps`` when None); a
-        journal run's history is never rewritten."""
+    def save_history(self) -> None:
+        """idps.csv, rewritten whole; a journal run's history is never rewritten."""
+        text = self.history_text(self.idps)
+        if text is not None:
+            self.write_history_text(text)
+
+    def history_text(self, records: list[NNIterationDataPoint]) -> str | None:
+        """idps.csv's text for ``records`` (None for a journal run). Renders only the
+        records it has not rendered before, so call it from one thread (the training
+        thread: a record computes its deferred fields where it is rendered)."""
         if self.has_journal:
-            return
+            return None
         if self._csv is None:
             self._csv = IdpsCsv()
+        return self._csv.render(records)
+
+    def write_history_text(self, text: str) -> None:
+        """idps.csv holds ``text`` (atomically, under the run's lock)."""
         with file_lock(self.path / ".run.lock", root=self.root):
-            atomic_write_text(self.path / "idps.csv",
-                              self._csv.render(self.idps if records is None else records))
+            atomic_write_text(self.path / "idps.csv", text)
 
     def save(self) -> None:
         self.save_config()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nnx._foundation.records import NNIterationDataPoint
+from nnx._journal.history_csv import render_idps_csv
 from nnx._journal.reader import own_records
 from nnx._journal.spec import HistoryJournal
 from nnx._journal.writer import EpochPublication, JournalWriter, epoch_summary
@@ -33,22 +34,27 @@ class HistoryRun(Protocol):
 
     @property
     def path(self) -> Path: ...
-    def save_history(self, records: list[NNIterationDataPoint] | None = None) -> None: ...
+    def history_text(self, records: list[NNIterationDataPoint]) -> str | None: ...
+    def write_history_text(self, text: str) -> None: ...
 
 
 class _EagerStep:
-    """One commit's idps.csv: the records as of the epoch's end (the list the next
-    epoch appends to is not read again)."""
+    """One commit's idps.csv, rendered when staged (in the training thread, where the
+    records' deferred fields are computed) and written by the commit's writer."""
 
     def __init__(self, run: HistoryRun, records: list[NNIterationDataPoint],
                  epoch: int) -> None:
         self.run, self.records, self.epoch = run, records, epoch
+        self.text = run.history_text(records)
 
     def write(self) -> None:
-        self.run.save_history(self.records)
+        if self.text is not None:
+            self.run.write_history_text(self.text)
 
     def undo(self) -> None:
-        self.run.save_history([r for r in self.records if r.epoch < self.epoch])
+        if self.text is not None:  # the records before the epoch: rendered when staged
+            self.run.write_history_text(
+                render_idps_csv([r for r in self.records if r.epoch < self.epoch]))
 
 
 class _JournalStep:
