@@ -67,12 +67,3 @@ class CommitWriter:
         still being written."""
         if self._thread is None or not self._thread.is_alive():
             self.wait()
-
-    def settle(self) -> BaseException | None:
-        """Wait for the commit in flight and return (not raise) its error: for a fit
-        already unwinding from another error, which stays the one raised."""
-        try:
-            self.wait()
-        except BaseException as exc:
-            return exc
-        return None

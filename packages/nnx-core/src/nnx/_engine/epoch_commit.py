@@ -208,6 +208,7 @@ class EpochCommit:
             self._promotion_owed = False
         summarize_commit(run, epoch, staged.idp, named_monitor=staged.named_monitor,
                          monitor_value=staged.monitor_value)
+        self._saved_last = None  # one staged copy in memory: the next commit's
 
     # -- the training thread's view of the writer ---------------------------------------
     def check(self) -> None:

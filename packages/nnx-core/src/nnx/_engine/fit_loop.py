@@ -274,7 +274,8 @@ class FitLoop:
     # -- the epochs -------------------------------------------------------------------------
     def commit(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
                value: float | None) -> None:
-        """The epoch transaction (:mod:`nnx._engine.epoch_commit`)."""
+        """The epoch transaction (:mod:`nnx._engine.epoch_commit`): staged here, written
+        by the commit's writer (in the background unless ``async_commit=False``)."""
         self.committer.commit(epoch, idp, improved=improved, value=value)
 
     def epochs(self) -> None:
