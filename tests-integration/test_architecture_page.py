@@ -12,7 +12,8 @@ Three pins:
 * architecture.md's layer table names every module of each private folder it lists
   (``_engine/``, ``_persistence/``, ...), so a split or a new module shows up there;
 * one-batch.md walks a real batch: a tiny ``NNModel.train`` on one batch, traced with
-  ``sys.setprofile`` in a fresh interpreter, enters every nnx-core file the page names,
+  ``sys.setprofile`` (and ``threading.setprofile``, for the commit's writer thread) in a
+  fresh interpreter, enters every nnx-core file the page names,
   and every file of the engine and surface layers (``nnx/_engine``, ``_contracts``,
   ``tasks``, ``objectives``, ``metrics``, ``callbacks``, ``transforms``, ``_surface``)
   entered while ``FitLoop.run_batch`` runs is named on the page. The foundation,
@@ -148,7 +149,7 @@ def test_the_layer_table_names_every_module_of_its_private_folders() -> None:
 
 
 TRACE = r"""
-import json, sys, tempfile
+import json, sys, tempfile, threading
 from pathlib import Path
 import nnx
 from nnx.testing import tiny_batches, tiny_model, tiny_train_params
@@ -164,20 +165,25 @@ def profile(frame, event, arg):
     if not name.startswith(src):
         return
     rel = Path(name).relative_to(src).as_posix()
-    if code.co_name == "run_batch" and rel == "nnx/_engine/fit_loop.py":
+    # The batch runs in the training thread; the commit's writer thread (profiled too)
+    # may write the previous epoch meanwhile, which is not the batch's work.
+    training = threading.current_thread() is threading.main_thread()
+    if training and code.co_name == "run_batch" and rel == "nnx/_engine/fit_loop.py":
         depth[0] += 1 if event == "call" else -1
     if event == "call":
         entered.add(rel)
-        if depth[0]:
+        if depth[0] and training:
             per_batch.add(rel)
 
 model, params = tiny_model(), tiny_train_params(tiny_batches(1))
 with tempfile.TemporaryDirectory() as root:
     sys.setprofile(profile)
+    threading.setprofile(profile)  # the background commit's writer
     try:
         model.train(params, root=root, verbose=False)
     finally:
         sys.setprofile(None)
+        threading.setprofile(None)
 print(json.dumps({"entered": sorted(entered), "per_batch": sorted(per_batch)}))
 """
 

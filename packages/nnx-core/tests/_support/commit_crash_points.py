@@ -18,6 +18,9 @@ Scenarios: ``plain-e0`` / ``plain-e1`` (the commit of epoch 0 / 1 of a 2-epoch
 run), ``journal-e1`` (the same run with a history journal), ``resumed-e1`` (a
 run resumed from another's epoch 0, killed in its own epoch-1 commit) and
 ``enospc-best`` (no kill: ``best.pt`` cannot be written once, the fit fails).
+Each runs with the default background commit (the operations of the staging in the
+training thread and of the writer's thread are counted, nothing else the process does
+meanwhile); ``<scenario>-sync`` runs it with ``async_commit=False``.
 In every root a salted 1-epoch run trains first and holds runs/best with the
 same score as the run's epoch 0, so epoch 1's improvement is a hand-over.
 """
@@ -31,6 +34,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -62,10 +66,13 @@ def batches(n: int, seed: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return [(x[i:i + 8], y[i:i + 8]) for i in range(0, n * 8, 8)]
 
 
+SYNC = False  # set from the scenario's -sync suffix: the commit is written inline
+
+
 def params(n_epochs: int, **changes: Any) -> NNTrainParams:
     return NNTrainParams(n_epochs=n_epochs, train_loader=batches(3, 0),
                          val_loader=batches(4, 1), optim=sgd(0.1), scheduler=None,
-                         seed=0, **changes)
+                         seed=0, async_commit=not SYNC, **changes)
 
 
 def journal(scenario: str) -> Any:
@@ -101,26 +108,46 @@ def best_state(root: Path) -> dict[str, torch.Tensor]:
 
 
 class Cut(OpCut):
-    """Counts file-system operations while epoch ``epoch``'s commit runs; ``os._exit``s
-    right before operation number ``at`` (None: count only)."""
+    """Counts file-system operations of epoch ``epoch``'s commit: its staging (in the
+    training thread) and its writing (in the writer's thread, or inline), and only in
+    the thread doing them; ``os._exit``s right before operation number ``at`` (None:
+    count only)."""
 
     def __init__(self, epoch: int, at: int | None) -> None:
         super().__init__(at)
         self.epoch = epoch
+        self.threads: set[int] = set()
+
+    def _wrap(self, original: Any) -> Any:
+        def op(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() in self.threads:
+                if self.at is not None and self.count == self.at:
+                    os._exit(137)
+                self.count += 1
+            return original(*args, **kwargs)
+
+        return op
+
+    def watch(self, name: str, epoch_of: Any) -> None:
+        method = getattr(epoch_commit.EpochCommit, name)
+        cut = self
+
+        def watched(self_: Any, *args: Any, **kwargs: Any) -> Any:
+            if epoch_of(*args) != cut.epoch:
+                return method(self_, *args, **kwargs)
+            me = threading.get_ident()
+            cut.threads.add(me)
+            try:
+                return method(self_, *args, **kwargs)
+            finally:
+                cut.threads.discard(me)
+
+        setattr(epoch_commit.EpochCommit, name, watched)
 
     def install(self) -> None:
         self.install_ops()
-        commit = epoch_commit.EpochCommit.commit
-        cut = self
-
-        def watched(self_: Any, epoch: int, *args: Any, **kwargs: Any) -> Any:
-            cut.active = epoch == cut.epoch
-            try:
-                return commit(self_, epoch, *args, **kwargs)
-            finally:
-                cut.active = False
-
-        epoch_commit.EpochCommit.commit = watched  # type: ignore[method-assign]
+        self.watch("stage", lambda epoch, *rest: epoch)
+        self.watch("write", lambda staged: staged.epoch)
 
 
 def run_child(root: Path, scenario: str, epoch: int, at: int | None, pipe: int) -> None:
@@ -283,5 +310,7 @@ def copy(template: Path, dest: Path) -> Path:
 
 if __name__ == "__main__":
     scenario, workdir = sys.argv[1], Path(sys.argv[2])
+    SYNC = scenario.endswith("-sync")
+    scenario = scenario.removesuffix("-sync")
     report = enospc_best(workdir) if scenario == "enospc-best" else crash_points(scenario, workdir)
-    print(json.dumps(report))
+    print(json.dumps({**report, "sync": SYNC}))

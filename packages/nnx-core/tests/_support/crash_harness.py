@@ -55,6 +55,7 @@ torch.set_num_threads(1)
 
 import nnx._persistence.resume_point as resume_point
 import nnx._persistence.run as run_module
+import nnx._engine.epoch_commit as epoch_commit
 import nnx._engine.fit_loop as fit_loop
 from nnx import (Callback, NNDataset, NNModel, NNOptimParams, NNParams, NNSchedulerParams,
                  NNTrainParams)
@@ -86,16 +87,29 @@ def widen(delay):
     run_module.atomic_write_text = slow_write_text
 
 
+# C+ / C- bracket the epoch transaction: from the loop's commit call to the end of its
+# writing, which a background commit (issue 38) does on the writer's thread.
+committer = getattr(epoch_commit, "EpochCommit", None)
+background = committer is not None and hasattr(committer, "write")
 loop = getattr(fit_loop, "FitLoop", None)
-if loop is not None and hasattr(loop, "commit"):  # C+ / C- bracket the epoch transaction
+if loop is not None and hasattr(loop, "commit"):
     commit = loop.commit
 
     def marked_commit(self, epoch, *args, **kwargs):
         say("C+", epoch)
         commit(self, epoch, *args, **kwargs)
-        say("C-", epoch)
+        if not background:
+            say("C-", epoch)
 
     loop.commit = marked_commit
+if background:
+    write = committer.write
+
+    def marked_write(self, staged):
+        write(self, staged)
+        say("C-", staged.epoch)
+
+    committer.write = marked_write
 
 
 class Markers(Callback):

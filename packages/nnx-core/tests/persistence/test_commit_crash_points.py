@@ -8,7 +8,9 @@ planned resume (or a retry when nothing committed), the BEST runs/best leads to 
 the uninterrupted run's BEST bit for bit, and that one repair pass leaves no leftover
 (issue 36): for a plain run (epoch 0's commit, which owes
 FIRST and BEST, and epoch 1's, which owes BEST and a runs/best hand-over), a
-history-journal run and a resumed run; and after an ENOSPC on ``best.pt``.
+history-journal run and a resumed run; and after an ENOSPC on ``best.pt``. Each with the
+default background commit (issue 38: the staging's operations in the training thread and
+the writer's in its thread are the kill points) and with ``async_commit=False``.
 """
 
 from __future__ import annotations
@@ -33,9 +35,12 @@ def _drive(scenario: str, work: Path) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("commit", ["", "-sync"], ids=["background", "sync"])
 @pytest.mark.parametrize("scenario", ["plain-e0", "plain-e1", "journal-e1", "resumed-e1"])
-def test_a_kill_before_any_operation_of_a_commit_keeps_the_runs_best_best(tmp_path, scenario):
-    report = _drive(scenario, tmp_path)
+def test_a_kill_before_any_operation_of_a_commit_keeps_the_runs_best_best(tmp_path, scenario,
+                                                                           commit):
+    report = _drive(scenario + commit, tmp_path)
+    assert report["sync"] is (commit == "-sync")
     results = report["results"]
     assert report["operations"] >= 20  # history, LAST, the points it owes, the hand-over
     assert len(results) == report["operations"]
@@ -53,8 +58,10 @@ def test_a_kill_before_any_operation_of_a_commit_keeps_the_runs_best_best(tmp_pa
 
 
 @pytest.mark.slow
-def test_a_full_disk_on_best_pt_is_repaired_from_last(tmp_path):
-    report = _drive("enospc-best", tmp_path)
+@pytest.mark.parametrize("commit", ["", "-sync"], ids=["background", "sync"])
+def test_a_full_disk_on_best_pt_is_repaired_from_last(tmp_path, commit):
+    report = _drive("enospc-best" + commit, tmp_path)
+    assert report["sync"] is (commit == "-sync")
     assert report["failed_file"] == ["best.pt"] and report["raised"] == 28  # ENOSPC
     assert report["steps"] == ["repair"]  # LAST committed epoch 1: --repair wrote BEST
     assert report["ok"]

@@ -35,9 +35,11 @@ EPOCHS = 3  # LAST commits epoch 2; every epoch has 2 records (tiny_batches)
 
 
 def params(n_epochs: int = EPOCHS, **changes) -> NNTrainParams:
+    # Keep copies a history file from on_epoch_end as the previous commit left it: the
+    # synchronous commit has always written it by then (a background one may not have).
     return NNTrainParams(n_epochs=n_epochs, train_loader=tiny_batches(),
                          val_loader=tiny_batches(seed=1), scheduler=None, optim=sgd(),
-                         **changes)
+                         async_commit=False, **changes)
 
 
 class Keep(Callback):

@@ -54,16 +54,17 @@ def _train(root: Path, salt: str, errors, **kw):
 
 @contextlib.contextmanager
 def _failing(monkeypatch, *, tag: str, epoch: int | None = None, where: str = "checkpoint"):
-    """``EpochCommit.checkpoint`` (or the promotion) raises for ``tag`` at ``epoch``."""
+    """``EpochCommit.save_point`` (or the promotion) raises for ``tag`` at ``epoch``."""
     if where == "checkpoint":
-        original = epoch_commit.EpochCommit.checkpoint
+        original = epoch_commit.EpochCommit.save_point
 
-        def checkpoint(self, name, at, *args, **kwargs):
-            if name == tag and (epoch is None or at == epoch):
-                raise Cut(f"{name} of epoch {at}")
-            return original(self, name, at, *args, **kwargs)
+        def save_point(self, point, *args, **kwargs):
+            at = point.checkpoint.epoch
+            if point.tag == tag and (epoch is None or at == epoch):
+                raise Cut(f"{point.tag} of epoch {at}")
+            return original(self, point, *args, **kwargs)
 
-        monkeypatch.setattr(epoch_commit.EpochCommit, "checkpoint", checkpoint)
+        monkeypatch.setattr(epoch_commit.EpochCommit, "save_point", save_point)
     else:
         def promote(*args, **kwargs):
             raise Cut("the hand-over")

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -121,9 +122,29 @@ class Snap(Callback):
 
 
 def test_each_commit_rewrites_the_summary():
-    snap = Snap()
-    run = tiny_model().train(params(3), verbose=False, callbacks=[snap])
+    snap = Snap()  # the synchronous commit: each epoch starts after the previous is written
+    run = tiny_model().train(replace(params(3), async_commit=False), verbose=False,
+                             callbacks=[snap])
     assert snap.seen == [None, 0, 1]
+    assert summary(run.id)["body"]["epoch"] == 2
+
+
+class DeferredSnap(Callback):
+    """Records the summary's epoch where a callback reads committed files: in an action
+    deferred to the end of the epoch's commit (the background commit included)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def on_epoch_end(self, ctx):
+        ctx.defer(lambda c: self.seen.append(
+            json.loads((c.run.path / "summary.json").read_text())["body"]["epoch"]))
+
+
+def test_each_background_commit_rewrites_the_summary_before_deferred_actions_run():
+    snap = DeferredSnap()
+    run = tiny_model().train(params(3), verbose=False, callbacks=[snap])
+    assert snap.seen == [0, 1, 2]
     assert summary(run.id)["body"]["epoch"] == 2
 
 

@@ -2,13 +2,18 @@
 writes, in order.
 
 history → LAST (weights, training state, position) → the attempt's record of it →
-FIRST / Q1–Q3 on their epochs → BEST when the epoch improved → runs/best. What the
-callbacks deferred runs after it (the loop's, not this module's). A LAST that fails
-rolls the history back to the previous epoch, so history never commits ahead of LAST.
+FIRST / Q1–Q3 on their epochs → BEST when the epoch improved → runs/best → the listing
+summary. What the callbacks deferred runs after it (the loop's, not this module's). A
+LAST that fails rolls the history back to the previous epoch, so history never commits
+ahead of LAST.
 
-:class:`EpochCommit` assembles what to write from the :class:`LoopState` and hands it
-to persistence (the history, ``NNCheckpoint.save``, ``promote_best``); it reads nothing
-of the loop itself.
+A commit has two halves. :meth:`EpochCommit.stage` runs in the training thread at the
+epoch's end: it settles what the loop decides (the best score, which points are owed)
+and copies what will be written (:mod:`nnx._engine.commit_stage`). :meth:`EpochCommit.write`
+writes that copy; the :class:`~nnx._engine.commit_writer.CommitWriter` runs it on a
+background thread while the next epoch trains (or inline, ``async_commit=False``). A
+writer's error is raised in the training thread at the next epoch boundary or at the
+end, with the in-memory history cut back to the last durable epoch.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import torch
 
 from nnx._contracts.components import collect_states
 from nnx._engine import training_state
+from nnx._engine.commit_stage import StagedCommit, StagedPoint, staged_copy
+from nnx._engine.commit_writer import CommitWriter
 from nnx._engine.loop_state import LastCommit, LoopState
 from nnx._foundation.locking import file_lock
 from nnx._foundation.records import NNIterationDataPoint, first_finite
@@ -44,14 +51,20 @@ def checkpoint_score(idp: NNIterationDataPoint) -> float:
 class EpochCommit:
     """Writes a run's committed epochs. ``params`` are the loop's (NNTrainParams or
     NNTrainerParams), ``history`` the run's history (``nnx._persistence.run_history``),
-    ``attempt`` the provenance attempt or None, ``phases`` the FIRST / Qk epochs."""
+    ``attempt`` the provenance attempt or None, ``phases`` the FIRST / Qk epochs,
+    ``background``: whether the commits are written while the next epoch trains."""
 
     def __init__(self, state: LoopState, *, run: NNRun, net: torch.nn.Module, params: Any,
-                 history: Any, attempt: Any, phases: Mapping[str, int]) -> None:
+                 history: Any, attempt: Any, phases: Mapping[str, int],
+                 background: bool = False) -> None:
         self.state, self.run, self.net, self.params = state, run, net, params
         self.history, self.attempt, self.phases = history, attempt, dict(phases)
+        self.writer = CommitWriter(background=background)
         # LAST as the current commit saved it, with its training state (BEST shares it).
-        self._saved_last: tuple[NNCheckpoint, dict[str, Any]] | None = None
+        self._saved_last: tuple[NNCheckpoint, Mapping[str, Any]] | None = None
+        # The last epoch whose LAST this fit committed: the history is cut back to it
+        # when a commit fails.
+        self.durable_epoch = state.start_epoch - 1
         # runs/.best-pending/<id>: dropped before the fit's first BEST and kept to its end
         # (one directory flush per fit, not per BEST); owed while a BEST is not promoted.
         self._marked = self._promotion_owed = False
@@ -64,36 +77,45 @@ class EpochCommit:
         """The sidecar of a checkpoint of ``epoch`` (:func:`training_state.dump`)."""
         return training_state.dump(self.state, self.net, epoch, streams)
 
-    def checkpoint(self, tag: str, epoch: int, idp: NNIterationDataPoint,
-                   monitor_value: float | None = None,
-                   streams: dict[str, Any] | None = None, as_last: bool = False,
-                   owes: Mapping[str, Any] | None = None) -> int | None:
-        """Write the resume point ``tag`` of ``epoch``; returns its generation. ``as_last``:
-        in the commit that just saved LAST, whose training state this is, so the two
-        points share its sidecar instead of serializing and flushing a second copy.
-        ``owes`` (LAST only): the points this commit writes after LAST, recorded in its
-        position so a crash before them is recovered (:mod:`nnx._persistence.owed_points`)."""
+    def _checkpoint(self, tag: str, epoch: int, idp: NNIterationDataPoint,
+                    state_dict: Mapping[str, torch.Tensor],
+                    monitor_value: float | None = None) -> NNCheckpoint:
         run, state = self.run, self.state
         if self._config_states is None:
             self._config_states = (run.model_params.state(),
                                    None if run.net_params is None else run.net_params.state(),
                                    self.params.state())
         model, net, train = self._config_states
-        checkpoint = NNCheckpoint(
-            tag=tag, epoch=epoch, run_id=run.id, state_dict=self.net.state_dict(),
-            model=model, net=net, train=train, idp=idp, named_monitor=state.tracker is not None,
+        return NNCheckpoint(
+            tag=tag, epoch=epoch, run_id=run.id, state_dict=state_dict, model=model,
+            net=net, train=train, idp=idp, named_monitor=state.tracker is not None,
             monitor_value=monitor_value, transforms=state.transforms)
-        like = self._saved_last if as_last else None
-        saved = like[1] if like is not None else self.training_state(epoch, streams)
-        position = training_state.position(state, epoch)
+
+    def _point(self, tag: str, epoch: int, idp: NNIterationDataPoint,
+               state_dict: Mapping[str, torch.Tensor], monitor_value: float | None = None,
+               owes: Mapping[str, Any] | None = None) -> StagedPoint:
+        """The point ``tag`` of ``epoch``: its checkpoint and its position. ``owes`` (LAST
+        only): the points this commit writes after LAST, recorded in its position so a
+        crash before them is recovered (:mod:`nnx._persistence.owed_points`)."""
+        checkpoint = self._checkpoint(tag, epoch, idp, state_dict, monitor_value)
+        position = training_state.position(self.state, epoch)
         if owes:
             position[OWES] = dict(owes)
         if tag == "best" and not checkpoint.named_monitor:
             score = checkpoint.score  # checked by the score beside runs/best
             position[SCORE] = score if math.isfinite(score) else None
-        checkpoint.save(run.checkpoints_dir / f"{tag}.pt", training_state=saved,
-                        position=position, like=None if like is None else like[0])
-        if tag == "last":
+        return StagedPoint(tag, checkpoint, position)
+
+    def save_point(self, point: StagedPoint, saved: Mapping[str, Any], *,
+                   as_last: bool) -> int | None:
+        """Write ``point`` with training state ``saved``; returns its generation.
+        ``as_last``: in the commit that just saved LAST, whose training state this is, so
+        the two points share its sidecar instead of serializing and flushing a second copy."""
+        like = self._saved_last if as_last else None
+        checkpoint = point.checkpoint
+        checkpoint.save(self.run.checkpoints_dir / f"{point.tag}.pt", training_state=saved,
+                        position=point.position, like=None if like is None else like[0])
+        if point.tag == "last":
             self._saved_last = (checkpoint, saved)
             self._record_compile(saved)
         return checkpoint.generation
@@ -119,14 +141,15 @@ class EpochCommit:
     # -- the transaction ----------------------------------------------------------------
     def commit(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
                value: float | None) -> None:
-        """history → LAST → FIRST/Qk → BEST → runs/best, for the epoch's last record; then
-        the run's summary (``nnx runs list`` reads it)."""
-        self._write(epoch, idp, improved=improved, value=value)
-        summarize_commit(self.run, epoch, idp, named_monitor=self.state.tracker is not None,
-                         monitor_value=value)
+        """history → LAST → FIRST/Qk → BEST → runs/best → summary, for the epoch's last
+        record: staged now, written by the writer once the previous commit is durable."""
+        self.wait()  # back-pressure: one commit in flight; and BEST's existence is settled
+        staged = self.stage(epoch, idp, improved=improved, value=value)
+        self._surfaced(lambda: self.writer.submit(lambda: self.write(staged)))
 
-    def _write(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
-               value: float | None) -> None:
+    def stage(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
+              value: float | None) -> StagedCommit:
+        """The training thread's half: what the loop decides, and a copy of what is written."""
         run, state = self.run, self.state
         state.commit_started = True  # from here on the run directory is kept (§4.4)
         first_best = not (run.checkpoints_dir / "best.pt").exists()
@@ -135,37 +158,84 @@ class EpochCommit:
             # judges the next epoch against this one, as the uninterrupted run does.
             state.best_score = min(value, state.best_score)
         owes = self._owes(epoch, improved=improved, first_best=first_best, value=value)
-        if "best" in owes and state.tracker is None:
-            mark_pending(run.root, run.id)  # before LAST: a crash anywhere after is settled
-            self._marked = self._promotion_owed = True
-        self.history.commit(epoch, idp)
+        history = self.history.stage_commit(epoch, idp)
         streams = training_state.capture_streams(state)
-        try:
-            generation = self.checkpoint("last", epoch, idp, streams=streams, owes=owes)
-        except BaseException:
-            self.history.rollback(epoch)  # LAST failed: history rolls back to the last epoch
-            raise
+        weights = staged_copy(self.net.state_dict())
+        staged = StagedCommit(
+            epoch=epoch, idp=idp, history=history,
+            last=self._point("last", epoch, idp, weights, owes=owes),
+            training_state=staged_copy(self.training_state(epoch, streams)),
+            mark_pending="best" in owes and state.tracker is None,
+            named_monitor=state.tracker is not None, monitor_value=value)
         # Fingerprinted on the run's last epoch only (cheap, but not free): the final
         # LAST refresh compares against it; without one it always rewrites.
         ctx = state.ctx
         final = epoch == state.end_epoch - 1 or ctx.should_stop or ctx.stop_at_update
         state.last_commit = LastCommit(epoch, idp, streams,
                                        self.fingerprint() if final else None)
-        if self.attempt is not None:
-            self.attempt.committed("last", epoch, generation)
         for tag, phase_epoch in self.phases.items():
             if phase_epoch == epoch:
-                self.checkpoint(tag, epoch, idp, as_last=True)
+                staged.after_last.append(self._point(tag, epoch, idp, weights))
         if state.tracker is not None:  # a named monitor decides BEST; never elected to runs/best
             if improved:
-                self.checkpoint("best", epoch, idp, monitor_value=value, as_last=True)
-            return
-        if improved or first_best:
-            score = checkpoint_score(idp)
-            self.checkpoint("best", epoch, idp, as_last=True)
+                staged.after_last.append(self._point("best", epoch, idp, weights,
+                                                     monitor_value=value))
+        elif improved or first_best:
+            staged.after_last.append(self._point("best", epoch, idp, weights))
+            staged.promote = checkpoint_score(idp)
+        return staged
+
+    def write(self, staged: StagedCommit) -> None:
+        """The writer's half: ``staged`` written in the transaction's order."""
+        run, epoch = self.run, staged.epoch
+        if staged.mark_pending:
+            mark_pending(run.root, run.id)  # before LAST: a crash anywhere after is settled
+            self._marked = self._promotion_owed = True
+        staged.history.write()
+        try:
+            generation = self.save_point(staged.last, staged.training_state, as_last=False)
+        except BaseException:
+            staged.history.undo()  # LAST failed: history rolls back to the last epoch
+            raise
+        self.durable_epoch = epoch
+        if self.attempt is not None:
+            self.attempt.committed("last", epoch, generation)
+        for point in staged.after_last:
+            self.save_point(point, staged.training_state, as_last=True)
+        if staged.promote is not None:
             with file_lock(run.root / ".best.lock", root=run.root):
-                promote_best(run.root, run.id, score, keep_marker=True)
+                promote_best(run.root, run.id, staged.promote, keep_marker=True)
             self._promotion_owed = False
+        summarize_commit(run, epoch, staged.idp, named_monitor=staged.named_monitor,
+                         monitor_value=staged.monitor_value)
+        self._saved_last = None  # one staged copy in memory: the next commit's
+
+    # -- the training thread's view of the writer ---------------------------------------
+    def check(self) -> None:
+        """Raise the error of a commit that already failed (an epoch boundary)."""
+        self._surfaced(self.writer.check)
+
+    def wait(self) -> None:
+        """Return once every commit handed over is durable; raise the error of one that
+        failed."""
+        self._surfaced(self.writer.wait)
+
+    def settle(self) -> BaseException | None:
+        """For a fit unwinding from another error: wait for the commit in flight and
+        return its error (the history cut back as for a raised one)."""
+        try:
+            self.wait()
+        except BaseException as exc:
+            return exc
+        return None
+
+    def _surfaced(self, call: Any) -> None:
+        try:
+            call()
+        except BaseException:
+            # What the failed commit did not make durable is not kept in memory either.
+            self.history.forget_after(self.durable_epoch)
+            raise
 
     def release_marker(self) -> None:
         """The fit is over: clear its runs/.best-pending marker unless a BEST's promotion
@@ -196,21 +266,21 @@ class EpochCommit:
         on_train_end changed (§8.4). Its random streams stay the epoch's own, so a resume
         continues exactly as the uninterrupted run would have. Skipped before a first
         commit and after a mid-epoch stop (live weights are never relabelled as a
-        committed epoch's, §6.1). The summary follows LAST, which may be a new point."""
-        self._refresh_last()
-        if (last := self.state.last_commit) is not None:
-            summarize_commit(self.run, last.epoch, last.idp, named_monitor=False,
-                             monitor_value=None)
-
-    def _refresh_last(self) -> None:
+        committed epoch's, §6.1). Written inline, after the commits in flight. The
+        summary follows LAST, which may be a new point."""
+        self.wait()
         last = self.state.last_commit
         if last is None or self.state.partial_stop:
             return
         if last.fingerprint is not None and self.fingerprint() == last.fingerprint:
             return  # on_train_end changed nothing LAST holds: it already is the final LAST
-        generation = self.checkpoint("last", last.epoch, last.idp, streams=last.streams)
+        point = self._point("last", last.epoch, last.idp, self.net.state_dict())
+        generation = self.save_point(point, self.training_state(last.epoch, last.streams),
+                                as_last=False)
         if self.attempt is not None:
             self.attempt.committed("last", last.epoch, generation)
+        summarize_commit(self.run, last.epoch, last.idp, named_monitor=False,
+                         monitor_value=None)
 
 
 class ScoreKeeper:
@@ -226,6 +296,15 @@ class ScoreKeeper:
         if improved and state.tracker is None and value is not None:
             state.best_score = min(value, state.best_score)
 
+    def check(self) -> None:
+        return None
+
+    def wait(self) -> None:
+        return None
+
+    def settle(self) -> BaseException | None:
+        return None
+
     def refresh_last(self) -> None:
         return None
 
@@ -234,13 +313,13 @@ class ScoreKeeper:
 
 
 def epoch_committer(state: LoopState, *, persists: bool, run: NNRun, net: torch.nn.Module,
-                    params: Any, history: Any, attempt: Any,
-                    phases: Mapping[str, int]) -> EpochCommit | ScoreKeeper:
+                    params: Any, history: Any, attempt: Any, phases: Mapping[str, int],
+                    background: bool = False) -> EpochCommit | ScoreKeeper:
     """The commit of a process that ``persists`` the run, or its score keeper."""
     if not persists:
         return ScoreKeeper(state)
     return EpochCommit(state, run=run, net=net, params=params, history=history,
-                       attempt=attempt, phases=phases)
+                       attempt=attempt, phases=phases, background=background)
 
 
 def _fingerprint(value: Any) -> Any:

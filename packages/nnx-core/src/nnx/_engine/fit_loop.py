@@ -14,7 +14,9 @@ before the reservation are :mod:`nnx._engine.fit_setup`'s; which process persist
 how processes agree is the :class:`~nnx._engine.process_session.ProcessSession`'s (a
 single process and DDP are two sessions, so the loop has no rank branch); what follows
 each update is :class:`~nnx._engine.update_hooks.UpdateHooks`'; what a commit writes is
-:mod:`nnx._engine.epoch_commit`'s, and the training state it and a resume share is a
+:mod:`nnx._engine.epoch_commit`'s (written by a background writer while the next epoch
+trains; the loop waits for it only where something reads the committed files), and
+the training state it and a resume share is a
 :class:`~nnx._engine.loop_state.LoopState`, whose checkpoint schema is
 :mod:`nnx._engine.training_state`.
 """
@@ -103,6 +105,9 @@ class FitLoop:
         model, params, owner = self.model, self.params, self.owner
         self.callbacks = fit_setup.checked_callbacks(callbacks, params, model)
         self.journal = check_history(history, self.callbacks)
+        # A journal's full-history callback reads the committed epochs back from disk.
+        self.reads_full_history = self.journal is not None and any(
+            getattr(cb, "history_access", "window") == "full" for cb in self.callbacks)
         self.provenance = check_provenance(provenance)
         model.task_adapter.check_loss(model.loss_fn)
         self.metrics, self.monitor = params.metrics, params.monitor
@@ -269,24 +274,29 @@ class FitLoop:
     # -- the epochs -------------------------------------------------------------------------
     def commit(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
                value: float | None) -> None:
-        """The epoch transaction (:mod:`nnx._engine.epoch_commit`)."""
+        """The epoch transaction (:mod:`nnx._engine.epoch_commit`): staged here, written
+        by the commit's writer (in the background unless ``async_commit=False``)."""
         self.committer.commit(epoch, idp, improved=improved, value=value)
 
     def epochs(self) -> None:
         """The planned epochs, until the plan ends or a stop."""
         ctx, state, session = self.ctx, self.state, self.session
+        committer = self.committer
         for epoch in range(state.start_epoch, state.end_epoch):
+            committer.check()  # a commit in flight that failed stops the fit here
             ctx.epoch = epoch
             for cb in self.callbacks:
                 cb.on_epoch_begin(ctx)
             last = self.train_epoch(epoch)
             if ctx.stop_at_update and not state.epoch_complete:
+                committer.wait()  # the history forgets the open epoch once the last is in
                 self.hist.discard_epoch(epoch)  # a partial epoch is never committed
                 state.partial_stop = True
                 return
             try:  # an epoch the NaN guard left without any update is refused, uncommitted
                 self.skips.end_epoch(epoch, state.updates_this_epoch)
             except NonFiniteRunError:
+                committer.wait()
                 self.hist.discard_epoch(epoch)
                 raise
             val_edp = self.validate(epoch)
@@ -310,8 +320,12 @@ class FitLoop:
             # The callbacks run before the commit, so LAST holds what they did: a
             # component's state (EarlyStopping's patience), the net, should_stop.
             ctx.deferred = []
+            if self.reads_full_history:  # it reads the committed journal back: all of it
+                committer.wait()
             dispatch_epoch_end(self.callbacks, ctx, self.hist, self.journal)
             self.commit(epoch, idp, improved=improved, value=value)
+            if ctx.deferred:  # what was deferred reads the committed files
+                committer.wait()
             run_deferred(ctx)
             # After the main process's commit: no process reads LAST before it.
             ctx.should_stop = session.any(ctx.should_stop)

@@ -5,6 +5,8 @@ before anything is reserved), reserves the run, opens its history and provenance
 attempt, runs ``on_train_begin``, applies a resume, runs the epochs, runs
 ``on_train_end``, writes the final LAST and closes the attempt. A run that fails
 before its first commit releases its reservation; the process session is left last.
+``train()`` returns once every commit is durable: a commit still being written when the
+epochs end (or fail) is waited for before ``on_train_end``.
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ def _fit(loop: FitLoop) -> NNRun:
             f"begin an attempt of run {run.id}")
     loop.committer = epoch_committer(
         loop.state, persists=session.is_main, run=run, net=loop.model.net,
-        params=loop.params, history=loop.hist, attempt=loop.attempt, phases=loop.phases)
+        params=loop.params, history=loop.hist, attempt=loop.attempt, phases=loop.phases,
+        background=loop.params.async_commit)
     try:
         for cb in loop.callbacks:
             cb.on_train_begin(ctx)
@@ -105,7 +108,12 @@ def _fit(loop: FitLoop) -> NNRun:
             run.metadata["resume"] = loop.resume.status.state()
             session.on_main(run.save_config, f"record the resume of run {run.id}")
         loop.epochs()
+        loop.committer.wait()  # every epoch durable before on_train_end (or its error)
     except BaseException as exc:
+        # The commit in flight finishes first: the run resumes from the last durable point.
+        pending = loop.committer.settle()
+        if pending is not None and pending is not exc:
+            exc.add_note(f"the epoch commit in flight failed too: {pending!r}")
         # on_train_end still runs so loggers close their files; ctx.error says why.
         ctx.error = exc
         _finish_attempt(loop, "cancelled" if isinstance(exc, KeyboardInterrupt)

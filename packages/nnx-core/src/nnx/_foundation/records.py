@@ -176,13 +176,16 @@ class _DeferredRecord(NNEvaluationDataPoint):
 
     def _settle(self) -> None:
         source = self._source
-        assert source is not None
+        if source is None:  # another thread settled it meanwhile
+            return
         values = source.fields()
-        object.__setattr__(self, "_source", None)
         for name in _DEFERRED[:-1]:
             _SLOTS[name].__set__(self, _number(name, values.get(name)))
         if "count" in values:
             _SLOTS["count"].__set__(self, _count(values["count"]))
+        # Last: a reader in another thread (the background commit's writer renders the
+        # history) that sees no source finds every field already set.
+        object.__setattr__(self, "_source", None)
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in _FIELD_NAMES)

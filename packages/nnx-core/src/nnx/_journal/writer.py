@@ -29,13 +29,19 @@ failed ``commit_epoch`` publishes nothing and may simply be called again.
 ``rollback`` republishes the manifest from before the last successful
 ``commit_epoch`` (only while nothing was appended since; after a failed commit
 it keeps the published one) and reloads the window from disk.
+
+The epoch commit (``nnx._engine.epoch_commit``) splits ``commit_epoch`` in two, so
+the flushes happen off the training thread: ``stage_epoch`` writes the epoch's data
+(in the training thread; the next epoch may append right after), ``publish`` flushes
+and publishes it (the commit's writer), ``unpublish`` republishes the previous manifest
+when LAST failed, and ``forget_unpublished`` drops in memory what was not published.
 """
 
 from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,6 +95,16 @@ class _Chunk:
                           first_epoch=self.first.epoch, last_epoch=self.last.epoch,
                           first_iter=self.first.iter_idx, last_iter=self.last.iter_idx,
                           size=self.size, sha256=self.sha256, prev=prev)
+
+
+@dataclass(frozen=True)
+class EpochPublication:
+    """One staged epoch (:meth:`JournalWriter.stage_epoch`): the manifest that publishes
+    it, the one it replaces, and the files written for it, still to be flushed."""
+
+    manifest: JournalManifest
+    previous: JournalManifest
+    unsynced: tuple[Path, ...]
 
 
 class JournalWriter:
@@ -184,12 +200,39 @@ class JournalWriter:
     def commit_epoch(self, epoch: int, summary_row: Mapping[str, Any]) -> JournalManifest:
         """Write, flush and publish epoch ``epoch``; returns the published manifest."""
         self._undo = None
+        publication = self.stage_epoch(epoch, summary_row)
+        self.publish(publication)
+        self._undo = publication.previous
+        return publication.manifest
+
+    def stage_epoch(self, epoch: int, summary_row: Mapping[str, Any]) -> EpochPublication:
+        """Write epoch ``epoch``'s chunks, index lines and row, unflushed and unpublished:
+        the next epoch may append at once, while :meth:`publish` flushes and publishes
+        this one (the epoch commit's writer, on its own thread)."""
+        previous = self._base
         manifest = self._stage_epoch(epoch, summary_row)
-        self._flush()
-        previous = self._published
-        self._publish(manifest)
-        self._undo = previous
-        return manifest
+        unsynced, self._unsynced = tuple(self._unsynced), []
+        return EpochPublication(manifest=manifest, previous=previous, unsynced=unsynced)
+
+    def publish(self, publication: EpochPublication) -> None:
+        """Flush a staged epoch's files, once, and the directory; then its manifest."""
+        self._flush(publication.unsynced)
+        self._publish(publication.manifest)
+
+    def unpublish(self, publication: EpochPublication) -> None:
+        """The staged epoch's LAST failed: the manifest before it is live again (the
+        records in memory are cut back by :meth:`forget_unpublished`)."""
+        if self.path.is_dir():
+            self._write_manifest(publication.previous)
+        self._published = publication.previous
+
+    def forget_unpublished(self) -> None:
+        """After a failed commit: drop every record not published (an epoch staged but
+        rolled back, the open epoch) and reload the window from disk."""
+        if self._base is self._published and not self._pending and not self._chunks:
+            return
+        self._drop_open()
+        self._reload_window()
 
     def _stage_epoch(self, epoch: int, summary_row: Mapping[str, Any]) -> JournalManifest:
         """Write the epoch's chunks, index lines and row (nothing flushed or published)."""
@@ -236,16 +279,15 @@ class JournalWriter:
         self.bytes_written += len(data)
         return length
 
-    def _flush(self) -> None:
-        """Flush every file written since the last flush, once, and the directory."""
-        for path in self._unsynced:
+    def _flush(self, paths: Sequence[Path]) -> None:
+        """Flush ``paths``, once each, and the directory."""
+        for path in paths:
             fsync_file(path)
         fsync_dir(self.path)
-        self._unsynced = []
 
     def _publish(self, manifest: JournalManifest) -> None:
         self._write_manifest(manifest)
-        self._published = self._base = manifest
+        self._published = manifest
 
     def _write_manifest(self, manifest: JournalManifest) -> None:
         text = manifest.render()

@@ -172,12 +172,24 @@ class NNRun:
 
     def save_history(self) -> None:
         """idps.csv, rewritten whole; a journal run's history is never rewritten."""
+        text = self.history_text(self.idps)
+        if text is not None:
+            self.write_history_text(text)
+
+    def history_text(self, records: list[NNIterationDataPoint]) -> str | None:
+        """idps.csv's text for ``records`` (None for a journal run). Renders only the
+        records it has not rendered before, so call it from one thread (the training
+        thread: a record computes its deferred fields where it is rendered)."""
         if self.has_journal:
-            return
+            return None
         if self._csv is None:
             self._csv = IdpsCsv()
+        return self._csv.render(records)
+
+    def write_history_text(self, text: str) -> None:
+        """idps.csv holds ``text`` (atomically, under the run's lock)."""
         with file_lock(self.path / ".run.lock", root=self.root):
-            atomic_write_text(self.path / "idps.csv", self._csv.render(self.idps))
+            atomic_write_text(self.path / "idps.csv", text)
 
     def save(self) -> None:
         self.save_config()

@@ -90,14 +90,15 @@ def migrate_history(run_id: str, *, spec: HistoryJournal, root: str | os.PathLik
     if hdir.exists():
         shutil.rmtree(hdir)  # an unpublished leftover of an interrupted migration
     writer = JournalWriter(run_dir, spec)
+    unsynced: list[Path] = []
     for epoch, group in itertools.groupby(kept, key=lambda r: r.epoch):
         epoch_records = list(group)
         for record in epoch_records:
             writer.append(record)
-        writer._stage_epoch(epoch, epoch_summary(epoch_records[-1]))
+        unsynced += writer.stage_epoch(epoch, epoch_summary(epoch_records[-1])).unsynced
     manifest = writer._base
     hdir.mkdir(exist_ok=True)
-    writer._flush()
+    writer._flush(unsynced)
     _check_same(hdir, manifest, kept)
     writer._publish(manifest)
     _remove_csv(csv)

@@ -51,8 +51,12 @@ class LoopParams(Params):
     """Epoch count, loaders and the run controls both training loops share.
 
     Runtime-only (never in ``state()``): the loaders, ``extra_metrics``,
-    ``overwrite_existing`` and the resume request. A resume request is recorded
-    as lineage: ``parent_run_id`` / ``parent_checkpoint``.
+    ``overwrite_existing``, the resume request and ``async_commit``. A resume request is
+    recorded as lineage: ``parent_run_id`` / ``parent_checkpoint``.
+
+    ``async_commit`` (default True): each epoch's commit is written by a background
+    writer while the next epoch trains (docs/durability.md, "The durability window");
+    False writes it before the next epoch starts, as NNx did before.
     """
 
     n_epochs: int = always(10)
@@ -70,6 +74,7 @@ class LoopParams(Params):
     resume_from_run_id: str | None = runtime()
     resume_from_checkpoint: str | None = runtime()
     resume_mode: str = runtime("auto")
+    async_commit: bool = runtime(True)
 
     def _validate_loop(self) -> None:
         n = f"{type(self).__name__}."
@@ -79,7 +84,7 @@ class LoopParams(Params):
         check_optional_str(n + "data_id", self.data_id)
         check_loader(n + "train_loader", self.train_loader, training=True)
         check_loader(n + "val_loader", self.val_loader, training=False)
-        for flag in ("save_phase_checkpoints", "overwrite_existing"):
+        for flag in ("save_phase_checkpoints", "overwrite_existing", "async_commit"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{n}{flag} must be a bool; got {getattr(self, flag)!r}")
         metrics = self.extra_metrics
