@@ -28,6 +28,7 @@ from nnx._foundation.records import NNIterationDataPoint, first_finite
 from nnx._persistence.best import promote_best
 from nnx._persistence.best_pending import clear_pending, mark_pending
 from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.point_flush import one_directory_flush
 from nnx._persistence.point_position import OWES, SCORE
 from nnx._persistence.run import NNRun
 from nnx._persistence.summary_writer import summarize_commit
@@ -127,45 +128,47 @@ class EpochCommit:
 
     def _write(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,
                value: float | None) -> None:
-        run, state = self.run, self.state
-        state.commit_started = True  # from here on the run directory is kept (§4.4)
-        first_best = not (run.checkpoints_dir / "best.pt").exists()
-        if state.tracker is None and (improved or first_best) and value is not None:
-            # Before LAST, whose training state carries it: a resume from LAST then
-            # judges the next epoch against this one, as the uninterrupted run does.
-            state.best_score = min(value, state.best_score)
-        owes = self._owes(epoch, improved=improved, first_best=first_best, value=value)
-        if "best" in owes and state.tracker is None:
-            mark_pending(run.root, run.id)  # before LAST: a crash anywhere after is settled
-            self._marked = self._promotion_owed = True
-        self.history.commit(epoch, idp)
-        streams = training_state.capture_streams(state)
-        try:
-            generation = self.checkpoint("last", epoch, idp, streams=streams, owes=owes)
-        except BaseException:
-            self.history.rollback(epoch)  # LAST failed: history rolls back to the last epoch
-            raise
-        # Fingerprinted on the run's last epoch only (cheap, but not free): the final
-        # LAST refresh compares against it; without one it always rewrites.
-        ctx = state.ctx
-        final = epoch == state.end_epoch - 1 or ctx.should_stop or ctx.stop_at_update
-        state.last_commit = LastCommit(epoch, idp, streams,
-                                       self.fingerprint() if final else None)
-        if self.attempt is not None:
-            self.attempt.committed("last", epoch, generation)
-        for tag, phase_epoch in self.phases.items():
-            if phase_epoch == epoch:
-                self.checkpoint(tag, epoch, idp, as_last=True)
-        if state.tracker is not None:  # a named monitor decides BEST; never elected to runs/best
-            if improved:
-                self.checkpoint("best", epoch, idp, monitor_value=value, as_last=True)
-            return
-        if improved or first_best:
-            score = checkpoint_score(idp)
-            self.checkpoint("best", epoch, idp, as_last=True)
-            with file_lock(run.root / ".best.lock", root=run.root):
-                promote_best(run.root, run.id, score, keep_marker=True)
-            self._promotion_owed = False
+        with one_directory_flush():  # LAST, the phase points, BEST: one flush
+            run, state = self.run, self.state
+            state.commit_started = True  # from here on the run directory is kept (§4.4)
+            first_best = not (run.checkpoints_dir / "best.pt").exists()
+            if state.tracker is None and (improved or first_best) and value is not None:
+                # Before LAST, whose training state carries it: a resume from LAST then
+                # judges the next epoch against this one, as the uninterrupted run does.
+                state.best_score = min(value, state.best_score)
+            owes = self._owes(epoch, improved=improved, first_best=first_best, value=value)
+            if "best" in owes and state.tracker is None:
+                mark_pending(run.root, run.id)  # before LAST: a crash anywhere after is settled
+                self._marked = self._promotion_owed = True
+            self.history.commit(epoch, idp)
+            streams = training_state.capture_streams(state)
+            try:
+                generation = self.checkpoint("last", epoch, idp, streams=streams, owes=owes)
+            except BaseException:
+                self.history.rollback(epoch)  # LAST failed: history rolls back to the last epoch
+                raise
+            # Fingerprinted on the run's last epoch only (cheap, but not free): the final
+            # LAST refresh compares against it; without one it always rewrites.
+            ctx = state.ctx
+            final = epoch == state.end_epoch - 1 or ctx.should_stop or ctx.stop_at_update
+            state.last_commit = LastCommit(epoch, idp, streams,
+                                           self.fingerprint() if final else None)
+            if self.attempt is not None:
+                self.attempt.committed("last", epoch, generation)
+            for tag, phase_epoch in self.phases.items():
+                if phase_epoch == epoch:
+                    self.checkpoint(tag, epoch, idp, as_last=True)
+            # A named monitor decides BEST; never elected to runs/best.
+            if state.tracker is not None:
+                if improved:
+                    self.checkpoint("best", epoch, idp, monitor_value=value, as_last=True)
+                return
+            if improved or first_best:
+                score = checkpoint_score(idp)
+                self.checkpoint("best", epoch, idp, as_last=True)
+                with file_lock(run.root / ".best.lock", root=run.root):
+                    promote_best(run.root, run.id, score, keep_marker=True)
+                self._promotion_owed = False
 
     def release_marker(self) -> None:
         """The fit is over: clear its runs/.best-pending marker unless a BEST's promotion
