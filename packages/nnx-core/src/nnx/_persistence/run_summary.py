@@ -12,7 +12,10 @@ metadata.yaml's bytes once the writer has checked them (run.yaml hashes to the r
 both parse), so a reader finding the same bytes need not parse them.
 
 Reading imports nothing heavy (no torch): ``nnx runs list`` answers at once. Writing
-happens inside the commit, where torch is loaded already.
+happens inside the commit, where torch is loaded already, from what the commit wrote:
+LAST's and BEST's manifests, the previous summary and the YAML files' digests as this
+process wrote or last read them, while each is still that file
+(:mod:`nnx._persistence.known_files`); read from disk otherwise, with the same result.
 """
 
 from __future__ import annotations
