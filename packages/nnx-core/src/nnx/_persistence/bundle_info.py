@@ -79,6 +79,9 @@ class ValidatedBundle:
     calibrators: tuple[Mapping[str, Any], ...]
     #: The fitted preprocessing, rebuilt from its checked state (None: none shipped).
     preprocessing: Standardizer | None = None
+    #: Each tensor payload's checked safetensors header (``read_header``'s result), so
+    #: decoding it does not parse the header a second time.
+    headers: Mapping[str, Any] = field(default_factory=dict)
 
 
 def build_info(root: Path, manifest: Mapping[str, Any], state: Mapping[str, Any],

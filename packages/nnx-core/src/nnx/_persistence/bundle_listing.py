@@ -4,7 +4,9 @@ and the payloads it lists.
 Every check runs on bytes: the manifest's schema (strict JSON), the directory listing
 against the manifest (nothing missing, unlisted or symlinked, one generation
 throughout), each payload's size (checked on the open file before it is read) and
-SHA-256. What the bytes mean is :mod:`nnx._persistence.bundle_read`.
+SHA-256, taken from the bytes read, so each file is read once. An export's staged
+generation is checked without reading it back (:func:`check_written`). What the bytes
+mean is :mod:`nnx._persistence.bundle_read`.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ from nnx._persistence.bundle_format import (
     read_regular,
 )
 
-__all__ = ["MAX_TENSOR_BYTES", "check_listing", "open_generation", "read_listed",
-           "read_manifest"]
+__all__ = ["MAX_TENSOR_BYTES", "check_listing", "check_written", "open_generation",
+           "read_listed", "read_manifest"]
 
 #: A tensor payload larger than this is refused before it is read.
 MAX_TENSOR_BYTES = 1 << 40
@@ -142,11 +144,15 @@ def check_listing(root: Path, manifest: Mapping[str, Any], gen_fd: int | None) -
         raise BundleValidationError(f"{live} is missing {sorted(listed - present)}")
 
 
+def _bound(name: str) -> int:
+    return MAX_JSON_BYTES if name.endswith(".json") else MAX_TENSOR_BYTES
+
+
 def read_listed(root: Path, manifest: Mapping[str, Any], rel: str,
                 gen_fd: int | None) -> bytes:
     entry = manifest["files"][rel]
     name = rel.split("/", 1)[1]
-    bound = MAX_JSON_BYTES if name.endswith(".json") else MAX_TENSOR_BYTES
+    bound = _bound(name)
     if gen_fd is None:
         data = read_regular(root / rel, entry["size"], bound, rel)
     else:
@@ -155,3 +161,28 @@ def read_listed(root: Path, manifest: Mapping[str, Any], rel: str,
         raise BundleValidationError(f"{rel}: its SHA-256 does not match the manifest (the "
                                     "file was changed or damaged)")
     return data
+
+
+def check_written(root: Path, manifest: Mapping[str, Any], written: Mapping[str, bytes],
+                  gen_fd: int | None) -> dict[str, bytes]:
+    """The staged generation's payloads (name → bytes) as its export wrote them, each
+    listed file checked on disk without reading it back: a regular file, not a link
+    (``stat`` without following one), of the size its manifest entry and its bytes
+    have, under the reader's bound. Its digest is the one the manifest was made from,
+    taken as those very bytes were written (one hash pass, spec §22 and §4.2)."""
+    payloads = {}
+    for rel in sorted(manifest["files"]):
+        name, size = rel.split("/", 1)[1], manifest["files"][rel]["size"]
+        data = written.get(name)
+        try:
+            info = (os.stat(root / rel, follow_symlinks=False) if gen_fd is None
+                    else os.stat(name, dir_fd=gen_fd, follow_symlinks=False))
+        except FileNotFoundError:
+            info = None
+        if data is None or info is None or not stat.S_ISREG(info.st_mode):
+            raise BundleValidationError(f"{rel} is missing or not a regular file")
+        if not info.st_size == len(data) == size or size > _bound(name):
+            raise BundleValidationError(f"{rel} is {info.st_size} bytes on disk, {len(data)} "
+                                        f"written; expected {size} (at most {_bound(name)})")
+        payloads[name] = data
+    return payloads

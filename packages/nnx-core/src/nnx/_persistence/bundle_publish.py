@@ -1,8 +1,12 @@
 """Publishing a run bundle's generation (spec §22, Publication and Directory safety).
 
 A new generation directory is written first (each payload through the one
-atomic writer), then checked as validate_bundle would check it once live, and
-only then does bundle.json, replaced atomically, make it the bundle. An export
+atomic writer, hashed as it is written), then checked as validate_bundle would
+check it once live (the listing and sizes on disk, the rest on the bytes just
+written, never read back); its manifest is staged beside bundle.json under a
+temp name readers ignore; the payloads, the generation directory and that temp
+are flushed (at once), and only then does the temp's rename, flushed with the
+bundle's directory, make bundle.json name the new generation. An export
 interrupted at any of those steps leaves the previous manifest, and with it the
 previous generation, in place. The generation a new one replaces stays until
 the next export, so a reader that started before it can finish; older
@@ -20,13 +24,14 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
 import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nnx._foundation.atomic import atomic_write_bytes, fsync_dir
+from nnx._foundation.atomic import atomic_write_bytes, fsync_dir, fsync_together
 from nnx._foundation.hashing import sha256_hex
 from nnx._persistence.bundle_format import (
     BUNDLE_FORMAT,
@@ -97,12 +102,14 @@ def _unfinished(root: Path) -> bool:
     return True
 
 
-def manifest_bytes(generation: str, files: Mapping[str, bytes]) -> tuple[dict[str, Any], bytes]:
-    """The manifest of ``generation`` holding ``files`` (name → bytes), and its bytes."""
+def manifest_bytes(generation: str, entries: Mapping[str, Mapping[str, Any]]
+                   ) -> tuple[dict[str, Any], bytes]:
+    """The manifest of ``generation`` listing ``entries`` (name → its sha256 and size,
+    as :func:`write_payload` returns them), and its bytes."""
     folder = generation_dir(generation)
     manifest = {"format": BUNDLE_FORMAT, "version": BUNDLE_VERSION, "generation": generation,
-                "files": {f"{folder}/{name}": {"sha256": sha256_hex(data), "size": len(data)}
-                          for name, data in sorted(files.items())}}
+                "files": {f"{folder}/{name}": dict(entry)
+                          for name, entry in sorted(entries.items())}}
     return manifest, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8")
 
 
@@ -120,28 +127,48 @@ def _clear(root: Path, keep: str | None) -> None:
                 os.unlink(entry.path)
 
 
-def write_payload(folder: Path, name: str, data: bytes) -> None:
-    atomic_write_bytes(folder / name, data, follow=False)
+def write_payload(folder: Path, name: str, data: bytes) -> dict[str, Any]:
+    """Write payload ``name`` into the staged generation, unflushed (publish_generation
+    flushes them all before the manifest names them); its manifest entry, hashed from
+    the bytes as they are written (the file is never read back to hash it)."""
+    entry = {"sha256": sha256_hex(data), "size": len(data)}
+    atomic_write_bytes(folder / name, data, sync=False, follow=False)
+    return entry
 
 
-def replace_manifest(root: Path, data: bytes) -> None:
-    atomic_write_bytes(root / MANIFEST, data, follow=False)
+def stage_manifest(root: Path, data: bytes) -> Path:
+    """bundle.json's new bytes under a temp name of its own (``.bundle.json.<8 hex>``,
+    which readers ignore and the next export clears), written and not yet flushed."""
+    temp = root / f".{MANIFEST}.{secrets.token_hex(4)}"
+    return atomic_write_bytes(temp, data, sync=False, follow=False,
+                              temp=f".{MANIFEST}.{secrets.token_hex(4)}")
+
+
+def replace_manifest(root: Path, staged: Path) -> None:
+    """Make the staged manifest (flushed by now) bundle.json, and flush the rename."""
+    os.replace(staged, root / MANIFEST)
     fsync_dir(root)
 
 
 def publish_generation(root: Path, generation: str, files: Mapping[str, bytes],
                        live: str | None,
-                       check_staged: Callable[[Path, Mapping[str, Any]], Any]) -> None:
+                       check_staged: Callable[[Path, Mapping[str, Any]], Any]) -> Any:
     """Stage ``files`` as generation ``generation`` under ``root``, check it with
-    ``check_staged(root, manifest)``, then publish its manifest. ``live``: the generation
-    the target holds now (kept: a reader may still be reading it)."""
+    ``check_staged(root, manifest)``, then publish its manifest; what the check returned.
+    ``live``: the generation the target holds now (kept: a reader may still be reading
+    it). Each payload is hashed once, as it is written; the check gets the manifest made
+    from those digests (and may check ``files`` themselves: they are the bytes written)."""
     root.mkdir(parents=True, exist_ok=True)
     _clear(root, None if live is None else generation_dir(live))
     folder = root / generation_dir(generation)
     folder.mkdir()
-    for name, data in sorted(files.items()):
-        write_payload(folder, name, data)
-    fsync_dir(folder)
-    manifest, data = manifest_bytes(generation, files)
-    check_staged(root, manifest)
-    replace_manifest(root, data)
+    entries = {name: write_payload(folder, name, data) for name, data in sorted(files.items())}
+    manifest, data = manifest_bytes(generation, entries)
+    checked = check_staged(root, manifest)
+    staged = stage_manifest(root, data)
+    # Every payload, the generation's entries and the new manifest reach stable storage
+    # before the rename makes it bundle.json (the same flushes as one after another;
+    # nothing names any of them until then, so they run at once: one flush's wait).
+    fsync_together([*(folder / name for name in entries), staged], [folder])
+    replace_manifest(root, staged)
+    return checked

@@ -39,6 +39,7 @@ from nnx._persistence.bundle_format import (
 from nnx._persistence.bundle_info import BundleInfo, ValidatedBundle, build_info
 from nnx._persistence.bundle_listing import (
     check_listing,
+    check_written,
     open_generation,
     read_listed,
     read_manifest,
@@ -128,9 +129,14 @@ def _references(state: Mapping[str, Any], rel: str) -> tuple[dict[str, Any], dic
 
 
 def load_bundle(path: str | os.PathLike[str], *,
-                manifest: Mapping[str, Any] | None = None) -> ValidatedBundle:
-    """Every §22 check, in order; the bundle's bytes as they were hashed. ``manifest``:
-    check a staged generation against the manifest about to be published instead."""
+                manifest: Mapping[str, Any] | None = None,
+                written: Mapping[str, bytes] | None = None) -> ValidatedBundle:
+    """Every §22 check, in order; the bundle's bytes as they were hashed (each payload
+    read once, its digest taken from the bytes read). ``manifest`` and ``written``: check
+    a staged generation, against the manifest about to be published, as the export that
+    just wrote it: ``written`` holds the bytes it wrote and hashed while writing them, so
+    the listing and each file's size are checked on disk and the rest on those bytes,
+    and nothing just written is read back."""
     root = Path(path)
     if not root.is_dir():
         raise BundleValidationError(f"{root.as_posix()} is not a bundle directory")
@@ -139,8 +145,11 @@ def load_bundle(path: str | os.PathLike[str], *,
     prefix = generation_dir(gen) + "/"
     with open_generation(root, gen) as gen_fd:
         check_listing(root, manifest, gen_fd)
-        payloads = {rel.split("/", 1)[1]: read_listed(root, manifest, rel, gen_fd)
-                    for rel in sorted(manifest["files"])}
+        if written is None:
+            payloads = {rel.split("/", 1)[1]: read_listed(root, manifest, rel, gen_fd)
+                        for rel in sorted(manifest["files"])}
+        else:
+            payloads = check_written(root, manifest, written, gen_fd)
     state = _state(payloads[STATE], prefix + STATE, gen)
     decoded, refs = _references(state, prefix + STATE)
     listed_calibrators = sorted(n for n in payloads if CALIBRATOR.fullmatch(n))
@@ -159,10 +168,12 @@ def load_bundle(path: str | os.PathLike[str], *,
         if problems:
             raise BundleValidationError("; ".join(problems))
         records.append(record)
+    headers = {}
     for file, names in refs.items():
         if file not in payloads:
             continue
-        entries, _, _ = _header(payloads[file], prefix + file)
+        headers[file] = _header(payloads[file], prefix + file)
+        entries = headers[file][0]
         if set(entries) != names:
             raise BundleValidationError(
                 f"{prefix}{file} holds tensors {sorted(set(entries) - names)[:5]} that state.json "
@@ -178,7 +189,7 @@ def load_bundle(path: str | os.PathLike[str], *,
                                             f"{record['model_id']}, the bundled weights are "
                                             f"{fingerprint}")
     info = build_info(root, manifest, decoded, records, preprocessing)
-    return ValidatedBundle(info, decoded, payloads, tuple(records), preprocessing)
+    return ValidatedBundle(info, decoded, payloads, tuple(records), preprocessing, headers)
 
 
 def _preprocessing(state: Mapping[str, Any], payloads: Mapping[str, bytes], prefix: str

@@ -66,17 +66,18 @@ def unstorable(tensor: torch.Tensor) -> str | None:
     return None
 
 
-def _raw(tensor: torch.Tensor, name: str) -> bytes:
+def _raw(tensor: torch.Tensor, name: str) -> Any:
+    """The tensor's little-endian bytes as a buffer: on a little-endian host a view of
+    its (contiguous, CPU) storage, so the payload's one copy is :func:`encode`'s join."""
     problem = unstorable(tensor)
     if problem is not None:
         raise TypeError(f"tensor {name!r} {problem}")
     flat = tensor.detach().to("cpu").contiguous().reshape(-1)
     if flat.numel() == 0:
         return b""
-    data = flat.view(torch.uint8).numpy().tobytes()
     if sys.byteorder != "little" and flat.element_size() > 1:  # the format is little-endian
-        data = flat.numpy().byteswap().tobytes()
-    return data
+        return flat.numpy().byteswap().view("uint8")
+    return flat.view(torch.uint8).numpy()
 
 
 def encode(tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str] | None = None
@@ -84,7 +85,7 @@ def encode(tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str] | No
     """The safetensors bytes of ``tensors`` (in name order), with optional string
     ``metadata``; the header is padded with spaces to a multiple of 8 bytes."""
     header: dict[str, Any] = {}
-    chunks: list[bytes] = []
+    chunks: list[Any] = []
     offset = 0
     for name in sorted(tensors):
         tensor = tensors[name]
@@ -97,7 +98,9 @@ def encode(tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str] | No
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
     text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     text += b" " * (-len(text) % 8)
-    return len(text).to_bytes(8, "little") + text + b"".join(chunks)
+    # One join of the length, the header and the tensors' own buffers: each tensor's
+    # bytes are copied once, into the payload, and never through an intermediate.
+    return b"".join([len(text).to_bytes(8, "little"), text, *chunks])
 
 
 def read_header(data: bytes, where: str) -> tuple[dict[str, Entry], dict[str, str], int]:
@@ -158,13 +161,18 @@ def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def decode(data: bytes, where: str, *, device: Any = "cpu") -> dict[str, torch.Tensor]:
-    """The tensors of ``data`` (header checked first), each its own copy on ``device``."""
-    entries, _, start = read_header(data, where)
+def decode(data: bytes, where: str, *, device: Any = "cpu",
+           header: tuple[dict[str, Entry], dict[str, str], int] | None = None
+           ) -> dict[str, torch.Tensor]:
+    """The tensors of ``data`` (header checked first), each its own copy on ``device``.
+    ``header``: what :func:`read_header` already returned for these very bytes (a
+    validated bundle's), so the header is not parsed twice."""
+    entries, _, start = read_header(data, where) if header is None else header
+    view = memoryview(data)
     out: dict[str, torch.Tensor] = {}
     for name, entry in entries.items():
         dtype = DTYPES[entry.dtype]
-        raw = bytearray(data[start + entry.begin:start + entry.end])
+        raw = bytearray(view[start + entry.begin:start + entry.end])  # the one copy
         if not raw:
             tensor = torch.empty(entry.shape, dtype=dtype)
         else:
@@ -175,7 +183,7 @@ def decode(data: bytes, where: str, *, device: Any = "cpu") -> dict[str, torch.T
     return out
 
 
-def _digest(items: list[tuple[str, str, tuple[int, ...], bytes]]) -> str:
+def _digest(items: list[tuple[str, str, tuple[int, ...], Any]]) -> str:
     digest = hashlib.sha256(_FINGERPRINT)
     for name, dtype, shape, raw in sorted(items, key=lambda item: item[0]):
         digest.update(canonical_bytes({"name": name, "dtype": dtype, "shape": list(shape),
@@ -189,7 +197,8 @@ def payload_fingerprint(data: bytes, where: str) -> str:
     """The weights fingerprint of a safetensors payload: names, dtypes, shapes and raw
     bytes, read from the header and the data section only."""
     entries, _, start = read_header(data, where)
-    return _digest([(name, e.dtype, e.shape, bytes(data[start + e.begin:start + e.end]))
+    view = memoryview(data)
+    return _digest([(name, e.dtype, e.shape, view[start + e.begin:start + e.end])
                     for name, e in entries.items()])
 
 

@@ -121,9 +121,14 @@ def export_bundle(run_id: str, dir: str | os.PathLike[str], *,
         files[f"calibrator-{i}.json"] = _json_bytes(record)
     if prepared is not None:
         files[PREPROCESSING] = _json_bytes(prepared)
-    publish_generation(target, generation, files, live,
-                       lambda root, manifest: load_bundle(root, manifest=manifest))
-    return load_bundle(target).info
+    # The staged check is validate_bundle's, run on the bytes just written (hashed as
+    # they were written); the bundle it vouches for is the one published, so its info
+    # is the answer, and nothing is read back.
+    staged = publish_generation(
+        target, generation, files, live,
+        lambda root, manifest: load_bundle(root, manifest=manifest, written=files))
+    info: BundleInfo = staged.info
+    return info
 
 
 def _json_bytes(value: Any) -> bytes:

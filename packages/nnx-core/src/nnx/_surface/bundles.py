@@ -1,7 +1,8 @@
 """reconstruct_bundle and ReconstructedBundle.resume (spec §22).
 
 Reconstruction validates the bundle first (every check of validate_bundle, on
-the bytes it then decodes), gathers everything this process lacks (a model
+the bytes it then decodes: each payload read and hashed once, each safetensors
+header parsed once), gathers everything this process lacks (a model
 factory, a transform op, a component, the device the model was saved on) into
 one BundleReconstructionError before any model is allocated, then rebuilds the
 model as NNModel.from_checkpoint does from an in-memory checkpoint: recipes
@@ -182,7 +183,7 @@ def reconstruct_bundle(path: str | os.PathLike[str], *,
             f"bundle {bundle.info.path.as_posix()} cannot be rebuilt here; nothing was "
             "allocated:\n  - " + "\n  - ".join(problems))
     assert params is not None
-    weights = codec.decode(bundle.payloads[MODEL], MODEL)
+    weights = codec.decode(bundle.payloads[MODEL], MODEL, header=bundle.headers.get(MODEL))
     excluded = _exclude(weights, exclude_submodules)
     model_state = dict(state["model"])
     if device is not None:
@@ -202,7 +203,8 @@ def reconstruct_bundle(path: str | os.PathLike[str], *,
         model.preprocessing = bundle.preprocessing
     training = None
     if state["training"] is not None and not excluded:
-        tensors = codec.decode(bundle.payloads[TRAINING], TRAINING)
+        tensors = codec.decode(bundle.payloads[TRAINING], TRAINING,
+                               header=bundle.headers.get(TRAINING))
         training = resolve_refs(state["training"], tensors)
     calibrators = tuple(read_calibrator(record) for record in bundle.calibrators)
     return ReconstructedBundle(model=model, info=bundle.info, calibrators=calibrators,

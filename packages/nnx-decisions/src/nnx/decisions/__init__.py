@@ -5,7 +5,8 @@ Questions are :class:`Choice` (2+ options), :class:`Boolean` (one ``p_true``) an
 :class:`DecisionProvider` declares :class:`Capabilities` (``check`` raises
 :class:`UnsupportedCapability` before any model call) and answers through the one
 :func:`validate_response` (request order, never renormalized), giving
-:class:`ChoiceResult` / :class:`BooleanResult` / :class:`ScoreResult`.
+:class:`ChoiceResult` / :class:`BooleanResult` / :class:`ScoreResult` (over many rows,
+FixedHeadProvider's :class:`DecisionResults` builds each when it is read).
 :class:`FixedHeadProvider` serves a trained NNModel's head; :class:`JevProvider` (the
 ``jev`` extra) hosted Jev models through the TypeSafe SDK. A :class:`DecisionJob`
 (``DecisionJob.ask / collect``, ``.map``, ``.then``; ``Job`` is its alias) describes
@@ -31,6 +32,7 @@ from nnx.decisions.job_results import OUTCOMES, JobCancelled, JobFailed, JobResu
 from nnx.decisions.jobs import DecisionJob, Follow, Job
 from nnx.decisions.provider import Capabilities, DecisionProvider, Limits
 from nnx.decisions.questions import Boolean, Choice, Option, Question, Score, question_from_state
+from nnx.decisions.result_rows import DecisionResults
 from nnx.decisions.results import BooleanResult, ChoiceResult, DecisionResult, ScoreResult
 from nnx.decisions.teacher import TEACHER_RECORD_FORMAT, save_teacher_records, teacher_records
 from nnx.decisions.validation import SUM_TOLERANCE, validate_response
@@ -48,6 +50,7 @@ __all__ = [
     "DecisionJob",
     "DecisionProvider",
     "DecisionResult",
+    "DecisionResults",
     "FixedHeadProvider",
     "Follow",
     "InvalidDecisionRequest",

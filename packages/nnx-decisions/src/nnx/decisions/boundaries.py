@@ -7,7 +7,8 @@ APIs (``question_from_state``, ``provider.decide``) are unchanged.
 
 * :func:`validate_decision_request_result`: plain data -> the typed question, so an
   invalid request never reaches a provider (``invalid_decision_request``);
-* :func:`decide_result`: ``Ok(results)`` or, with a ``policy``, ``Ok`` of the
+* :func:`decide_result`: ``Ok(results)`` (a FixedHeadProvider's lazy
+  :class:`DecisionResults` stays lazy) or, with a ``policy``, ``Ok`` of the
   ``SelectiveDecision``\\ s its ``decide`` gives (an abstention is a success);
   ``unsupported_capability``, ``invalid_decision_response`` and ``provider_failure``
   are told apart.
@@ -15,6 +16,7 @@ APIs (``question_from_state``, ``provider.decide``) are unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from nnx.decisions.errors import (
@@ -25,6 +27,7 @@ from nnx.decisions.errors import (
 )
 from nnx.decisions.provider import DecisionProvider
 from nnx.decisions.questions import Question, question_from_state
+from nnx.decisions.result_rows import DecisionResults
 from nnx.extend import BoundaryError, Err, Ok, Result
 
 __all__ = ["CODES", "SelectionPolicy", "decide_result", "validate_decision_request_result"]
@@ -59,7 +62,7 @@ def validate_decision_request_result(data: Any) -> Result[Question, BoundaryErro
 
 def decide_result(provider: DecisionProvider, question: Question, inputs: Any, *,
                   policy: SelectionPolicy | None = None,
-                  model_id: str | None = None) -> Result[tuple[Any, ...], BoundaryError]:
+                  model_id: str | None = None) -> Result[Sequence[Any], BoundaryError]:
     """``provider.decide(question, inputs)`` as a value (module docstring).
 
     With ``policy`` (and the ``model_id`` it was tuned for), each Choice result goes
@@ -69,7 +72,10 @@ def decide_result(provider: DecisionProvider, question: Question, inputs: Any, *
                "question": question.digest() if hasattr(question, "digest") else None}
     try:
         provider.capabilities().check(question)
-        results = tuple(provider.decide(question, inputs))
+        answered = provider.decide(question, inputs)
+        # A DecisionResults is immutable and already validated: kept as it is, its rows
+        # are built when read (a tuple() here would build every row).
+        results = answered if isinstance(answered, DecisionResults) else tuple(answered)
     except (InvalidDecisionRequest, UnsupportedCapability, InvalidDecisionResponse,
             ProviderFailure) as exc:
         return Err(BoundaryError(_code(exc), "decide_result", context, exc))

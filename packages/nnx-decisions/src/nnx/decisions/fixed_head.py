@@ -43,9 +43,10 @@ from nnx.decisions.errors import (
     UnsupportedCapability,
 )
 from nnx.decisions.provider import Capabilities, Limits
-from nnx.decisions.questions import Boolean, Question, Score
-from nnx.decisions.results import DecisionResult
-from nnx.decisions.validation import validate_response
+from nnx.decisions.questions import Boolean, Choice, Question, Score
+from nnx.decisions.result_rows import DecisionResults
+from nnx.decisions.results import BooleanResult, ChoiceResult, DecisionResult, ScoreResult
+from nnx.decisions.validation import check_rows, validate_response
 from nnx.extend import softmax64, task_batch_ops
 
 __all__ = ["FixedHeadProvider"]
@@ -135,13 +136,55 @@ class FixedHeadProvider:
 
     # -- answering -----------------------------------------------------------------------
 
-    def decide(self, question: Question, inputs: Any) -> tuple[DecisionResult, ...]:
-        """One result per input row, after ``capabilities().check``."""
+    def decide(self, question: Question, inputs: Any) -> DecisionResults:
+        """One result per input row, after ``capabilities().check``.
+
+        The whole batch is validated by this call, tensor-wide (``check_rows``), so a
+        refusal is raised here as the row-by-row path raised it; each row's typed
+        result, equal to what ``validate_response`` gives for that row, is built when
+        it is first read (:class:`DecisionResults`).
+        """
         self.capabilities().check(question)
         logits = self._logits(inputs)
-        p = self._distributions(logits)
-        return tuple(self._answer(question, logits[row], None if p is None else p[row])
-                     for row in range(logits.shape[0]))
+        if isinstance(question, Boolean):  # check lets a Boolean reach a one-logit head only
+            return self._booleans(question, logits)
+        return self._distributions_of(question, logits, self._categorical(logits))
+
+    def _booleans(self, question: Boolean, logits: np.ndarray) -> DecisionResults:
+        name, z = self.name, logits[:, 0]
+
+        def p_true(n: int) -> float:
+            return _sigmoid(float(z[n]))
+
+        def row(n: int) -> DecisionResult:
+            return BooleanResult(question, p_true(n), name, {"logits": logits[n].tolist()})
+
+        e = np.exp(-np.abs(z))  # _sigmoid over the column, for the tensor-wide check
+        check_rows(question, np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e)), p_true,
+                   provider=name)
+        return DecisionResults(len(z), row)
+
+    def _distributions_of(self, question: Choice | Score, logits: np.ndarray,
+                          p: np.ndarray) -> DecisionResults:
+        name, ids = self.name, question.ids
+        record = None if self.calibration is None else self.calibration.record
+        column = {label: c for c, label in enumerate(self.labels)}
+        ordered = p[:, [column[self._label_of(i) or ""] for i in ids]]  # question order
+        check_rows(question, ordered, lambda n: list(zip(ids, ordered[n].tolist(), strict=True)),
+                   provider=name, calibration=record)
+        if isinstance(question, Score):
+            score: Score = question
+
+            def row(n: int) -> DecisionResult:
+                return ScoreResult(score, tuple(ordered[n].tolist()), name,
+                                   {"logits": logits[n].tolist()}, None, None, record)
+        else:
+            choice: Choice = question
+
+            def row(n: int) -> DecisionResult:
+                return ChoiceResult(choice, tuple(ordered[n].tolist()), name,
+                                    {"logits": logits[n].tolist()}, None, record)
+        return DecisionResults(len(ordered), row)
 
     def decide_batch(self, questions: Sequence[Question], state: Any, *,
                      limits: Limits | None = None) -> tuple[DecisionResult, ...]:
@@ -180,8 +223,9 @@ class FixedHeadProvider:
     def _distributions(self, logits: np.ndarray) -> np.ndarray | None:
         """The categorical rows' raw or calibrated softmax; None for a one-logit head
         (its sigmoid is taken per answer)."""
-        if self.question is not None:
-            return None
+        return None if self.question is not None else self._categorical(logits)
+
+    def _categorical(self, logits: np.ndarray) -> np.ndarray:
         if self.calibration is not None:
             return self.calibration.probabilities(logits)
         return softmax64(logits)
@@ -190,15 +234,18 @@ class FixedHeadProvider:
                 p: np.ndarray | None) -> DecisionResult:
         raw = {"logits": logits.tolist()}
         if isinstance(question, Boolean) or p is None:
-            z = float(logits[0])
-            # sigmoid in float64, stable on both sides
-            p_true = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
-            return validate_response(question, p_true, provider=self.name, raw=raw)
+            return validate_response(question, _sigmoid(float(logits[0])), provider=self.name,
+                                     raw=raw)
         by_label = dict(zip(self.labels, p.tolist(), strict=True))
         keyed = [(i, by_label[self._label_of(i) or ""]) for i in question.ids]
         record = None if self.calibration is None else self.calibration.record
         return validate_response(question, keyed, provider=self.name, raw=raw,
                                  calibration=record)
+
+
+def _sigmoid(z: float) -> float:
+    """The float64 sigmoid, stable on both sides."""
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 
 def _require_head(model: nnx.NNModel, kind: str, width: int, asked: str) -> None:

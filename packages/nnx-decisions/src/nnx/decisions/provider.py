@@ -111,8 +111,10 @@ class DecisionProvider(Protocol):
 
     def capabilities(self) -> Capabilities: ...
 
-    def decide(self, question: Question, inputs: Any) -> tuple[DecisionResult, ...]:
-        """One validated result per input; check capabilities first."""
+    def decide(self, question: Question, inputs: Any) -> Sequence[DecisionResult]:
+        """One validated result per input, in order (a tuple, or a sequence that builds
+        each row when read, as FixedHeadProvider's DecisionResults); check capabilities
+        first, and refuse before returning."""
         ...
 
     def decide_batch(self, questions: Sequence[Question], state: Any, *,

@@ -6,20 +6,28 @@ unknown or unlabeled id, and a distribution that is non-finite, negative or does
 not sum to 1 within :data:`SUM_TOLERANCE`, raise InvalidDecisionResponse: nothing
 is renormalized, clipped or filled in. The tolerance is nnx.teacher-record/1's, so
 every validated Choice / Score answer can become a teacher record (§10.1).
+
+:func:`check_rows` is the same validator over a batch of answers to one question
+(``FixedHeadProvider.decide``): a tensor-wide test passes every row the row-by-row
+check surely passes, and every other row goes through :func:`validate_response`
+itself, in row order, so a batch is refused exactly as its first refused row would be.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from nnx.decisions.errors import InvalidDecisionResponse
 from nnx.decisions.questions import Boolean, Choice, Score
 from nnx.decisions.results import BooleanResult, ChoiceResult, DecisionResult, ScoreResult
 
-__all__ = ["SUM_TOLERANCE", "validate_response"]
+__all__ = ["SUM_TOLERANCE", "check_rows", "validate_response"]
 
 #: |sum(p) - 1| allowed for a Choice / Score distribution (a float64 sum).
 SUM_TOLERANCE = 1e-6
@@ -120,3 +128,32 @@ def validate_response(question: Choice | Boolean | Score, output: Any, *, provid
         return BooleanResult(question, _p_true(output), provider, raw, confidence)
     raise TypeError(f"validate_response needs a Choice, Boolean or Score; got "
                     f"{type(question).__name__}")
+
+
+def check_rows(question: Choice | Boolean | Score, values: npt.NDArray[np.float64],
+               output: Callable[[int], Any], *, provider: str,
+               calibration: Mapping[str, Any] | None = None) -> None:
+    """Refuse a batch of answers to ``question`` as :func:`validate_response` refuses
+    the first refused row (module docstring); return None when every row is valid.
+
+    ``values`` are the rows' probabilities: ``(N, k)`` distributions in the question's
+    order for a Choice / Score, ``(N,)`` ``p_true`` for a Boolean. ``output(n)`` is row
+    ``n``'s answer as ``validate_response`` takes it, for the rows checked one by one:
+    the first (so every question-wide refusal is the row-by-row one) and any row the
+    tensor-wide test cannot pass.
+    """
+    count = values.shape[0]
+    if count == 0:
+        return
+    if isinstance(question, Boolean):
+        sure = (values >= 0.0) & (values <= 1.0)  # NaN fails both
+    else:
+        # NumPy's row sum and math.fsum differ by under (k + 1) ulps of 1 on a row of
+        # [0, 1] values near 1: a row farther than that from the tolerance is decided
+        # alike by both; a row within it is left to fsum (validate_response).
+        slack = 2.0 * (values.shape[1] + 1) * float(np.finfo(np.float64).eps)
+        sure = ((values >= 0.0).all(axis=1) & (values <= 1.0).all(axis=1)
+                & (np.abs(values.sum(axis=1) - 1.0) <= SUM_TOLERANCE - slack))
+    sure[0] = False
+    for n in np.flatnonzero(~sure).tolist():
+        validate_response(question, output(n), provider=provider, calibration=calibration)
