@@ -307,9 +307,11 @@ _CATEGORIES = ("serialize", "hash", "fsync", "file calls", "rest")
 
 class Breakdown:
     """Seconds per category of every commit timed inside :meth:`active`: ``torch.save``
-    (serialize), SHA-256 (hash), ``os.fsync`` (fsync), the other ``os`` file-system calls
-    (file calls), and the remainder of the commit's wall time (rest). NNx and the floor
-    call the same functions, so their columns compare like with like."""
+    (serialize), SHA-256 (hash), ``os.fsync`` and ``os.fdatasync`` (fsync), the other
+    ``os`` file-system calls (file calls), and the remainder of the commit's wall time
+    (rest). NNx and the floor call the same functions (the floor flushes with
+    ``os.fsync``, NNx file data with ``fdatasync`` where it exists), so their columns
+    compare like with like."""
 
     _OS_CALLS = ("open", "replace", "rename", "link", "unlink", "stat", "lstat", "listdir",
                  "scandir", "mkdir", "readlink", "symlink", "close", "write")
@@ -341,6 +343,8 @@ class Breakdown:
     def patched(self) -> Iterator[None]:
         undo = [self._wrap(torch, "save", "serialize"), self._wrap(hashlib, "sha256", "hash"),
                 self._wrap(os, "fsync", "fsync")]
+        if hasattr(os, "fdatasync"):  # NNx flushes file data with it (issue 38)
+            undo.append(self._wrap(os, "fdatasync", "fsync"))
         undo += [self._wrap(os, name, "file calls") for name in self._OS_CALLS]
         try:
             yield

@@ -1,8 +1,8 @@
 """Driver of persistence/test_commit_crash_points.py: one process per scenario.
 
 It trains the reference (uninterrupted) runs, then for every file-system operation
-of one epoch's commit (counted at the ``os`` level: open, write, fsync, replace,
-rename, link, symlink, unlink, mkdir, rmdir, ftruncate) forks a child that trains
+of one epoch's commit (counted at the ``os`` level: open, write, fsync, fdatasync,
+replace, rename, link, symlink, unlink, mkdir, rmdir, ftruncate) forks a child that trains
 the same runs in a fresh root and ``os._exit``s right before that operation, as a
 SIGKILL there would: no ``finally``, no cleanup. The driver then recovers the
 root the documented way (``nnx runs verify --repair``, then a planned resume

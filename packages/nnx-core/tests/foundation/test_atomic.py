@@ -144,3 +144,69 @@ def test_reclaim_removes_only_the_destinations_stranded_temps(tmp_path):
     atomic_write_text(dest, "new\n", reclaim=True)
     assert dest.read_text() == "new\n" and not stranded.exists()
     assert all(path.read_text() == "kept" for path in [*kept, target]) and link.is_symlink()
+
+
+def _flushes(monkeypatch) -> list[tuple[str, str]]:
+    """(call, "dir" / "file") of every flush the atomic helpers make."""
+    import nnx._foundation.atomic as atomic_module
+
+    calls: list[tuple[str, str]] = []
+    for name in ("fsync", "fdatasync"):
+        if hasattr(os, name):
+            original = getattr(os, name)
+
+            def flush(fd, _name=name, _original=original):
+                kind = "dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file"
+                calls.append((_name, kind))
+                return _original(fd)
+
+            monkeypatch.setattr(os, name, flush)
+    monkeypatch.setattr(atomic_module, "fcntl", None)  # the non-macOS branch everywhere
+    return calls
+
+
+@pytest.mark.skipif(not hasattr(os, "fdatasync"), reason="no fdatasync (macOS, Windows)")
+def test_file_data_takes_fdatasync_a_directory_fsync(tmp_path, monkeypatch):
+    from nnx._foundation.atomic import append_at, fsync_dir, fsync_file
+
+    calls = _flushes(monkeypatch)
+    atomic_write_text(tmp_path / "a.txt", "x")
+    append_at(tmp_path / "b.log", 0, b"y")
+    fsync_file(tmp_path / "a.txt")
+    fsync_dir(tmp_path)
+    assert calls == [("fdatasync", "file")] * 3 + [("fsync", "dir")]
+
+
+@pytest.mark.skipif(not hasattr(os, "fdatasync"), reason="no fdatasync (macOS, Windows)")
+@pytest.mark.parametrize(("code", "raises"), [(5, True), (28, True), (22, False)])
+def test_a_data_flush_error_fails_a_strict_save_unless_unsupported(tmp_path, monkeypatch,
+                                                                   code, raises):
+    import nnx._foundation.atomic as atomic_module
+
+    def failing(fd):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(atomic_module, "fcntl", None)
+    monkeypatch.setattr(os, "fdatasync", failing)
+    target = tmp_path / "f.bin"
+    if raises:  # EIO, ENOSPC: the save fails and the destination is untouched
+        with pytest.raises(OSError) as caught:
+            atomic_write(target, lambda f: f.write(b"z"), strict=True)
+        assert caught.value.errno == code and not target.exists()
+    else:  # EINVAL: a filesystem that cannot flush does not fail the save
+        atomic_write(target, lambda f: f.write(b"z"), strict=True)
+        assert target.read_bytes() == b"z"
+    atomic_write(target, lambda f: f.write(b"w"))  # not strict: tolerated either way
+    assert target.read_bytes() == b"w"
+
+
+def test_sealed_is_the_canonical_form_with_its_digest_encoded_once():
+    from nnx._foundation.hashing import canonical_bytes, sealed, sha256_hex
+
+    fields = {"run": "r", "score": 0.25, "format": "x", "generation": 3}
+    encoded = canonical_bytes(fields)
+    assert sealed(encoded) == canonical_bytes({**fields, "sha256": sha256_hex(encoded)})
+    body = {"b": [1, 2], "a": None}
+    raw = canonical_bytes(body)
+    assert sealed(b'{"body":' + raw + b"}", hashed=raw) == canonical_bytes(
+        {"body": body, "sha256": sha256_hex(raw)})

@@ -35,6 +35,7 @@ from nnx._foundation.records import NNIterationDataPoint, first_finite
 from nnx._persistence.best import promote_best
 from nnx._persistence.best_pending import clear_pending, mark_pending
 from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.point_flush import one_directory_flush
 from nnx._persistence.point_position import OWES, SCORE
 from nnx._persistence.run import NNRun
 from nnx._persistence.summary_writer import summarize_commit
@@ -187,25 +188,26 @@ class EpochCommit:
 
     def write(self, staged: StagedCommit) -> None:
         """The writer's half: ``staged`` written in the transaction's order."""
-        run, epoch = self.run, staged.epoch
-        if staged.mark_pending:
-            mark_pending(run.root, run.id)  # before LAST: a crash anywhere after is settled
-            self._marked = self._promotion_owed = True
-        staged.history.write()
-        try:
-            generation = self.save_point(staged.last, staged.training_state, as_last=False)
-        except BaseException:
-            staged.history.undo()  # LAST failed: history rolls back to the last epoch
-            raise
-        self.durable_epoch = epoch
-        if self.attempt is not None:
-            self.attempt.committed("last", epoch, generation)
-        for point in staged.after_last:
-            self.save_point(point, staged.training_state, as_last=True)
-        if staged.promote is not None:
-            with file_lock(run.root / ".best.lock", root=run.root):
-                promote_best(run.root, run.id, staged.promote, keep_marker=True)
-            self._promotion_owed = False
+        with one_directory_flush():  # LAST, the phase points, BEST: one flush of checkpoints/
+            run, epoch = self.run, staged.epoch
+            if staged.mark_pending:
+                mark_pending(run.root, run.id)  # before LAST: a crash anywhere after is settled
+                self._marked = self._promotion_owed = True
+            staged.history.write()
+            try:
+                generation = self.save_point(staged.last, staged.training_state, as_last=False)
+            except BaseException:
+                staged.history.undo()  # LAST failed: history rolls back to the last epoch
+                raise
+            self.durable_epoch = epoch
+            if self.attempt is not None:
+                self.attempt.committed("last", epoch, generation)
+            for point in staged.after_last:
+                self.save_point(point, staged.training_state, as_last=True)
+            if staged.promote is not None:
+                with file_lock(run.root / ".best.lock", root=run.root):
+                    promote_best(run.root, run.id, staged.promote, keep_marker=True)
+                self._promotion_owed = False
         summarize_commit(run, epoch, staged.idp, named_monitor=staged.named_monitor,
                          monitor_value=staged.monitor_value)
         self._saved_last = None  # one staged copy in memory: the next commit's

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["canonical_bytes", "frozen_plain", "md5_hex", "plain", "sha256_hex"]
+__all__ = ["canonical_bytes", "frozen_plain", "md5_hex", "plain", "sealed", "sha256_hex"]
 
 
 def plain(value: Any, path: str = "$") -> Any:
@@ -77,3 +77,12 @@ def md5_hex(value: Any) -> str:
 def sha256_hex(data: bytes) -> str:
     """SHA-256 of raw bytes: the content digest for files and manifests."""
     return hashlib.sha256(data).hexdigest()
+
+
+def sealed(encoded: bytes, hashed: bytes | None = None) -> bytes:
+    """``encoded`` (the canonical bytes of a non-empty mapping whose keys all sort before
+    ``"sha256"``) with ``"sha256"``: the SHA-256 of ``hashed`` (default: ``encoded``)
+    added as its last key: exactly ``canonical_bytes({**mapping, "sha256": digest})``,
+    without encoding the mapping a second time to hash it."""
+    digest = sha256_hex(encoded if hashed is None else hashed)
+    return encoded[:-1] + b',"sha256":"' + digest.encode("ascii") + b'"}'

@@ -56,6 +56,7 @@ from nnx._persistence.best_score import SCORE_NAME, forget_score, read_score, wr
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.checkpoint_format import read_record
 from nnx._persistence.history_ends import check_history_ends
+from nnx._persistence.point_flush import settle_points
 from nnx._persistence.run import NNRun
 
 __all__ = ["BEST_NAME", "SCORE_NAME", "candidate_score", "check_pointer_slot", "current_best",
@@ -121,12 +122,11 @@ def _temp_name() -> str:
     return f".best.{os.getpid()}.{uuid.uuid4().hex}"
 
 
-def _record_score(root: Path, run_id: str | None, score: float | None, *,
-                  sync: bool = False) -> None:
+def _record_score(root: Path, run_id: str | None, score: float | None) -> None:
     if run_id is None or score is None:
         forget_score(root)
     else:
-        write_score(root, run_id, score, sync=sync)
+        write_score(root, run_id, score)
 
 
 def recorded_score(root: str | os.PathLike[str], run_id: str) -> float | None:
@@ -159,10 +159,14 @@ def check_pointer_slot(root: Path) -> None:
 
 
 def _hand_over(root: Path, run_id: str | None, score: float | None) -> None:
-    """Point runs/best at ``run_id`` (None: remove it) and record its score beside it,
-    both flushed with the root directory."""
+    """Point runs/best at ``run_id`` (None: remove it) and record its score beside it;
+    the root directory's flush makes both renames last. The BEST it names is durable
+    first: the points an epoch commit has published are flushed before the pointer
+    moves (:func:`~nnx._persistence.point_flush.settle_points`). The score's own bytes
+    are not flushed: a cache that verifies or is ignored (best_score)."""
+    settle_points()
     _point(root, run_id)
-    _record_score(root, run_id, score, sync=True)
+    _record_score(root, run_id, score)
     fsync_dir(root)
 
 

@@ -30,7 +30,8 @@ from typing import Any
 
 from nnx._foundation.atomic import atomic_write_bytes
 from nnx._foundation.bounded import load_json
-from nnx._foundation.hashing import canonical_bytes
+from nnx._foundation.hashing import canonical_bytes, sealed
+from nnx._persistence.known_files import recall
 from nnx._persistence.point_position import COMPLETED_EPOCH, SCORE
 
 __all__ = ["SCORE_NAME", "best_identity", "forget_score", "read_score", "write_score"]
@@ -40,12 +41,18 @@ _FORMAT = "nnx.best/score-2"
 _MAX_BYTES = 4096  # the record is ~300 bytes
 
 
-def _manifest(run_dir: Path, tag: str) -> tuple[bytes, Any] | None:
+def _manifest(run_dir: Path, tag: str) -> tuple[str, Any] | None:
+    """(the SHA-256 of ``tag``'s live manifest, what it says): as this process wrote it
+    when it still is that file (:mod:`nnx._persistence.known_files`), else read."""
     path = run_dir / "checkpoints" / f"{tag}.pt.manifest.json"
+    known = recall(path)
+    if known is not None:
+        doc, digest = known
+        return digest, doc
     try:
         data = path.read_bytes() if not path.is_symlink() else None
-        return None if data is None else (data, load_json(data=data, where=path.name,
-                                                          max_bytes=1 << 20))
+        return None if data is None else (hashlib.sha256(data).hexdigest(), load_json(
+            data=data, where=path.name, max_bytes=1 << 20))
     except (OSError, ValueError):
         return None
 
@@ -68,7 +75,7 @@ def best_identity(run_dir: Path) -> dict[str, Any] | None:
             return None
         score = doc["position"].get(SCORE)
         return {"checkpoint_id": str(doc["checkpoint_id"]), "generation": int(doc["generation"]),
-                "manifest": hashlib.sha256(best[0]).hexdigest(),
+                "manifest": best[0],
                 "score": None if score is None else float(score)}
     except (TypeError, KeyError, ValueError, AttributeError):
         return None
@@ -78,11 +85,12 @@ def _digest(fields: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_bytes(fields)).hexdigest()
 
 
-def write_score(root: Path, run_id: str, score: float, *, sync: bool) -> None:
+def write_score(root: Path, run_id: str, score: float) -> None:
     """Record ``run_id``'s ``score`` beside the pointer (or forget the record when the run's
-    BEST is not settled). ``sync``: flush it (the hand-over, which flushes the pointer
-    with it); a record rewritten for the same owner is not flushed: after a power loss a
-    stale one fails verification and only costs the next promotion the exact path."""
+    BEST is not settled). Never flushed by itself: a hand-over's directory flush makes
+    its rename last with the pointer's; after a power loss a record whose bytes did not
+    (or a stale one) fails verification and only costs the next promotion the exact
+    path."""
     identity = best_identity(root / run_id)
     if identity is None or not math.isfinite(score):
         forget_score(root)
@@ -90,8 +98,7 @@ def write_score(root: Path, run_id: str, score: float, *, sync: bool) -> None:
     fields = {"format": _FORMAT, "run": run_id, "score": score,
               "checkpoint_id": identity["checkpoint_id"], "generation": identity["generation"],
               "manifest": identity["manifest"]}
-    doc = {**fields, "sha256": _digest(fields)}
-    atomic_write_bytes(root / SCORE_NAME, canonical_bytes(doc) + b"\n", sync=sync,
+    atomic_write_bytes(root / SCORE_NAME, sealed(canonical_bytes(fields)) + b"\n", sync=False,
                        follow=False, temp=f".best.{os.getpid()}.score.{os.urandom(8).hex()}")
 
 

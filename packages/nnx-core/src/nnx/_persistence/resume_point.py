@@ -9,9 +9,11 @@ Saving tag ``T`` as generation ``g``:
    the checkpoint id and the logical position is staged as
    ``T.pt.manifest.json.staged``;
 3. the compatibility copy ``T.pt.opt.pt`` is pointed at the new sidecar, the
-   checkpoint ``T.pt`` is published, then the manifest is made live and the
-   directory flushed. A Ctrl-C inside 2–3 is held until the point is complete;
-4. every sidecar and compatibility temp no manifest names is removed.
+   checkpoint ``T.pt`` is published, then the manifest is made live. A Ctrl-C
+   inside 2–3 is held until the point is complete;
+4. the directory is flushed (inside an epoch commit, once for all its points:
+   :mod:`nnx._persistence.point_flush`), then every sidecar and compatibility
+   temp no manifest names is removed.
 
 A point saved right after another tag's point of the same state (BEST, or a
 phase checkpoint, committed in the epoch LAST just committed) takes that
@@ -51,6 +53,8 @@ from nnx._foundation.atomic import atomic_write_bytes, fsync_dir, interrupts_hel
 from nnx._foundation.hashing import sha256_hex
 from nnx._foundation.locking import file_lock
 from nnx._persistence.checkpoint_format import encode_checkpoint
+from nnx._persistence.known_files import recall, remember
+from nnx._persistence.point_flush import point_published
 from nnx._persistence.point_manifest import (
     MANIFEST_FORMAT,
     ResumePoint,
@@ -141,6 +145,13 @@ def _remove(directory: Path, names: list[str]) -> None:
             (directory / name).unlink()
 
 
+def _remove_strays(checkpoint: Path, keep: set[str]) -> None:
+    """What a point published earlier in an epoch commit no longer names, removed after
+    the commit's directory flush (:mod:`nnx._persistence.point_flush`)."""
+    with file_lock(lock_path(checkpoint)):
+        _remove(checkpoint.parent, _strays(checkpoint, keep))
+
+
 def stray_files(checkpoint: Path) -> list[str]:
     """Sidecars no live or staged manifest names, and stranded compatibility-link temps
     (what a kill between a publish and its clean-up leaves). Empty when no manifest
@@ -180,6 +191,18 @@ def _linked_sidecar(directory: Path, source: ResumePoint, name: str) -> bool:
     return True
 
 
+def _next_generation(dest: Path) -> int:
+    """The generation after the live point's: the one this process published, as it
+    knows it (:mod:`nnx._persistence.known_files`), or as its manifest says."""
+    known = recall(manifest_path(dest))
+    if known is not None:
+        return int(known[0]["generation"]) + 1
+    previous = None
+    with contextlib.suppress(ResumePointError):
+        previous = read_point(dest)
+    return 1 if previous is None else previous.generation + 1
+
+
 def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str, Any] | None,
                 position: Mapping[str, Any], *, like: ResumePoint | None = None) -> ResumePoint:
     """Write one resume point for ``dest`` (a ``<tag>.pt`` path) as described above.
@@ -190,10 +213,7 @@ def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str
     directory = dest.parent
     with file_lock(lock_path(dest)):
         _settle_staged(dest)
-        previous = None
-        with contextlib.suppress(ResumePointError):
-            previous = read_point(dest)
-        generation = 1 if previous is None else previous.generation + 1
+        generation = _next_generation(dest)
         checkpoint_id = uuid.uuid4().hex
         files: dict[str, Any] = {}
         shared = (like is not None and like.sidecar is not None and training_state is not None
@@ -225,9 +245,15 @@ def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str
             _set_compat(dest, side)
             atomic_write_bytes(dest, checkpoint_bytes, strict=True)
             os.replace(staged_path(dest), manifest_path(dest))
-            fsync_dir(directory, strict=True)
-        # The previous generation's sidecar, and whatever an earlier killed save stranded.
-        _remove(directory, _strays(dest, {side} if side else set()))
+            # What the manifest says and the SHA-256 of its bytes, for this commit's later
+            # steps (runs/best's score, the listing summary) to take without reading back.
+            remember(manifest_path(dest), (manifest, sha256_hex(text)))
+            # The directory flush, then the previous generation's sidecar and whatever an
+            # earlier killed save stranded: now, or once for an epoch commit (point_flush).
+            keep = {side} if side else set()
+            flushed = point_published(directory, lambda: _remove_strays(dest, keep))
+        if flushed:
+            _remove(directory, _strays(dest, keep))
         return ResumePoint(tag=payload["tag"], generation=generation,
                            checkpoint_id=checkpoint_id, position=dict(position), files=files)
 

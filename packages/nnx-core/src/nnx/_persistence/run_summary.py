@@ -12,7 +12,10 @@ metadata.yaml's bytes once the writer has checked them (run.yaml hashes to the r
 both parse), so a reader finding the same bytes need not parse them.
 
 Reading imports nothing heavy (no torch): ``nnx runs list`` answers at once. Writing
-happens inside the commit, where torch is loaded already.
+happens inside the commit, where torch is loaded already, from what the commit wrote:
+LAST's and BEST's manifests, the previous summary and the YAML files' digests as this
+process wrote or last read them, while each is still that file
+(:mod:`nnx._persistence.known_files`); read from disk otherwise, with the same result.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from typing import Any
 
 from nnx._foundation.atomic import atomic_write_bytes
 from nnx._foundation.bounded import load_json, load_yaml, read_bounded
-from nnx._foundation.hashing import canonical_bytes, md5_hex, sha256_hex
+from nnx._foundation.hashing import canonical_bytes, md5_hex, sealed, sha256_hex
+from nnx._persistence.known_files import file_identity, recall, remember
 from nnx._persistence.point_position import PLANNED_N_EPOCHS, STOPPED
 
 __all__ = ["CHECKED_FILES", "SUMMARY_FORMAT", "SUMMARY_NAME", "file_digest", "history_signature",
@@ -52,6 +56,20 @@ def file_digest(run_dir: str | os.PathLike[str], name: str) -> str | None:
         return None
 
 
+def _known_digest(run_dir: Path, name: str) -> str | None:
+    """:func:`file_digest`, read once per file a process sees: each commit of a fit finds
+    run.yaml and metadata.yaml as the previous one hashed them (one ``lstat`` each)."""
+    path = run_dir / name
+    known = recall(path)
+    if known is not None:
+        return str(known)
+    identity = file_identity(path)  # before the read: a file replaced meanwhile never matches
+    digest = file_digest(run_dir, name)
+    if digest is not None and identity is not None:
+        remember(path, digest, identity)
+    return digest
+
+
 def history_signature(run_dir: str | os.PathLike[str]) -> list[int] | None:
     """(inode, size, mtime in ns) of the eager history ``idps.csv``, None without one: the
     commit records it after writing the history, and a listing finding the same file
@@ -74,7 +92,7 @@ def _checked_files(run_dir: Path,
     kept = kept if isinstance(kept, Mapping) else {}
     found: dict[str, str | None] = {}
     for name in CHECKED_FILES:
-        digest = file_digest(run_dir, name)
+        digest = _known_digest(run_dir, name)
         if digest is not None and kept.get(name) != digest:
             try:
                 doc = load_yaml(run_dir / name)
@@ -97,6 +115,13 @@ def _manifest(run_dir: str | os.PathLike[str], tag: str) -> Mapping[str, Any] | 
         return None
     doc = load_json(path)
     return doc if isinstance(doc, Mapping) else None
+
+
+def _published(run_dir: Path, tag: str) -> Mapping[str, Any] | None:
+    """:func:`_manifest` as this process published it, while it still is that file
+    (:mod:`nnx._persistence.known_files`): the commit that just wrote it reads nothing."""
+    known = recall(run_dir / "checkpoints" / f"{tag}.pt.manifest.json")
+    return known[0] if known is not None else _manifest(run_dir, tag)
 
 
 def _point_id(manifest: Mapping[str, Any] | None) -> list[Any] | None:
@@ -156,13 +181,16 @@ def write_summary(run_dir: Path, *, epoch: int, iter_idx: int | None, net: str,
     saved in this commit shares it), the previous summary's when BEST is the point
     that one recorded, else ``best_score(path)`` read from BEST itself (rare: the first
     commit after a resume of a run without a summary). A no-op without a live LAST."""
-    last = _manifest(run_dir, "last")
+    last = _published(run_dir, "last")
     if last is None:
         return
-    previous = read_summary_body(run_dir)
+    path = run_dir / SUMMARY_NAME
+    previous = recall(path)  # the body this process wrote last, while it is still that file
+    if previous is None:
+        previous = read_summary_body(run_dir)
     if previous is not None and previous.get("last") == _point_id(last):
         return  # it describes this very point already (a final LAST refresh that was skipped)
-    best_manifest = _manifest(run_dir, "best")
+    best_manifest = _published(run_dir, "best")
     best_id = _point_id(best_manifest)
     best: dict[str, Any] | None = None
     if best_manifest is not None:
@@ -187,11 +215,14 @@ def write_summary(run_dir: Path, *, epoch: int, iter_idx: int | None, net: str,
             "files": _checked_files(run_dir, previous), "history": history_signature(run_dir)}
     if body["files"] is None:
         with contextlib.suppress(FileNotFoundError):
-            (run_dir / SUMMARY_NAME).unlink()  # an older one would be stale anyway
+            path.unlink()  # an older one would be stale anyway
         return
-    data = canonical_bytes({"body": body, "sha256": sha256_hex(canonical_bytes(body))})
+    # canonical_bytes({"body": body, "sha256": <its digest>}), the body encoded once.
+    raw = canonical_bytes(body)
+    data = sealed(_HEAD + raw + b"}", hashed=raw)
     # No flush: a derived cache the reader checks against LAST (module docstring).
-    atomic_write_bytes(run_dir / SUMMARY_NAME, data, sync=False)
+    atomic_write_bytes(path, data, sync=False)
+    remember(path, body)
 
 
 #: The file is the canonical form of {"body": ..., "sha256": ...}: the body's canonical

@@ -17,8 +17,9 @@ from typing import Any
 __all__ = ["OPS", "OpCut", "fork_action", "writer_kill_points"]
 
 #: The operations counted: each one a point where a kill leaves the disk as it is then.
-OPS = ("open", "write", "fsync", "replace", "rename", "link", "symlink", "unlink", "remove",
-       "mkdir", "rmdir", "ftruncate")
+OPS = tuple(name for name in (
+    "open", "write", "fsync", "fdatasync", "replace", "rename", "link", "symlink", "unlink",
+    "remove", "mkdir", "rmdir", "ftruncate") if hasattr(os, name))  # no fdatasync on macOS
 
 
 class OpCut:
