@@ -65,29 +65,11 @@ from nnx._foundation.seeding import capture_rng_state
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx.history import HistoryJournal
 from tools.bench import workloads
-
-
-def durable_write(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
-    """Temp file filled by ``write``, ``fsync``, rename: one file published durably (no
-    directory flush)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as handle:
-        write(handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+from tools.bench.durable_save import careful_save, durable_write, fsync_dir
 
 
 def _bytes_to(data: bytes) -> Callable[[IO[bytes]], Any]:
     return lambda handle: handle.write(data)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _saved(obj: Any) -> bytes:
@@ -122,7 +104,7 @@ def floor_point(directory: Path, tag: str, generation: int, state_dict: Any,
     os.replace(compat, directory / f"{tag}.pt.opt.pt")
     durable_write(directory / f"{tag}.pt", _bytes_to(checkpoint))
     os.replace(staged, directory / f"{tag}.pt.manifest.json")
-    _fsync_dir(directory)
+    fsync_dir(directory)
     with contextlib.suppress(FileNotFoundError):
         (directory / f"{tag}.pt.opt.{generation - 1}.pt").unlink()
 
@@ -139,12 +121,6 @@ def floor_commit(directory: Path, net: nn.Module, opt: torch.optim.Optimizer, ep
     if best:
         floor_point(checkpoints, "best", epoch + 1, net.state_dict(),
                     checkpoints / f"last.pt.opt.{epoch + 1}.pt")
-
-
-def careful_save(state: Any, path: Path) -> None:
-    """``torch.save`` + ``fsync`` + rename + directory ``fsync``: a durable save."""
-    durable_write(path, lambda handle: torch.save(state, handle))
-    _fsync_dir(path.parent)
 
 
 # -- one resume point against one save ----------------------------------------------------

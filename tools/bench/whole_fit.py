@@ -40,7 +40,7 @@ if __package__ in (None, ""):  # run as a script: make tools.bench importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tools.bench import workloads
-from tools.bench.commit_cost import careful_save
+from tools.bench.durable_save import careful_save
 from tools.bench.harness import Stamps, Workload, quiet, run_nnx, run_plain
 from tools.bench.spread import load, ratio_text
 
