@@ -1,0 +1,111 @@
+"""Import weight: what ``import nnx; nnx.NNModel`` and a tiny fit load, and how long it takes.
+
+Two scenarios, each run in fresh interpreters (``python -c``, so nothing is cached in the
+process; the OS's file cache is warm after the first untimed run):
+
+* **import** — ``import nnx; nnx.NNModel``;
+* **fit** — the same, then a plain one-epoch fit: ``NNModel(net_params=NNParams(...))
+  .train(NNTrainParams(...))`` on 32 random rows in a temporary root, no validation.
+
+For each, the modules loaded beyond ``import torch`` (torch is imported first and
+``sys.modules`` snapshotted, so torch's own weight is not counted), how many of them are
+nnx's own, and the wall time from after ``import torch`` to the end of the scenario:
+the median over ``--repeats`` fresh processes with its min–max (the two scenarios'
+processes alternate). ``--list`` prints the nnx modules each scenario loads.
+For a per-module breakdown: ``python -X importtime -c "import torch, nnx; nnx.NNModel"``.
+
+    uv run python tools/bench/import_weight.py [--repeats N] [--list]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make tools.bench importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tools.bench.spread import load
+
+_PRELUDE = """\
+import json, sys, time
+import torch
+base = set(sys.modules)
+start = time.perf_counter()
+import nnx
+nnx.NNModel
+"""
+
+_FIT = """\
+import tempfile
+from torch.utils.data import DataLoader, TensorDataset
+from nnx import NNModel, NNOptimParams, NNParams, NNTrainParams
+g = torch.Generator().manual_seed(0)
+rows = TensorDataset(torch.randn(32, 4, generator=g), torch.randint(0, 3, (32,), generator=g))
+with tempfile.TemporaryDirectory() as root:
+    NNModel(net_params=NNParams(input_dim=4, output_dim=3, hidden_dims=(8,))).train(
+        NNTrainParams(n_epochs=1, train_loader=DataLoader(rows, batch_size=16),
+                      optim=NNOptimParams.builder().adamw(max_lr=1e-3).build(), seed=0),
+        root=root, verbose=False)
+"""
+
+_REPORT = """\
+seconds = time.perf_counter() - start
+new = sorted(set(sys.modules) - base)
+print(json.dumps({"seconds": seconds, "modules": new}))
+"""
+
+#: Scenario name -> the code run in a fresh interpreter (it prints one JSON line).
+SCENARIOS = {
+    "import": _PRELUDE + _REPORT,
+    "fit": _PRELUDE + _FIT + _REPORT,
+}
+
+
+def probe(scenario: str) -> dict[str, object]:
+    """One fresh interpreter's run of a scenario: its wall seconds and new modules."""
+    done = subprocess.run([sys.executable, "-c", SCENARIOS[scenario]], capture_output=True,
+                          text=True, check=True)
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def nnx_modules(modules: list[str]) -> list[str]:
+    return [m for m in modules if m == "nnx" or m.startswith("nnx.")]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=11)
+    parser.add_argument("--list", action="store_true", help="print the nnx modules loaded")
+    args = parser.parse_args()
+    for scenario in SCENARIOS:  # warm-up: bytecode caches and the OS's file cache
+        probe(scenario)
+    seconds: dict[str, list[float]] = {s: [] for s in SCENARIOS}
+    modules: dict[str, list[str]] = {}
+    for round_ in range(args.repeats):
+        order = list(SCENARIOS) if round_ % 2 == 0 else list(SCENARIOS)[::-1]
+        for scenario in order:
+            result = probe(scenario)
+            seconds[scenario].append(float(result["seconds"]))  # type: ignore[arg-type]
+            modules[scenario] = list(result["modules"])  # type: ignore[call-overload]
+    print(f"modules loaded beyond `import torch`, and wall ms after it: median of "
+          f"{args.repeats} fresh processes (min–max)")
+    for scenario in SCENARIOS:
+        ms = [s * 1e3 for s in seconds[scenario]]
+        ours = nnx_modules(modules[scenario])
+        print(f"  {scenario:<7} {len(modules[scenario]):4d} modules ({len(ours):3d} nnx)   "
+              f"{statistics.median(ms):7.1f} ms ({min(ms):.1f}–{max(ms):.1f})")
+    print(f"  load average: {load()}")
+    if args.list:
+        for scenario in SCENARIOS:
+            print(f"\nnnx modules, {scenario}:")
+            print("\n".join(f"  {m}" for m in nnx_modules(modules[scenario])))
+
+
+if __name__ == "__main__":
+    main()
