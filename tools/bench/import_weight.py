@@ -14,7 +14,12 @@ the median over ``--repeats`` fresh processes with its min–max (the two scenar
 processes alternate). ``--list`` prints the nnx modules each scenario loads.
 For a per-module breakdown: ``python -X importtime -c "import torch, nnx; nnx.NNModel"``.
 
-    uv run python tools/bench/import_weight.py [--repeats N] [--list]
+``--baseline PYTHON`` measures another environment's interpreter in the same rounds (a
+checkout of main with its own ``.venv``: ``--baseline ../main/.venv/bin/python``), the
+two interleaved (the order alternates), and prints this tree's time over the baseline's:
+the median per-round ratio with its min–max (``spread.py``).
+
+    uv run python tools/bench/import_weight.py [--repeats N] [--list] [--baseline PYTHON]
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make tools.bench importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tools.bench.spread import load
+from tools.bench.spread import load, ratio_text
 
 _PRELUDE = """\
 import json, sys, time
@@ -66,9 +71,9 @@ SCENARIOS = {
 }
 
 
-def probe(scenario: str) -> dict[str, object]:
+def probe(scenario: str, python: str = sys.executable) -> dict[str, object]:
     """One fresh interpreter's run of a scenario: its wall seconds and new modules."""
-    done = subprocess.run([sys.executable, "-c", SCENARIOS[scenario]], capture_output=True,
+    done = subprocess.run([python, "-c", SCENARIOS[scenario]], capture_output=True,
                           text=True, check=True)
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
@@ -82,29 +87,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=11)
     parser.add_argument("--list", action="store_true", help="print the nnx modules loaded")
+    parser.add_argument("--baseline", metavar="PYTHON",
+                        help="another environment's interpreter, measured interleaved")
     args = parser.parse_args()
-    for scenario in SCENARIOS:  # warm-up: bytecode caches and the OS's file cache
-        probe(scenario)
-    seconds: dict[str, list[float]] = {s: [] for s in SCENARIOS}
-    modules: dict[str, list[str]] = {}
+    trees = {"this tree": sys.executable}
+    if args.baseline:
+        trees["baseline"] = args.baseline
+    runs = [(tree, scenario) for scenario in SCENARIOS for tree in trees]
+    for tree, scenario in runs:  # warm-up: bytecode caches and the OS's file cache
+        probe(scenario, trees[tree])
+    seconds: dict[tuple[str, str], list[float]] = {run: [] for run in runs}
+    modules: dict[tuple[str, str], list[str]] = {}
     for round_ in range(args.repeats):
-        order = list(SCENARIOS) if round_ % 2 == 0 else list(SCENARIOS)[::-1]
-        for scenario in order:
-            result = probe(scenario)
-            seconds[scenario].append(float(result["seconds"]))  # type: ignore[arg-type]
-            modules[scenario] = list(result["modules"])  # type: ignore[call-overload]
+        for run in runs if round_ % 2 == 0 else runs[::-1]:
+            result = probe(run[1], trees[run[0]])
+            seconds[run].append(float(result["seconds"]))  # type: ignore[arg-type]
+            modules[run] = list(result["modules"])  # type: ignore[call-overload]
     print(f"modules loaded beyond `import torch`, and wall ms after it: median of "
           f"{args.repeats} fresh processes (min–max)")
-    for scenario in SCENARIOS:
-        ms = [s * 1e3 for s in seconds[scenario]]
-        ours = nnx_modules(modules[scenario])
-        print(f"  {scenario:<7} {len(modules[scenario]):4d} modules ({len(ours):3d} nnx)   "
+    for tree, scenario in runs:
+        ms = [x * 1e3 for x in seconds[tree, scenario]]
+        loaded = modules[tree, scenario]
+        label = f"{scenario}, {tree}" if args.baseline else scenario
+        print(f"  {label:<20} {len(loaded):4d} modules ({len(nnx_modules(loaded)):3d} nnx)   "
               f"{statistics.median(ms):7.1f} ms ({min(ms):.1f}–{max(ms):.1f})")
+    if args.baseline:
+        for scenario in SCENARIOS:
+            print(f"  {scenario}: this tree / baseline "
+                  f"{ratio_text(seconds['this tree', scenario], seconds['baseline', scenario])}")
     print(f"  load average: {load()}")
     if args.list:
-        for scenario in SCENARIOS:
-            print(f"\nnnx modules, {scenario}:")
-            print("\n".join(f"  {m}" for m in nnx_modules(modules[scenario])))
+        for tree, scenario in runs:
+            print(f"\nnnx modules, {scenario}, {tree}:")
+            print("\n".join(f"  {m}" for m in nnx_modules(modules[tree, scenario])))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """A fit imports what it uses (issue 38): ``import nnx; nnx.NNModel`` and a plain
 ``NNModel(...).train(NNTrainParams(...))`` load none of the modules of the features they
 do not use (provenance, the Hub, ONNX export, streaming prediction and metrics,
-prediction, fine-tuning, rebuilding from saved weights, DDP, the built-in callbacks and
-objectives, the low-rank op); each loads when its feature is first used, and works.
+prediction, fine-tuning, rebuilding from saved weights, resuming, DDP, the built-in
+callbacks and objectives, the other built-in nets, the low-rank op); each loads when its feature is first used, and works.
 Every check runs in a fresh interpreter."""
 
 from __future__ import annotations
@@ -22,6 +22,10 @@ LAZY = (
     "nnx._engine.prediction_stream",
     "nnx._engine.streaming_metrics",
     "nnx._persistence.hub_format",
+    "nnx._persistence.last_epoch",
+    "nnx._persistence.leftovers",
+    "nnx._persistence.owed_points",
+    "nnx._persistence.resume_source",
     "nnx._surface.hub",
     "nnx._surface.model_rebuild",
     "nnx.bundles",
@@ -31,6 +35,10 @@ LAZY = (
     "nnx.callbacks.model_checkpoint",
     "nnx.callbacks.tensorboard",
     "nnx.callbacks.wandb",
+    "nnx.nets._images",
+    "nnx.nets.conv",
+    "nnx.nets.moe",
+    "nnx.nets.vit",
     "nnx.objectives.kd",
     "nnx.objectives.stream",
     "nnx.objectives.supervised",
@@ -92,6 +100,7 @@ from nnx.callbacks import (EarlyStopping, LRMonitor, ModelCheckpoint, TensorBoar
 from nnx.objectives import FrozenTeacher, KDObjective, ObjectiveStream, supervised_objective
 from nnx.transforms import LowRankLinear
 from nnx.streaming import PredictionBatch
+from nnx.nets import ConvNN, MoEFeedFwdNN, ViTNN
 x = torch.randn(4, 4)
 assert model.predict(x).classes.shape == (4,)
 with model.iter_predict(loader) as stream:
@@ -112,6 +121,10 @@ assert traced.provenance.fingerprint == manifest.fingerprint
 assert read_provenance(traced.path).attempt.status == "completed"
 assert compare(traced.path, manifest).differences == ()
 assert run.provenance is None
+more = model.train(NNTrainParams(n_epochs=1, train_loader=loader, resume_from_run_id=run.id,
+                                 optim=NNOptimParams.builder().adamw(max_lr=1e-3).build(),
+                                 seed=0), root=ROOT, verbose=False)
+assert more.committed_epoch() == 1
 """
     loaded = _loaded(uses, tmp_path)
     # Not used here: DDP needs a launch, ONNX its extra, bundles their own tests.
