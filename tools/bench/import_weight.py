@@ -11,7 +11,8 @@ For each, the modules loaded beyond ``import torch`` (torch is imported first an
 ``sys.modules`` snapshotted, so torch's own weight is not counted), how many of them are
 nnx's own, and the wall time from after ``import torch`` to the end of the scenario:
 the median over ``--repeats`` fresh processes with its min–max (the two scenarios'
-processes alternate). ``--list`` prints the nnx modules each scenario loads.
+processes alternate), and the process's CPU time over the same span (``process_time``:
+what a busy shared machine moves least). ``--list`` prints the nnx modules each scenario loads.
 For a per-module breakdown: ``python -X importtime -c "import torch, nnx; nnx.NNModel"``.
 
 ``--baseline PYTHON`` measures another environment's interpreter in the same rounds (a
@@ -40,7 +41,7 @@ _PRELUDE = """\
 import json, sys, time
 import torch
 base = set(sys.modules)
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 import nnx
 nnx.NNModel
 """
@@ -59,9 +60,9 @@ with tempfile.TemporaryDirectory() as root:
 """
 
 _REPORT = """\
-seconds = time.perf_counter() - start
+seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
 new = sorted(set(sys.modules) - base)
-print(json.dumps({"seconds": seconds, "modules": new}))
+print(json.dumps({"seconds": seconds, "cpu": cpu, "modules": new}))
 """
 
 #: Scenario name -> the code run in a fresh interpreter (it prints one JSON line).
@@ -83,6 +84,11 @@ def nnx_modules(modules: list[str]) -> list[str]:
     return [m for m in modules if m == "nnx" or m.startswith("nnx.")]
 
 
+def _ms(seconds: list[float]) -> str:
+    ms = [x * 1e3 for x in seconds]
+    return f"{statistics.median(ms):7.1f} ms ({min(ms):.1f}–{max(ms):.1f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=11)
@@ -97,24 +103,26 @@ def main() -> None:
     for tree, scenario in runs:  # warm-up: bytecode caches and the OS's file cache
         probe(scenario, trees[tree])
     seconds: dict[tuple[str, str], list[float]] = {run: [] for run in runs}
+    cpu: dict[tuple[str, str], list[float]] = {run: [] for run in runs}
     modules: dict[tuple[str, str], list[str]] = {}
     for round_ in range(args.repeats):
         for run in runs if round_ % 2 == 0 else runs[::-1]:
             result = probe(run[1], trees[run[0]])
             seconds[run].append(float(result["seconds"]))  # type: ignore[arg-type]
+            cpu[run].append(float(result["cpu"]))  # type: ignore[arg-type]
             modules[run] = list(result["modules"])  # type: ignore[call-overload]
-    print(f"modules loaded beyond `import torch`, and wall ms after it: median of "
+    print(f"modules loaded beyond `import torch`, and wall / CPU ms after it: median of "
           f"{args.repeats} fresh processes (min–max)")
     for tree, scenario in runs:
-        ms = [x * 1e3 for x in seconds[tree, scenario]]
         loaded = modules[tree, scenario]
         label = f"{scenario}, {tree}" if args.baseline else scenario
         print(f"  {label:<20} {len(loaded):4d} modules ({len(nnx_modules(loaded)):3d} nnx)   "
-              f"{statistics.median(ms):7.1f} ms ({min(ms):.1f}–{max(ms):.1f})")
+              f"wall {_ms(seconds[tree, scenario])}   cpu {_ms(cpu[tree, scenario])}")
     if args.baseline:
         for scenario in SCENARIOS:
-            print(f"  {scenario}: this tree / baseline "
-                  f"{ratio_text(seconds['this tree', scenario], seconds['baseline', scenario])}")
+            print(f"  {scenario}: this tree / baseline, wall "
+                  f"{ratio_text(seconds['this tree', scenario], seconds['baseline', scenario])}"
+                  f", cpu {ratio_text(cpu['this tree', scenario], cpu['baseline', scenario])}")
     print(f"  load average: {load()}")
     if args.list:
         for tree, scenario in runs:
