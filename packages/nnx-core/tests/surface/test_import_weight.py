@@ -2,8 +2,8 @@
 ``NNModel(...).train(NNTrainParams(...))`` load none of the modules of the features they
 do not use (provenance, the Hub, ONNX export, streaming prediction and metrics,
 prediction, fine-tuning, rebuilding from saved weights, resuming, DDP, the built-in
-callbacks and objectives, the other built-in nets, the low-rank op); each loads when its feature is first used, and works.
-Every check runs in a fresh interpreter."""
+callbacks and objectives, the other built-in nets, the low-rank op); each loads when its
+feature is first used, and works. Every check runs in a fresh interpreter."""
 
 from __future__ import annotations
 
