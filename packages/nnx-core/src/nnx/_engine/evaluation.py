@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from nnx._engine.streaming_metrics import UnboundedMetricError, accumulator_is_bounded
 from nnx._foundation.modes import preserved_state
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx.metrics import MetricSpec, resolve_metric
@@ -78,6 +77,9 @@ def streaming_step_problems(extra_metrics: Any, metrics: Sequence[Any]
                             ) -> list[tuple[str, str]]:
     """Every declaration streaming_eval_step cannot serve, as ``(path, message)`` pairs
     (``train.extra_metrics``, ``train.metrics[i]``); empty when it can run."""
+    # On first use: only the opt-in streaming step asks (issue 38).
+    from nnx._engine.streaming_metrics import accumulator_is_bounded
+
     problems: list[tuple[str, str]] = []
     if extra_metrics:
         problems.append(("train.extra_metrics", (
@@ -97,6 +99,8 @@ def streaming_step_problems(extra_metrics: Any, metrics: Sequence[Any]
 def _refuse(extra_metrics: Any, metrics: Sequence[Any]) -> None:
     problems = streaming_step_problems(extra_metrics, metrics)
     if problems:
+        from nnx._engine.streaming_metrics import UnboundedMetricError  # on first use
+
         raise UnboundedMetricError("; ".join(message for _, message in problems))
 
 

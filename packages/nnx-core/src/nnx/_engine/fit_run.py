@@ -25,7 +25,6 @@ from nnx._engine.update_owner import UpdateOwner
 from nnx._foundation.seeding import set_seed
 from nnx._persistence.reservation import RunExistsError, RunLeaseError
 from nnx._persistence.run import NNRun, display_path
-from nnx.provenance import begin_attempt
 
 if TYPE_CHECKING:
     from nnx._contracts.trainable import TrainableModel
@@ -87,6 +86,8 @@ def _fit(loop: FitLoop) -> NNRun:
     if loop.engine is not None:  # its contexts carry the wrapper (ctx.train_net)
         loop.engine.train_net = loop.train_net
     if loop.provenance is not None:
+        from nnx.provenance.attempt import begin_attempt  # on first use (issue 38)
+
         loop.attempt = session.on_main(lambda: begin_attempt(
             run.path, loop.provenance, parent=parent_attempt(run.root, loop.resume)),
             f"begin an attempt of run {run.id}")

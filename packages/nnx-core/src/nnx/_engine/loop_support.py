@@ -16,7 +16,6 @@ import torch
 from nnx._foundation.records import NNEvaluationDataPoint, NNIterationDataPoint
 from nnx._journal.spec import HistoryJournal
 from nnx.callbacks.base import Callback, CallbackContext
-from nnx.provenance import ExperimentManifest, read_provenance
 
 if TYPE_CHECKING:
     from nnx._engine.resume import ResumePlan
@@ -189,6 +188,9 @@ def check_history(history: Any, callbacks: Sequence[Callback]) -> Any:
 def check_provenance(provenance: Any) -> Any:
     if provenance is None:
         return None
+    # On first use: a fit without provenance= loads none of it (issue 38).
+    from nnx.provenance.manifest import ExperimentManifest
+
     if not isinstance(provenance, ExperimentManifest):
         raise TypeError(f"provenance must be an ExperimentManifest; got "
                         f"{type(provenance).__name__}")
@@ -240,6 +242,8 @@ def parent_attempt(root: Path, plan: ResumePlan | None) -> dict[str, Any] | None
     if plan.parent is not None:  # a memory source (a bundle) records its own lineage
         return dict(plan.parent)
     source = root / str(plan.status.source_run)
+    from nnx.provenance.reading import read_provenance  # on first use (issue 38)
+
     prov = read_provenance(source) if source.is_dir() else None
     return {"run_id": plan.status.source_run,
             "attempt_id": None if prov is None or prov.attempt is None

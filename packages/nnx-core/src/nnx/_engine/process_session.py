@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from nnx._engine.distributed import DistributedSession
 from nnx._persistence.run_history import open_history
 
 if TYPE_CHECKING:
     import torch
 
+    from nnx._engine.distributed import DistributedSession
     from nnx._persistence.run import NNRun
 
 __all__ = ["ProcessSession", "SingleProcess", "open_session"]
@@ -114,4 +114,6 @@ def open_session(distributed: Any, device: torch.device) -> ProcessSession:
     """The session ``train(distributed=...)`` asks for: DDP's, or a single process."""
     if distributed is None:
         return SingleProcess()
+    from nnx._engine.distributed import DistributedSession  # on first use (issue 38)
+
     return DistributedSession(distributed, device)

@@ -36,11 +36,8 @@ from nnx._engine.optimizer_factories import optimizer_factory_state
 from nnx._engine.update_engine import OptimizerSlot
 from nnx._foundation.seeding import capture_rng_state, restore_rng_state
 from nnx._persistence.checkpoint import NNCheckpoint, checkpoint_path
-from nnx._persistence.leftovers import remove_leftovers
-from nnx._persistence.owed_points import OwedPointsBusy, settle_owed
 from nnx._persistence.point_manifest import ResumePointError
 from nnx._persistence.point_verify import verify_point
-from nnx._persistence.resume_source import check_resume_source, require_source_run
 from nnx._persistence.resume_status import ResumeStatus
 from nnx.enums.schedulers import Schedulers
 
@@ -121,6 +118,9 @@ def plan_resume(params: Any, root: Path, schedules: Sequence[Any]) -> ResumePlan
     if memory is not None and (memory.run_id, memory.tag) == (source, tag):
         return _plan(params, memory.checkpoint, memory.training_state, source, tag, planned,
                      parent=dict(memory.parent))
+    # On first use: a fit that starts fresh reads no source run (issue 38).
+    from nnx._persistence.resume_source import check_resume_source, require_source_run
+
     # "best": the run runs/best names now, by name. A source that does not exist is
     # refused before the clean-up below takes its lease (no lock file of it is left).
     run = require_source_run(root, source)
@@ -183,6 +183,10 @@ def settle_source(root: Path, source: str) -> None:
     uninterrupted run would have left: no data of the resume's. A source trained by a
     live process, or whose LAST does not verify (refused right after, by name), is left
     as it is."""
+    # On first use: a fit that starts fresh settles no source run (issue 38).
+    from nnx._persistence.leftovers import remove_leftovers
+    from nnx._persistence.owed_points import OwedPointsBusy, settle_owed
+
     try:
         written = settle_owed(root, source)
         remove_leftovers(root, source)  # what its killed writers stranded (None: it is live)

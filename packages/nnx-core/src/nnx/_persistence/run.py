@@ -47,7 +47,6 @@ from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
 from nnx.params.train import NNTrainParams
 from nnx.params.trainer import NNTrainerParams
-from nnx.provenance.reading import read_provenance
 
 if TYPE_CHECKING:
     from nnx._persistence.checkpoint import NNCheckpoint
@@ -289,6 +288,9 @@ class NNRun:
     @property
     def provenance(self) -> Any:
         """The run's provenance (fingerprint, manifest, attempt), or None without one."""
+        # On first use: a fit without provenance= never loads its readers (issue 38).
+        from nnx.provenance.reading import read_provenance
+
         return read_provenance(self.path) if self.path.is_dir() else None
 
     def committed_epoch(self) -> int | None:

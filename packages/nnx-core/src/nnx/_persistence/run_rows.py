@@ -38,7 +38,6 @@ from nnx._persistence.run_summary import (
     history_signature,
     read_summary,
 )
-from nnx.provenance import read_provenance
 
 __all__ = ["ADD_ON", "CHANGED", "DAMAGED", "NO_SUMMARY", "FullPathRun", "RunSummary",
            "created_at", "format_score", "incomplete_row", "list_runs", "matching_run_ids",
@@ -76,6 +75,9 @@ def format_score(what: str, value: float) -> str:
 
 
 def _attempt_status(path: str) -> str | None:
+    # On first use: a fit without provenance= never loads its readers (issue 38).
+    from nnx.provenance.reading import read_provenance
+
     with warnings.catch_warnings():  # unreadable provenance is ignored here as everywhere
         warnings.simplefilter("ignore", RuntimeWarning)
         prov = read_provenance(path)

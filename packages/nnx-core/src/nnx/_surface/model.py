@@ -12,17 +12,12 @@ from torch import nn
 
 from nnx._contracts.batch_adapters import BatchAdapter, ModelInputs, default_batch_adapter
 from nnx._contracts.precision import ResolvedPrecision, resolve_precision
-from nnx._engine import finetune
 from nnx._engine.evaluation import evaluate_loader
-from nnx._engine.onnx_export import export_onnx
-from nnx._engine.prediction import PredictionResult, PredictResult, ProbabilitySpec
-from nnx._engine.prediction_stream import PredictionStream, open_prediction_stream
 from nnx._engine.schedule import build_scheduler
 from nnx._engine.training import train_model
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.checkpoint import NNCheckpoint
 from nnx._persistence.run import DEFAULT_ROOT, NNRun
-from nnx._surface.hub import load_pretrained, push_to_hub, save_pretrained
 from nnx._surface.live_changes import recording_live_changes
 from nnx._surface.model_inference import (
     dtype_hint,
@@ -31,7 +26,6 @@ from nnx._surface.model_inference import (
     predict_classes,
     predict_probabilities,
 )
-from nnx._surface.model_rebuild import load_checkpoint_model, rebuild_model
 from nnx.enums.precision import Precision
 from nnx.models.construct import build_net
 from nnx.params._loaders import check_loader
@@ -47,6 +41,11 @@ from nnx.transforms import TransformRecipe, apply_transform
 
 if TYPE_CHECKING:
     from nnx._contracts.trainable import TrainableModel
+    from nnx._engine.prediction import PredictionResult, PredictResult, ProbabilitySpec
+    from nnx._engine.prediction_stream import PredictionStream
+
+# Fine-tuning, ONNX export, the Hub, streaming prediction and rebuilding from saved
+# weights are imported by the methods that use them (issue 38): a fit loads none of them.
 
 __all__ = ["NNModel"]
 
@@ -251,6 +250,8 @@ class NNModel:
         sample_ids), or with ``spec`` / ``rich=True`` the PredictionResult that
         ``predict_proba()`` would build for it. Use it once, in a ``with`` block.
         """
+        from nnx._engine.prediction_stream import open_prediction_stream  # on first use
+
         return open_prediction_stream(self, loader, spec, rich)
 
     def evaluate(self, loader: Any, metrics: Sequence[Any] = (),
@@ -268,9 +269,13 @@ class NNModel:
 
     # -- fine-tuning ------------------------------------------------------------------
     def freeze(self, *patterns: str) -> list[str]:
+        from nnx._engine import finetune  # on first use
+
         return finetune.freeze(self.net, *patterns)
 
     def unfreeze(self, *patterns: str) -> list[str]:
+        from nnx._engine import finetune  # on first use
+
         return finetune.unfreeze(self.net, *patterns)
 
     def apply_transform(self, recipe: TransformRecipe) -> None:
@@ -285,6 +290,8 @@ class NNModel:
 
     def export_state_dict(self, path: str | os.PathLike[str]) -> Path:
         """Save ``net.state_dict()`` alone, for consumers that do not use NNx."""
+        from nnx._engine import finetune  # on first use
+
         return finetune.export_state_dict(self.net, path)
 
     def to_onnx(self, path: str | os.PathLike[str], example_input: Any, *,
@@ -301,6 +308,8 @@ class NNModel:
         is restored, even when the export raises, and the file is written atomically.
         Returns the written path (docs/onnx.md).
         """
+        from nnx._engine.onnx_export import export_onnx  # on first use
+
         return export_onnx(self.net, example_input, path, device=self.device,
                            opset_version=opset_version, dynamic_batch=dynamic_batch,
                            input_names=input_names, output_names=output_names)
@@ -319,6 +328,8 @@ class NNModel:
         A runtime module is refused (MissingModelFactoryError) before any directory or
         file exists: no factory could rebuild it from the files.
         """
+        from nnx._surface.hub import save_pretrained  # on first use
+
         return save_pretrained(self, save_directory, repo_id=repo_id, push=push_to_hub,
                                push_kwargs=push_to_hub_kwargs)
 
@@ -327,6 +338,8 @@ class NNModel:
         one commit (the ``hub`` extra); returns the commit URL. ``kwargs``:
         ``commit_message``, ``private``, ``token``, ``branch``, ``create_pr``,
         ``allow_patterns``, ``ignore_patterns``, ``delete_patterns``."""
+        from nnx._surface.hub import push_to_hub  # on first use
+
         return push_to_hub(self, repo_id, **kwargs)
 
     @classmethod
@@ -345,6 +358,8 @@ class NNModel:
         load is strict. ``device`` overrides the saved ``NNModelParams.device``;
         ``batch_adapter`` and ``task`` are runtime-only, as for :meth:`from_checkpoint`.
         """
+        from nnx._surface.hub import load_pretrained  # on first use
+
         return cast(NNModel, load_pretrained(cls, pretrained_model_name_or_path, device=device,
                                              batch_adapter=batch_adapter, task=task,
                                              hub_kwargs=hub_kwargs, init={}))
@@ -372,6 +387,8 @@ class NNModel:
         weight is loaded. ``task`` is runtime-only, as ``batch_adapter``: a checkpoint
         holds no task object, so pass the one the model was trained with.
         """
+        from nnx._surface.model_rebuild import load_checkpoint_model  # on first use
+
         return cast(NNModel, load_checkpoint_model(
             cls, checkpoint, map_location, module=module, batch_adapter=batch_adapter,
             task=task))
@@ -386,6 +403,8 @@ class NNModel:
         recipes replayed and checked against the weights' names and shapes
         (WeightsMismatchError), nothing loaded yet. ``state_dict`` may hold meta tensors:
         only names and shapes are read. ``init``: a subclass's own constructor arguments."""
+        from nnx._surface.model_rebuild import rebuild_model  # on first use
+
         return cast(NNModel, rebuild_model(cls, state_dict, net_state, params, recipes, replay,
                                            what, module=module, batch_adapter=batch_adapter,
                                            task=task, **init))

@@ -17,26 +17,19 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from nnx._contracts.batch_adapters import BatchAdapter, ModelInputs
-from nnx._engine.prediction import (
-    PredictionResult,
-    PredictResult,
-    ProbabilitySpec,
-    class_axis_in,
-    decode_on_axis,
-    net_class_axis,
-    prediction_from_logits,
-    warn_if_shuffled,
-)
 from nnx._foundation.modes import preserved_state
 from nnx.params._loaders import refuse_dataset
 from nnx.tasks.protocol import refuse_default_path
+
+if TYPE_CHECKING:
+    from nnx._engine.prediction import PredictionResult, PredictResult, ProbabilitySpec
 
 __all__ = ["dtype_hint", "logits_of", "on_device", "predict_batches", "predict_classes",
            "predict_probabilities", "refuse_unbatched"]
@@ -136,6 +129,9 @@ def dtype_hint(exc: RuntimeError, inputs: Sequence[Any], kwargs: Mapping[str, An
 
 def predict_classes(model: Any, data: Any) -> PredictResult:
     """``model.predict(data)``: raw logits and the task's decoded classes."""
+    # On first use: a fit never predicts (issue 38).
+    from nnx._engine.prediction import PredictResult, decode_on_axis, net_class_axis
+
     refuse_default_path(model.task_runtime.task, "predict")
     axis = net_class_axis(model.net)  # e.g. a TransformerNN's (batch, seq, vocab): -1
     logits = model._logits(data)
@@ -147,6 +143,15 @@ def predict_probabilities(model: Any, data: Any,
                           spec: ProbabilitySpec | None) -> PredictionResult:
     """``model.predict_proba(data, spec)``: probabilities under ``spec`` (or the declared
     task's) with the same logits, each row numbered by the task or by position."""
+    # On first use: a fit never predicts (issue 38).
+    from nnx._engine.prediction import (
+        ProbabilitySpec,
+        class_axis_in,
+        net_class_axis,
+        prediction_from_logits,
+        warn_if_shuffled,
+    )
+
     task = model.task_runtime.task
     refuse_default_path(task, "predict")  # a task's refusal comes first
     if spec is None:

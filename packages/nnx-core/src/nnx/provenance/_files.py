@@ -15,7 +15,6 @@ from typing import Any
 
 from nnx._foundation.atomic import atomic_write_text
 from nnx._foundation.bounded import load_json
-from nnx.provenance._values import thaw
 
 __all__ = ["ATTEMPT_FILE", "PROVENANCE_FILE", "loads", "read_json", "write_json"]
 
@@ -25,6 +24,10 @@ ATTEMPT_FILE = "attempt.json"
 
 def write_json(path: str | os.PathLike[str], document: Any) -> None:
     """Write ``document`` (JSON-like) as sorted, indented UTF-8 JSON, atomically."""
+    # Here, not at the top: the run-file check reads this module's file names alone,
+    # and a fit without provenance= loads nothing more of the package (issue 38).
+    from nnx.provenance._values import thaw
+
     text = json.dumps(thaw(document), sort_keys=True, indent=2, ensure_ascii=False,
                       allow_nan=False)
     atomic_write_text(path, text + "\n")
