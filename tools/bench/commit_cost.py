@@ -218,8 +218,10 @@ def _fit(root: Path, *, epochs: int, salt: str, rows: int = workloads.ROWS,
     loader = DataLoader(TensorDataset(work.x_train[:rows], work.y_train[:rows]),
                         batch_size=batch, shuffle=True,
                         generator=torch.Generator().manual_seed(0))
+    # async_commit=False: FitLoop.commit then does the commit's whole work, which is
+    # what the floor is compared with (in the background it returns once staged).
     params = NNTrainParams(n_epochs=epochs, train_loader=loader, seed=0, scheduler=None,
-                           save_phase_checkpoints=False,
+                           save_phase_checkpoints=False, async_commit=False,
                            optim=NNOptimParams.builder().adam(max_lr=1e-3).build())
     return model.train(params, salt=salt, root=root, verbose=False, history=history)
 
@@ -359,7 +361,7 @@ def _sized_fit(root: Path, width: int, epochs: int, salt: str) -> NNRun:
     loader = DataLoader(TensorDataset(x, y), batch_size=256, shuffle=True,
                         generator=torch.Generator().manual_seed(0))
     params = NNTrainParams(n_epochs=epochs, train_loader=loader, seed=0, scheduler=None,
-                           save_phase_checkpoints=False,
+                           save_phase_checkpoints=False, async_commit=False,
                            optim=NNOptimParams.builder().adam(max_lr=1e-4).build())
     return model.train(params, salt=salt, root=root, verbose=False)
 

@@ -74,9 +74,12 @@ def evaluate(ctx):
     return NNEvaluationDataPoint(error=errors[ctx.epoch_idx], loss=errors[ctx.epoch_idx])
 
 with tempfile.TemporaryDirectory() as tmp:
+    # The commit's whole work in FitLoop.commit: synchronous where the checkout has the
+    # background commit (issue 38), which would otherwise return once staged.
+    sync = {"async_commit": False} if "async_commit" in NNTrainParams.__dataclass_fields__ else {}
     params = NNTrainParams(n_epochs=epochs, train_loader=tiny_batches(steps),
                            val_loader=tiny_batches(1, seed=1), optim=sgd(), scheduler=None,
-                           seed=0)
+                           seed=0, **sync)
     start = time.perf_counter()
     tiny_model().train(params, eval_step_fn=evaluate, root=Path(tmp) / "runs", verbose=False)
     fit = time.perf_counter() - start
