@@ -14,7 +14,9 @@ epoch saves LAST and BEST. Contenders:
     python tools/bench/short_fit_job.py CONTENDER ROOT
 
 prints one JSON line: ``fit_s`` (from building the model to ``train()``'s return).
-whole_fit.py times the whole process around it.
+whole_fit.py times the whole process around it. ``NNX_BENCH_FLUSH_MS`` set: every
+``os.fsync`` / ``os.fdatasync`` first sleeps that many milliseconds (releasing the
+interpreter's lock, as a real flush does): a disk whose flushes are slow, simulated.
 """
 
 from __future__ import annotations
@@ -104,9 +106,29 @@ def nnx_fit(root: Path, **runtime: Any) -> float:
     return time.perf_counter() - start
 
 
+def slow_flushes(milliseconds: float) -> None:
+    """Every flush waits ``milliseconds`` first (a slow disk, simulated)."""
+    import os
+
+    def slowed(flush: Any) -> Any:
+        def call(fd: int) -> None:
+            time.sleep(milliseconds / 1e3)
+            flush(fd)
+
+        return call
+
+    for name in ("fsync", "fdatasync"):
+        if hasattr(os, name):
+            setattr(os, name, slowed(getattr(os, name)))
+
+
 def main() -> None:
+    import os
+
     contender, root = sys.argv[1], Path(sys.argv[2])
     torch.set_num_threads(1)
+    if os.environ.get("NNX_BENCH_FLUSH_MS"):
+        slow_flushes(float(os.environ["NNX_BENCH_FLUSH_MS"]))
     if contender == "plain":
         seconds = plain_fit(root)
     elif contender == "nnx-sync":

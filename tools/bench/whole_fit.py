@@ -17,7 +17,7 @@ environment has it installed (the column is skipped otherwise). It reports the f
 (model built to ``train()`` returned) and the whole process (interpreter start to exit).
 
     uv run python tools/bench/whole_fit.py [--repeats N] [--case all|workloads|short]
-                                           [--original PYTHON]
+                                           [--original PYTHON] [--flush-ms MS]
 """
 
 from __future__ import annotations
@@ -73,32 +73,35 @@ def measure(work: Workload, repeats: int) -> dict[str, Any]:
 JOB = Path(__file__).with_name("short_fit_job.py")
 
 
-def job_seconds(python: str, contender: str) -> tuple[float, float]:
-    """(the fit, the whole process) of one short-fit process, in seconds."""
+def job_seconds(python: str, contender: str, flush_ms: float = 0.0) -> tuple[float, float]:
+    """(the fit, the whole process) of one short-fit process, in seconds; ``flush_ms``:
+    each flush made that much slower (short_fit_job.py's simulated slow disk)."""
+    env = {**os.environ, "NNX_BENCH_FLUSH_MS": str(flush_ms)} if flush_ms else None
     with tempfile.TemporaryDirectory(prefix=f"nnx-short-{contender}-") as tmp:
         start = time.perf_counter()
         done = subprocess.run([python, str(JOB), contender, tmp], capture_output=True,
-                              text=True, check=False)
+                              text=True, check=False, env=env)
         whole = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"{contender} ({python}) failed:\n{done.stderr[-2000:]}")
     return float(json.loads(done.stdout.strip().splitlines()[-1])["fit_s"]), whole
 
 
-def short_case(repeats: int, original: str | None) -> None:
+def short_case(repeats: int, original: str | None, flush_ms: float = 0.0) -> None:
     pythons = {"plain": sys.executable, "nnx": sys.executable, "nnx-sync": sys.executable}
     if original:
         pythons["original"] = original
     for contender, python in pythons.items():  # warm-up: page cache, bytecode
-        job_seconds(python, contender)
+        job_seconds(python, contender, flush_ms)
     fit: dict[str, list[float]] = {c: [] for c in pythons}
     whole: dict[str, list[float]] = {c: [] for c in pythons}
     for r in range(repeats):
         for contender in (list(pythons) if r % 2 == 0 else list(pythons)[::-1]):
-            seconds, process = job_seconds(pythons[contender], contender)
+            seconds, process = job_seconds(pythons[contender], contender, flush_ms)
             fit[contender].append(seconds)
             whole[contender].append(process)
-    print("short fit: 20 epochs x 9 steps, LAST and BEST every epoch (medians)")
+    slow = f", each flush {flush_ms:g} ms slower (simulated)" if flush_ms else ""
+    print(f"short fit: 20 epochs x 9 steps, LAST and BEST every epoch (medians){slow}")
     for contender in pythons:
         print(f"  {contender:<9} fit {statistics.median(fit[contender]) * 1e3:>7.0f}ms   "
               f"whole process {statistics.median(whole[contender]) * 1e3:>7.0f}ms")
@@ -118,6 +121,8 @@ def main() -> None:
     parser.add_argument("--case", choices=("all", "workloads", "short"), default="all")
     parser.add_argument("--original", default=os.environ.get("NNX_ORIGINAL_PYTHON"),
                         help="a Python whose environment has the original NNx 0.4.1")
+    parser.add_argument("--flush-ms", type=float, default=0.0,
+                        help="short case: make every flush this much slower (a slow disk)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.case in ("all", "workloads"):
@@ -127,7 +132,7 @@ def main() -> None:
             print(f"{work.title:<34}  {row['careful_s'] * 1e3:>7.0f}ms  "
                   f"{row['nnx_s'] * 1e3:>7.0f}ms  {row['ratio']:>23}")
     if args.case in ("all", "short"):
-        short_case(args.repeats, args.original)
+        short_case(args.repeats, args.original, args.flush_ms)
     print(f"load average: {load()}")
 
 
