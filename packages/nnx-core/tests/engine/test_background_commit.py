@@ -275,3 +275,28 @@ def test_the_writer_raises_the_jobs_own_error_once_and_runs_inline_when_not_back
     with pytest.raises(OSError) as raised:
         inline.submit(fail)
     assert raised.value is error
+
+
+def test_a_full_history_callback_reads_every_committed_epoch_of_a_journal(tmp_path,
+                                                                        monkeypatch):
+    write = epoch_commit.EpochCommit.write
+
+    def slow(self: Any, commit: Any) -> None:
+        time.sleep(0.1)  # still writing when the next epoch ends
+        write(self, commit)
+
+    class Full(Callback):
+        history_access = "full"
+
+        def __init__(self) -> None:
+            self.epochs: list[list[int]] = []
+
+        def on_epoch_end(self, ctx: Any) -> None:
+            self.epochs.append(sorted({r.epoch for r in ctx.idps}))
+
+    monkeypatch.setattr(epoch_commit.EpochCommit, "write", slow)
+    full = Full()
+    _train(tmp_path, commit=True, journal=True, callbacks=(full,))
+    # The loop waits for the commit in flight before a full-history callback reads the
+    # journal back: each epoch sees every earlier one (a window of 4 records would not).
+    assert full.epochs == [[0], [0, 1], [0, 1, 2], [0, 1, 2, 3]]
