@@ -49,7 +49,10 @@ def ranking_record(task: RankingDeclarations, query_ids: list[Any], candidate_id
     scored = round(values["queries"] - values["excluded_queries"])
     if scored == 0:
         return NNEvaluationDataPoint(metrics=values, kind="ranking", count=0, status="empty")
-    groups = [g for g in query_groups(query_ids)
+    # Queries by id, candidates by id: the loss is summed in one order whatever order the
+    # rows arrived in, so a query split across batches gives the same bits as a whole one.
+    by_query = sorted(query_groups(query_ids), key=lambda g: query_ids[g[0]])
+    groups = [sorted(g, key=lambda i: candidate_ids[i]) for g in by_query
               if int(grades[g].max()) >= task.relevance_threshold]
     numerator, denominator = pairwise_loss(scores, grades, groups, weighting=task.weighting)
     loss = float(numerator) / denominator if denominator else None

@@ -150,6 +150,15 @@ class RankingTask:
         return tuple(MetricSpec(metric_id, config={"k": k}, name=f"{name}_at_{k}")
                      for metric_id, name in METRICS for k in self.ks)
 
+    def check_train(self, params: Any) -> None:
+        """Every training and validation batch checked before anything is built, so a bad
+        batch anywhere is refused before any run directory or update (the scorer's output
+        is checked at its first forward, still before the first update)."""
+        for loader in (params.train_loader, params.val_loader):
+            for raw in loader if loader is not None else ():
+                batch = self.parse(raw)
+                self.check_groups(batch.query_ids, batch.rows())
+
     def sample_ids(self, data: Any, rows: int) -> None:
         return None
 
