@@ -165,3 +165,24 @@ def test_a_resume_with_another_configuration_is_refused(tmp_path) -> None:
         plan(queries(3), n_epochs=1, resume_from_run_id=first.id, resume_mode="stateful"),
         root=tmp_path, verbose=False)
     assert "ranking.task" in resumed.resume_status.restored_components
+
+
+def test_group_size_is_every_querys_valid_candidate_count(tmp_path) -> None:
+    task = RankingTask(ks=(1,), max_relevance=2, group_size=4)
+    short = [(x[:3], q[:3], c[:3], r[:3]) for x, q, c, r in queries(1)]
+    m = model(task)
+    with pytest.raises(RankingBatchError, match=r"3 candidates.*group_size=4"):
+        m.train(plan(queries(2) + short), root=tmp_path, verbose=False)
+    assert files(tmp_path) == {}
+    record = task.eval_step()(SimpleNamespace(model=m, val_loader=queries(2)))
+    assert record.status == "ok"
+
+
+def test_the_default_evaluation_path_refuses_a_ranking_metric() -> None:
+    from nnx.testing import tiny_loader, tiny_model  # only here: a plain classifier
+
+    plain = tiny_model(0)
+    with pytest.raises(RankingEvaluationError, match="eval_step"):
+        plain.evaluate(tiny_loader(), metrics=[MetricSpec("ranking.ndcg", config={"k": 1})])
+    with pytest.raises(ValueError, match="config"):
+        plain.evaluate(tiny_loader(), metrics=[MetricSpec("ranking.ndcg", config={"k": 0})])
