@@ -96,3 +96,18 @@ def test_a_candidate_twice_and_mixed_ids_are_refused() -> None:
 def test_non_finite_scores_are_refused() -> None:
     with pytest.raises(RankingEvaluationError, match="finite"):
         ranking_metrics([0, 0], [0, 1], [1, 0], [math.nan, 0.0], ks=(1,))
+
+
+def test_grouped_fixed_size_queries_rank_as_shuffled_rows_do() -> None:
+    # Grouped rows of one candidate count take the per-query matrix sort; shuffled rows the
+    # general one. Coarse scores make many ties, so the candidate-id rule is exercised.
+    rng = np.random.default_rng(1)
+    q = np.repeat(np.arange(30), 8)
+    c = np.tile(rng.permutation(8), 30)
+    rel = rng.integers(0, 3, size=q.size)
+    scores = rng.integers(0, 3, size=q.size).astype(float)
+    grouped = ranking_metrics(q.tolist(), c.tolist(), rel, scores, ks=(1, 3, 8))
+    perm = rng.permutation(q.size)
+    shuffled = ranking_metrics(q[perm].tolist(), c[perm].tolist(), rel[perm], scores[perm],
+                               ks=(1, 3, 8))
+    assert grouped == shuffled

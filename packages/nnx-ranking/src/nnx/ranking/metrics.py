@@ -23,14 +23,23 @@ from nnx.ranking.errors import RankingBatchError, RankingEvaluationError
 __all__ = ["ranking_metrics"]
 
 
-def _codes(ids: Sequence[Any], what: str) -> np.ndarray:
-    """Integer codes in the ids' own sort order (so a code order is the id order)."""
+def _codes(ids: Sequence[Any], what: str, *, dense: bool) -> np.ndarray:
+    """Integer codes in the ids' own sort order (so a code order is the id order): the
+    integers themselves where only the order matters, else 0..distinct-1 (``dense``)."""
     kinds = {type(v) for v in ids}
     if kinds - {int, str} or len(kinds) > 1:
         raise RankingBatchError(f"{what} must all be integers or all strings; got "
                                 f"{sorted(k.__name__ for k in kinds)}")
-    values = np.asarray(ids, dtype=np.int64 if kinds == {int} else np.str_)
-    return np.unique(values, return_inverse=True)[1].reshape(-1)
+    if kinds == {int}:
+        integers: np.ndarray = np.asarray(ids, dtype=np.int64)
+        if not dense:
+            return integers
+        if bool((integers[1:] >= integers[:-1]).all()):
+            # Rows already grouped in id order (as a loader usually yields them): the codes
+            # are the running count of id changes, without a sort.
+            return np.concatenate(([0], np.cumsum(integers[1:] != integers[:-1])))
+        return np.unique(integers, return_inverse=True)[1].reshape(-1)
+    return np.unique(np.asarray(ids, dtype=np.str_), return_inverse=True)[1].reshape(-1)
 
 
 def _cutoffs(ks: Sequence[int]) -> tuple[int, ...]:
@@ -39,6 +48,21 @@ def _cutoffs(ks: Sequence[int]) -> tuple[int, ...]:
                       for k in out):
         raise RankingEvaluationError(f"ranking cutoffs k must be positive integers; got {out!r}")
     return tuple(int(k) for k in out)
+
+
+def _orders(q: np.ndarray, c: np.ndarray, score: np.ndarray, rel: np.ndarray,
+            counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows ranked (by query, then score down, then candidate id) and ideally ranked
+    (by query, then grade down). Rows grouped by query with one candidate count, as a
+    loader of fixed-size queries yields them, are sorted per query as a (queries, count)
+    matrix: the same orders, each sort over a query's candidates rather than every row."""
+    size = int(counts[0])
+    if bool((counts == size).all()) and bool((q[1:] >= q[:-1]).all()):
+        shape, base = (counts.size, size), np.arange(counts.size)[:, None] * size
+        ranked = np.lexsort((c.reshape(shape), -score.reshape(shape)), axis=1) + base
+        ideal = np.argsort(-rel.reshape(shape), axis=1, kind="stable") + base
+        return ranked.reshape(-1), ideal.reshape(-1)
+    return np.lexsort((c, -score, q)), np.lexsort((-rel, q))
 
 
 def ranking_metrics(query_ids: Sequence[Any], candidate_ids: Sequence[Any],
@@ -70,7 +94,8 @@ def ranking_metrics(query_ids: Sequence[Any], candidate_ids: Sequence[Any],
     if n == 0:
         return {"queries": 0.0, "excluded_queries": 0.0, "candidates": 0.0,
                 "candidates_per_query": 0.0}
-    q, c = _codes(query_ids, "query ids"), _codes(candidate_ids, "candidate ids")
+    q = _codes(query_ids, "query ids", dense=True)
+    c = _codes(candidate_ids, "candidate ids", dense=False)
     by_id = np.lexsort((c, q))
     twice = (q[by_id][1:] == q[by_id][:-1]) & (c[by_id][1:] == c[by_id][:-1])
     if twice.any():
@@ -93,8 +118,7 @@ def ranking_metrics(query_ids: Sequence[Any], candidate_ids: Sequence[Any],
     if n_scored == 0:
         return out
     gain = np.exp2(rel.astype(np.float64)) - 1.0
-    ranked = np.lexsort((c, -score, q))     # by query, then score down, then candidate id
-    ideal = np.lexsort((-rel, q))           # by query, then grade down
+    ranked, ideal = _orders(q, c, score, rel, counts)
     q_ranked = q[ranked]
     position = np.arange(n) - starts[q_ranked]          # 0 on top
     discount = 1.0 / np.log2(position + 2.0)            # log2(rank + 1), rank = position + 1
