@@ -57,8 +57,8 @@ def batches(queries: list[tuple], per_batch: int) -> list[tuple]:
     out = []
     for i in range(0, len(queries), per_batch):
         part = queries[i:i + per_batch]
-        out.append((torch.cat([p[0] for p in part]), sum((p[1] for p in part), []),
-                    sum((p[2] for p in part), []), torch.cat([p[3] for p in part])))
+        out.append((torch.cat([p[0] for p in part]), [q for p in part for q in p[1]],
+                    [c for p in part for c in p[2]], torch.cat([p[3] for p in part])))
     return out
 
 
