@@ -186,3 +186,18 @@ def test_the_default_evaluation_path_refuses_a_ranking_metric() -> None:
         plain.evaluate(tiny_loader(), metrics=[MetricSpec("ranking.ndcg", config={"k": 1})])
     with pytest.raises(ValueError, match="config"):
         plain.evaluate(tiny_loader(), metrics=[MetricSpec("ranking.ndcg", config={"k": 0})])
+
+
+def test_masked_padding_rows_do_not_train(tmp_path) -> None:
+    task = RankingTask(ks=(1,), max_relevance=2)
+    plain = queries(3, per=4)
+    padded = [(torch.cat([x, torch.ones(2, 3)]), [*q, q[0], q[0]], [*c, "p1", "p2"],
+               torch.cat([r, torch.tensor([2, 0])]), torch.tensor([True] * 4 + [False] * 2))
+              for x, q, c, r in plain]  # the padding would add a pair if it counted
+    a, b = model(task), model(task)
+    ra = a.train(plan(plain, n_epochs=2), root=tmp_path / "a", verbose=False)
+    rb = b.train(plan(padded, n_epochs=2), root=tmp_path / "b", verbose=False)
+    assert ra.epoch_records()[-1].train_edp.loss == pytest.approx(
+        rb.epoch_records()[-1].train_edp.loss, rel=1e-6)
+    for k, v in weights(a).items():
+        assert torch.allclose(v, weights(b)[k], atol=1e-6), k
