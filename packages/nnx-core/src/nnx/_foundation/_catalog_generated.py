@@ -62,6 +62,9 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "PromptTuner": "nnx-peft",
         "ProviderFailure": "nnx-decisions",
         "RMSNorm": "nnx-lm",
+        "RankingBatchError": "nnx-ranking",
+        "RankingEvaluationError": "nnx-ranking",
+        "RankingTask": "nnx-ranking",
         "RoPE": "nnx-lm",
         "ScoreResult": "nnx-decisions",
         "SearchBudget": "nnx-search",
@@ -109,6 +112,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "nt_xent_loss": "nnx-paradigms",
         "observations_from_runs": "nnx-comparison",
         "question_from_state": "nnx-decisions",
+        "ranking_metrics": "nnx-ranking",
         "read_teacher_records": "nnx-paradigms",
         "risk_coverage_curve": "nnx-decisions",
         "sample": "nnx-diffusion",
@@ -126,6 +130,9 @@ PROVIDERS: dict[str, dict[str, str]] = {
     "nnx.metrics": {
         "label_accuracy@v1": "nnx-paradigms",
         "label_nll@v1": "nnx-paradigms",
+        "ranking.mrr@v1": "nnx-ranking",
+        "ranking.ndcg@v1": "nnx-ranking",
+        "ranking.recall@v1": "nnx-ranking",
     },
     "nnx.nets": {
         "EXAMPLE_MLP": "nnx-example-plugin",
