@@ -4,13 +4,14 @@ It joins the ``nnx`` namespace the way every add-on does: it ships ``nnx/graph/`
 ``nnx/__init__.py``), imports core through ``nnx`` and ``nnx.extend`` only, and announces
 its names once, as entry points in its ``pyproject.toml``:
 
-``nnx.exports`` ``GraphConvNN``, ``GraphSageNN``, ``GraphAttNN``
+``nnx.exports`` ``GraphConvNN``, ``GraphSageNN``, ``GraphAttNN``, ``NNGraphDataset``
 ``nnx.nets``    ``GRAPH_CONV``, ``GRAPH_SAGE``, ``GRAPH_ATT`` (``Nets.GRAPH_CONV(params=...)``)
 
 Only torch-geometric's pure-torch message passing is used, so pyg-lib, torch-scatter and
 torch-sparse are never needed.
 """
 
+from nnx.graph.dataset import NNGraphDataset
 from nnx.graph.inputs import GraphInputs
 from nnx.graph.nets import (
     GRAPH_ATT,
@@ -22,7 +23,7 @@ from nnx.graph.nets import (
 )
 
 __all__ = ["GRAPH_ATT", "GRAPH_CONV", "GRAPH_SAGE", "GraphAttNN", "GraphConvNN",
-           "GraphInputs", "GraphSageNN"]
+           "GraphInputs", "GraphSageNN", "NNGraphDataset"]
 
 # Which skeleton this package follows (docs/extending.md, "Add-on skeletons"): training
 # extensions, each a params config, its module and one entry point.

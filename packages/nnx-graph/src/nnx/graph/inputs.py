@@ -3,7 +3,8 @@
 A node-level batch is ``(GraphInputs, y_seed)``: the net passes messages over the whole
 (sub)graph and returns only the seed rows (spec §3.1, "graph seed-row slicing"), so the
 default train step, ``evaluate()`` and ``predict()`` see exactly one row per seed node,
-never the neighbours that were only there to be aggregated.
+never the neighbours that were only there to be aggregated; ``predict_proba`` names
+each row by its global node id (``sample_ids()``, core's ``IdentifiedInputs``).
 """
 
 from __future__ import annotations
@@ -27,8 +28,13 @@ class GraphInputs:
 
     @property
     def seed_ids(self) -> torch.Tensor:
-        """The global node id of each seed row (predict_proba's sample ids, §3.1)."""
+        """The global node id of each seed row."""
         return self.node_ids[self.seed]
+
+    def sample_ids(self) -> torch.Tensor:
+        """``seed_ids``: predict_proba's sample ids for these rows (spec §3.1; the
+        :class:`nnx.extend.IdentifiedInputs` protocol)."""
+        return self.seed_ids
 
     def __len__(self) -> int:
         return int(self.seed.numel())
