@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
+from nnx import Callback
 from nnx.graph import NNGraphDataset
 
 N, F = 90, 8
@@ -27,3 +30,11 @@ def two_communities(seed: int = 0) -> NNGraphDataset:
         masks.append(mask)
     return NNGraphDataset(x, torch.stack([src, dst]), y, train_mask=masks[0],
                           val_mask=masks[1], test_mask=masks[2])
+
+
+class StopAfterTwo(Callback):
+    """Stops a run after its second epoch: the first half of a run split at an epoch."""
+
+    def on_epoch_end(self, ctx: Any) -> None:
+        if ctx.epoch == 1:
+            ctx.should_stop = True

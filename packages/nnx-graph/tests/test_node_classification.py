@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 import torch
-from _graph_tiny import F, N, two_communities
+from _graph_tiny import F, N, StopAfterTwo, two_communities
 
 from nnx import (
-    Callback,
     Checkpoints,
     Devices,
     Losses,
@@ -76,12 +75,6 @@ def test_predict_proba_names_seed_rows_by_global_node_id_through_concatenation()
     expected = torch.cat([DS.seed_ids("test"), DS.seed_ids("val")])
     assert result.sample_ids.tolist() == expected.tolist()
     assert result.probabilities.shape == (len(expected), 2)
-
-
-class StopAfterTwo(Callback):
-    def on_epoch_end(self, ctx: Any) -> None:
-        if ctx.epoch == 1:
-            ctx.should_stop = True
 
 
 def test_a_run_split_at_an_epoch_resumes_bit_for_bit_and_reloads(tmp_path) -> None:

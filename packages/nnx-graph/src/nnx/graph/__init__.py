@@ -21,9 +21,10 @@ from nnx.graph.nets import (
     GraphConvNN,
     GraphSageNN,
 )
+from nnx.graph.sampling import NeighborLoader
 
 __all__ = ["GRAPH_ATT", "GRAPH_CONV", "GRAPH_SAGE", "GraphAttNN", "GraphConvNN",
-           "GraphInputs", "GraphSageNN", "NNGraphDataset"]
+           "GraphInputs", "GraphSageNN", "NNGraphDataset", "NeighborLoader"]
 
 # Which skeleton this package follows (docs/extending.md, "Add-on skeletons"): training
 # extensions, each a params config, its module and one entry point.

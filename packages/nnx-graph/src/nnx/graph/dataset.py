@@ -5,6 +5,9 @@ the scored nodes with boolean masks. ``sampler="full"`` gives each split as the
 one-element full-batch list ``[(GraphInputs, y_seed)]`` that training, resume,
 ``evaluate()`` and ``predict()`` accept like any re-iterable list of batches (§4.2): the
 net passes messages over every node and is scored on the split's seed rows only.
+``sampler="neighbor"`` gives each split one seeded :class:`NeighborLoader` (the
+training split's shuffles), built once and kept, so its generator continues across
+``train()`` calls (§13).
 """
 
 from __future__ import annotations
@@ -13,14 +16,17 @@ from typing import Any
 
 import torch
 
-from nnx.extend import check_choice
+from nnx.extend import MAX_SEED, check_choice, check_count, check_seed
 from nnx.graph.inputs import GraphInputs
+from nnx.graph.sampling import NeighborLoader
 
 __all__ = ["SAMPLERS", "NNGraphDataset"]
 
 #: The samplers NNGraphDataset builds loaders with.
-SAMPLERS = ("full",)
+SAMPLERS = ("full", "neighbor")
 _SPLITS = ("train", "val", "test")
+#: A split's batches: the full-batch list, or a sampled loader.
+Batches = list[tuple[GraphInputs, torch.Tensor]] | NeighborLoader
 
 
 class NNGraphDataset:
@@ -28,13 +34,24 @@ class NNGraphDataset:
     one boolean mask (N,) per split; every argument is checked before anything is kept.
 
     ``from_data(data)`` reads a torch-geometric ``Data`` with ``train_mask`` /
-    ``val_mask`` / ``test_mask`` attributes (Planetoid's layout).
+    ``val_mask`` / ``test_mask`` attributes (Planetoid's layout). ``num_neighbors`` (one
+    fan-out per hop), ``batch_size`` (seeds per batch) and ``seed`` configure
+    ``sampler="neighbor"``.
     """
 
     def __init__(self, x: torch.Tensor, edge_index: torch.Tensor, y: torch.Tensor, *,
                  train_mask: torch.Tensor, val_mask: torch.Tensor | None = None,
-                 test_mask: torch.Tensor | None = None, sampler: str = "full") -> None:
+                 test_mask: torch.Tensor | None = None, sampler: str = "full",
+                 num_neighbors: tuple[int, ...] = (10, 10), batch_size: int = 512,
+                 seed: int = 0) -> None:
         self.sampler = check_choice("NNGraphDataset.sampler", sampler, SAMPLERS)
+        self.num_neighbors = tuple(
+            check_count(f"NNGraphDataset.num_neighbors[{i}]", k)
+            for i, k in enumerate(num_neighbors))
+        if not self.num_neighbors:
+            raise ValueError("NNGraphDataset.num_neighbors must give one fan-out per hop")
+        self.batch_size = check_count("NNGraphDataset.batch_size", batch_size)
+        self.seed = check_seed("NNGraphDataset.seed", seed)
         n = _check_graph(x, edge_index, y)
         masks = {"train": train_mask, "val": val_mask, "test": test_mask}
         for split, mask in masks.items():
@@ -42,13 +59,15 @@ class NNGraphDataset:
                 _check_mask(f"{split}_mask", mask, n)
         self.x, self.edge_index, self.y = x, edge_index, y
         self.masks = {s: m for s, m in masks.items() if m is not None}
+        self._samplers: dict[str, NeighborLoader] = {}
 
     @classmethod
-    def from_data(cls, data: Any, *, sampler: str = "full") -> NNGraphDataset:
-        """The dataset of a torch-geometric ``Data`` (``x``, ``edge_index``, ``y``, masks)."""
+    def from_data(cls, data: Any, **options: Any) -> NNGraphDataset:
+        """The dataset of a torch-geometric ``Data`` (``x``, ``edge_index``, ``y``, masks);
+        ``options`` are the sampler keywords."""
         return cls(data.x, data.edge_index, data.y, train_mask=data.train_mask,
                    val_mask=getattr(data, "val_mask", None),
-                   test_mask=getattr(data, "test_mask", None), sampler=sampler)
+                   test_mask=getattr(data, "test_mask", None), **options)
 
     @property
     def num_nodes(self) -> int:
@@ -61,19 +80,29 @@ class NNGraphDataset:
             raise ValueError(f"NNGraphDataset has no {split}_mask")
         return self.masks[split].nonzero(as_tuple=True)[0]
 
-    def loader(self, split: str) -> list[tuple[GraphInputs, torch.Tensor]]:
-        """``split``'s batches: with ``sampler="full"`` one batch, the whole graph."""
+    def loader(self, split: str) -> Batches:
+        """``split``'s batches: with ``sampler="full"`` one batch, the whole graph; with
+        ``"neighbor"`` the split's one sampled loader (the same object on every call)."""
         seed = self.seed_ids(split)
+        if self.sampler == "neighbor":
+            if split not in self._samplers:
+                # One stream per split, each with its own stable seed (core keys a
+                # loader's generator by its initial seed).
+                self._samplers[split] = NeighborLoader(
+                    self.x, self.edge_index, self.y, seed, num_neighbors=self.num_neighbors,
+                    batch_size=self.batch_size, shuffle=split == "train",
+                    seed=(self.seed + _SPLITS.index(split)) % (MAX_SEED + 1))
+            return self._samplers[split]
         inputs = GraphInputs(self.x, self.edge_index, seed, torch.arange(self.num_nodes))
         return [(inputs, self.y[seed])]
 
-    def train_loader(self) -> list[tuple[GraphInputs, torch.Tensor]]:
+    def train_loader(self) -> Batches:
         return self.loader("train")
 
-    def val_loader(self) -> list[tuple[GraphInputs, torch.Tensor]]:
+    def val_loader(self) -> Batches:
         return self.loader("val")
 
-    def test_loader(self) -> list[tuple[GraphInputs, torch.Tensor]]:
+    def test_loader(self) -> Batches:
         return self.loader("test")
 
 
