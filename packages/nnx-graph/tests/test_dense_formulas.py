@@ -39,9 +39,11 @@ def test_gcn_is_normalised_adjacency_times_xw(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_sage_is_mean_of_neighbours_plus_root(seed: int) -> None:
+@pytest.mark.parametrize("width", [C, 2 * F])  # narrowing: projected before the mean
+def test_sage_is_mean_of_neighbours_plus_root(seed: int, width: int) -> None:
     x, edge_index, adj = _graph(seed)
-    net = _one_layer(GraphSageNN)
+    torch.manual_seed(0)
+    net = GraphSageNN(NNParams(input_dim=F, output_dim=width)).eval()
     conv = net.convs[0]
     deg = adj.sum(1, keepdim=True).clamp(min=1)  # an isolated node aggregates zeros
     mean = (adj @ x) / deg

@@ -12,6 +12,7 @@ rows only (seed-row slicing, §3.1).
 from __future__ import annotations
 
 from itertools import pairwise
+from typing import Any
 
 import torch
 from torch import nn
@@ -51,9 +52,14 @@ class _GraphNN(nn.Module):
             raise TypeError(f"{type(self).__name__} needs an edge_index (or GraphInputs)")
         hidden = zip(self.convs[:-1], self.activations, self.dropouts, strict=True)
         for conv, act, drop in hidden:
-            h = drop(act(conv(h, edge_index)))
-        out: torch.Tensor = self.convs[-1](h, edge_index)
+            h = drop(act(self._layer(conv, h, edge_index)))
+        out = self._layer(self.convs[-1], h, edge_index)
         return out if seed is None else out[seed]
+
+    def _layer(self, conv: nn.Module, h: torch.Tensor, edge_index: torch.Tensor
+               ) -> torch.Tensor:
+        out: torch.Tensor = conv(h, edge_index)
+        return out
 
 
 class GraphConvNN(_GraphNN):
@@ -65,11 +71,30 @@ class GraphConvNN(_GraphNN):
 
 
 class GraphSageNN(_GraphNN):
-    """GraphSAGE (mean): each layer is ``mean_{j in N(i)} x_j W_l + x_i W_r + b``."""
+    """GraphSAGE (mean): each layer is ``mean_{j in N(i)} x_j W_l + x_i W_r + b``.
+
+    A layer that narrows (``in > out``) projects before it aggregates,
+    ``mean_j (x_j W_l)``: the same value (the mean is linear; the bias is added after,
+    so an isolated node still gets ``b``), with the scatter over ``out`` columns
+    instead of ``in`` (a Cora-sized 1433 → 16 layer aggregates 16 columns, not 1433).
+    """
 
     def _layers(self, params: NNParams) -> list[nn.Module]:
         dims = [params.input_dim, *params.hidden_dims, params.output_dim]
         return [SAGEConv(a, b, aggr="mean") for a, b in pairwise(dims)]
+
+    def _layer(self, conv: nn.Module, h: torch.Tensor, edge_index: torch.Tensor
+               ) -> torch.Tensor:
+        sage: Any = conv  # torch-geometric is untyped
+        if sage.in_channels <= sage.out_channels:
+            return _GraphNN._layer(self, conv, h, edge_index)
+        lin_l = sage.lin_l
+        projected = nn.functional.linear(h, lin_l.weight)
+        out: torch.Tensor = sage.propagate(edge_index, x=(projected, projected), size=None)
+        if lin_l.bias is not None:
+            out = out + lin_l.bias
+        root: torch.Tensor = sage.lin_r(h)
+        return out + root
 
 
 class GraphAttNN(_GraphNN):
