@@ -19,6 +19,7 @@ from nnx import (
     NNParams,
     NNRun,
     NNTrainParams,
+    TaskSpec,
 )
 from nnx.graph import GraphSageNN, NNGraphDataset
 
@@ -71,6 +72,19 @@ def test_batches_are_seeded_training_reshuffles_and_evaluation_repeats() -> None
     assert not equal(train[0], passes(other, "train")[0])
     val = passes(one, "val")
     assert equal(val[0], val[1])  # an evaluation loader reseeds every pass
+
+
+def test_predict_proba_names_sampled_rows_by_node_id_in_the_pass_it_ran() -> None:
+    torch.manual_seed(0)
+    m = NNModel(NNParams(input_dim=F, output_dim=2),
+                NNModelParams(net=Nets.GRAPH_SAGE, loss=Losses.CROSS_ENTROPY,
+                              task=TaskSpec.categorical(2), device=Devices.CPU))
+    for split in ("val", "train"):  # in seed order, and shuffled
+        # A twin dataset (same seed) replays the first pass predict_proba runs.
+        first_pass = [inputs.sample_ids() for inputs, _ in sampled().loader(split)]
+        result = m.predict_proba(sampled().loader(split))
+        assert result.sample_ids.tolist() == torch.cat(first_pass).tolist()
+        assert sorted(result.sample_ids.tolist()) == sampled().seed_ids(split).tolist()
 
 
 def test_with_every_neighbour_a_sage_layer_scores_seeds_as_on_the_full_graph() -> None:

@@ -5,6 +5,8 @@ does not: a graph batch scores its seed nodes, whose ids are global node indices
 (nnx-graph's ``GraphInputs``). Such an inputs object has ``sample_ids()``; the built-in
 tasks' ``sample_ids`` hook (the Task protocol's) reads it, so ``predict_proba`` and
 ``iter_predict`` report those ids for any net and task kind, through concatenation.
+A batch source may answer for all its rows the same way (nnx-graph's sampled loader:
+the ids of the pass ``predict_proba`` just ran).
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ class NeighborLoader:
         self.num_neighbors, self.shuffle = fanouts, bool(shuffle)
         self.generator = torch.Generator().manual_seed(check_seed("seed", seed))
         self.x, self.y, self.seeds = x, y, seeds
+        self._order = seeds
         # In-neighbour lists (CSC): the sources of the edges into node v are
         # src_sorted[ptr[v]:ptr[v + 1]].
         n = int(x.shape[0])
@@ -53,12 +54,18 @@ class NeighborLoader:
     def __len__(self) -> int:
         return -(-int(self.seeds.numel()) // self.batch_size)
 
+    def sample_ids(self) -> torch.Tensor:
+        """The seed ids of the latest pass in the order it scored them (before any pass,
+        the seeds): ``predict_proba(loader)`` reports them (core's ``IdentifiedInputs``)."""
+        return self._order
+
     def __iter__(self) -> Iterator[tuple[GraphInputs, torch.Tensor]]:
         seeds = self.seeds
         if not self.shuffle:
             self.generator.manual_seed(self.generator.initial_seed())
         else:
             seeds = seeds[torch.randperm(seeds.numel(), generator=self.generator)]
+        self._order = seeds
         for batch in torch.split(seeds, self.batch_size):
             yield self._subgraph(batch), self.y[batch]
 
