@@ -6,6 +6,10 @@ its pyproject's version, and the planned rows are exactly the planned distributi
 that have no folder yet. The architecture table also names each distribution's
 ``nnx.<sub>`` packages, checked against its ``src/nnx/<sub>/`` (or, planned, its
 planned subpackages).
+
+A distribution with a folder that tools/planned_names.toml still lists is in progress
+(issue 39: nnx-graph is started, not complete): its row stays planned and names its
+planned subpackages, which must include every one it already ships.
 """
 
 from __future__ import annotations
@@ -53,10 +57,13 @@ def _built() -> dict[str, tuple[str, list[str]]]:
     return built
 
 
-def _planned(built: dict[str, tuple[str, list[str]]]) -> dict[str, list[str]]:
+def _planned(built: dict[str, tuple[str, list[str]]], *,
+             in_progress: bool = False) -> dict[str, list[str]]:
+    """Planned distribution -> its planned subpackages: those without a folder, or with
+    ``in_progress`` those with one (started, still listed in planned_names.toml)."""
     table = tomllib.loads((ROOT / "tools" / "planned_names.toml").read_text())
     return {dist: sorted(groups.get("subpackages", [])) for dist, groups in table.items()
-            if dist not in built}
+            if (dist in built) == in_progress}
 
 
 def _problems(rows: dict[str, dict[str, str]], status: str,
@@ -67,8 +74,17 @@ def _problems(rows: dict[str, dict[str, str]], status: str,
     problems = [f"{d}: no row" for d in [*built, *planned] if d not in rows]
     problems += [f"{d}: a row for a distribution neither built nor planned"
                  for d in rows if d not in built and d not in planned]
+    started = _planned(built, in_progress=True)
     for dist, (version, subs) in built.items():
-        if dist in rows and rows[dist][status] != version:
+        if dist in started:
+            if dist in rows and rows[dist][status] != PLANNED:
+                problems.append(f"{dist}: status {rows[dist][status]!r}, it is in progress "
+                                f"({PLANNED})")
+            if not set(subs) <= set(started[dist]):
+                problems.append(f"{dist}: src/nnx/ has {subs}, beyond its planned "
+                                f"{started[dist]}")
+            subs = started[dist]
+        elif dist in rows and rows[dist][status] != version:
             problems.append(f"{dist}: status {rows[dist][status]!r}, pyproject says {version}")
         if packages and dist in rows and dist != CORE:  # core's row names its layers
             listed = sorted(re.findall(r"`(nnx\.[a-z_]+)`", rows[dist][packages]))
@@ -109,8 +125,10 @@ def test_a_stale_row_is_named():
     stale = stale.replace("| nnx-lm | 0.1.0 |", "| nnx-lm | 0.0.9 |")
     stale = stale.replace("| nnx-viz | planned |", "| nnx-viz | 0.1.0 |")
     stale = stale.replace("`nnx.generation`, ", "")
+    stale = stale.replace("| nnx-graph | planned |", "| nnx-graph | 0.1.0 |")
     assert _problems(_architecture_rows(stale), "status", "packages") == [
         "nnx-search: no row",
+        "nnx-graph: status '0.1.0', it is in progress (planned)",
         "nnx-lm: status '0.0.9', pyproject says 0.1.0",
         "nnx-lm: packages ['nnx.lm', 'nnx.lm_tasks'], src/nnx/ has "
         "['nnx.generation', 'nnx.lm', 'nnx.lm_tasks']",

@@ -186,3 +186,25 @@ def test_a_new_distribution_reaches_the_root_and_ci_lists_by_regenerating(tmp_pa
     # Everything outside the generated lists is untouched.
     untouched = (ROOT / ".github/workflows/ci.yml").read_text().split("# END generated")[1]
     assert ci.split("# END generated")[1] == untouched
+
+
+def test_a_started_distribution_keeps_its_planned_names_until_its_rows_are_deleted(tmp_path):
+    # Issue 39: nnx-graph is built but not complete; `import nnx.graph_tasks` (planned,
+    # not shipped yet) still names it, and its built names join the planned ones.
+    packages = _copy_pyprojects(tmp_path)
+    (packages / "nnx-graph" / "src" / "nnx" / "graph").mkdir(parents=True)
+    (packages / "nnx-graph" / "src" / "nnx" / "graph" / "__init__.py").write_text("")
+    planned = tmp_path / "planned.toml"
+    planned.write_text('[nnx-graph]\nsubpackages = ["nnx.graph_tasks"]\n'
+                       '"nnx.exports" = ["PlannedOnly"]\n')
+    out = tmp_path / "catalog.py"
+    done = _tool("gen_catalog.py", "--packages", packages, "--planned", planned, "--out", out)
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    for line in ('"nnx.graph_tasks": "nnx-graph"', '"nnx.graph": "nnx-graph"',
+                 '"PlannedOnly": "nnx-graph"', '"GraphSageNN": "nnx-graph"'):
+        assert line in text, line
+    planned.write_text("")  # the rows deleted: complete, only what it ships
+    done = _tool("gen_catalog.py", "--packages", packages, "--planned", planned, "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert '"nnx.graph_tasks"' not in out.read_text() and "PlannedOnly" not in out.read_text()

@@ -85,7 +85,8 @@ def planned(path: Path) -> dict[str, dict[str, list[str]]]:
 
 def collect(dirs: list[Path], planned_names: dict[str, dict[str, list[str]]]) -> Providers:
     """Group -> name -> distribution, and ``subpackages`` -> ``nnx.<sub>`` ->
-    distribution; a built distribution supersedes its planned rows."""
+    distribution; a distribution still planned while built (started, not complete)
+    announces its built names and its planned ones."""
     sources: dict[str, dict[str, list[str]]] = {}
     for d in dirs:
         name, groups = declared(d / "pyproject.toml")
@@ -93,7 +94,9 @@ def collect(dirs: list[Path], planned_names: dict[str, dict[str, list[str]]]) ->
             raise CatalogError(f"two directories declare the distribution {name}")
         sources[name] = {**groups, PLANNED_SUBPACKAGES: subpackages(d)}
     for dist, groups in planned_names.items():
-        sources.setdefault(dist, groups)  # once built, its own pyproject is the list
+        built = sources.setdefault(dist, {})
+        for group, names in groups.items():  # a started one keeps its planned names too
+            built[group] = sorted({*built.get(group, []), *names})
     providers: Providers = {}
     for dist, groups in sorted(sources.items()):
         if dist == CORE:

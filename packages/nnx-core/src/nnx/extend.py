@@ -47,8 +47,9 @@ for what it reads: the run-file readers and the NumPy terms load no torch. Names
 * protocols: :class:`Component` (with :class:`ComponentSpec`), :class:`Task` (with its
   defaults: :func:`resolve_task` and :class:`TaskRuntime`, the task object beside the
   per-batch machinery core builds for it), :class:`TaskBatchOps` (that machinery as an
-  add-on may use it, :func:`task_batch_ops`) and :class:`TrainableModel` (what the engine reads of a
-  model: type steps against it);
+  add-on may use it, :func:`task_batch_ops`), :class:`TrainableModel` (what the engine reads of a
+  model: type steps against it) and :class:`IdentifiedInputs` (batch inputs that name
+  each output row's sample id, as graph seed rows do: predict_proba reports them);
 * objectives: :class:`Objective`, :class:`LossTerm`, :class:`ObjectiveResult`,
   :class:`ObjectiveContext` (the objective context), :class:`UpdateEvent`,
   :class:`ObjectiveStream`, :class:`FrozenTeacher` and :func:`distillation_loss` (the
@@ -218,6 +219,7 @@ _EXPORTS: dict[str, str] = {
     "Task": "nnx.tasks.protocol",
     "TaskRuntime": "nnx.tasks.runtime",
     "resolve_task": "nnx.tasks.runtime",
+    "IdentifiedInputs": "nnx.tasks.row_ids",
     "register_transform": "nnx.transforms",
     "registered_transforms": "nnx.transforms",
     "unregister_transform": "nnx.transforms",
@@ -374,6 +376,7 @@ if _typing.TYPE_CHECKING:
     from nnx.tasks.batch_ops import TaskBatchOps as TaskBatchOps
     from nnx.tasks.batch_ops import task_batch_ops as task_batch_ops
     from nnx.tasks.protocol import Task as Task
+    from nnx.tasks.row_ids import IdentifiedInputs as IdentifiedInputs
     from nnx.tasks.runtime import TaskRuntime as TaskRuntime
     from nnx.tasks.runtime import resolve_task as resolve_task
     from nnx.transforms import register_transform as register_transform

@@ -16,6 +16,7 @@ from nnx._foundation.records import NNEvaluationDataPoint
 from nnx.metrics import check_metric_inputs
 from nnx.params.task import TaskSpec
 from nnx.tasks._losses import family, is_torch_loss, reduction_of
+from nnx.tasks.row_ids import batch_row_ids
 
 __all__ = ["Stats", "TaskAccumulator", "TaskAdapter", "TrainingBatch", "host_arrays",
            "numpy_of"]
@@ -181,8 +182,9 @@ class TaskAdapter(ABC):
         return ()
 
     def sample_ids(self, data: Any, rows: int) -> Any | None:
-        """None: ``predict_proba`` numbers rows by iteration position."""
-        return None
+        """The ids identified inputs give their rows (graph seed rows, §3.1); else None:
+        ``predict_proba`` numbers rows by iteration position."""
+        return batch_row_ids(data)
 
     def refuse_default(self, path: str) -> None:
         """The built-in tasks run every default path: accept by returning."""

@@ -1,0 +1,32 @@
+"""nnx-graph's public surface: names announced once as entry points, resolved from
+``nnx`` and ``nnx.graph``; the add-on rules (the shared conformance check)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: pytest's own dependency reads TOML
+    import tomli as tomllib
+
+import nnx
+import nnx.graph
+from nnx import Nets
+from nnx.testing import check_distribution
+
+POINTS = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
+    "project"]["entry-points"]
+
+
+def test_every_announced_name_resolves_from_nnx_and_nnx_graph() -> None:
+    for name, target in POINTS["nnx.exports"].items():
+        assert target.partition(":")[2] == name and name in nnx.graph.__all__
+        assert getattr(nnx, name) is getattr(nnx.graph, name)
+    for member in POINTS["nnx.nets"]:
+        assert Nets[member].name == member and member in nnx.graph.__all__
+
+
+def test_nnx_graph_keeps_the_add_on_rules() -> None:
+    check_distribution("nnx-graph")
