@@ -100,6 +100,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "jepa_objective": "nnx-paradigms",
         "jepa_train_step_factory": "nnx-paradigms",
         "kd_train_step_factory": "nnx-paradigms",
+        "link_metrics": "nnx-graph",
         "load_ia3_weights": "nnx-peft",
         "load_lora_weights": "nnx-peft",
         "load_prefix_weights": "nnx-peft",
