@@ -11,22 +11,32 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: pytest's own dependency reads TOML
     import tomli as tomllib
 
+import importlib
+
 import nnx
 import nnx.graph
-from nnx import Nets
+from nnx import Nets, registered_model_factories
 from nnx.testing import check_distribution
 
 POINTS = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
     "project"]["entry-points"]
 
 
-def test_every_announced_name_resolves_from_nnx_and_nnx_graph() -> None:
+def test_every_announced_name_resolves_from_nnx_and_its_subpackage() -> None:
     for name, target in POINTS["nnx.exports"].items():
-        assert target.partition(":")[2] == name and name in nnx.graph.__all__
-        assert getattr(nnx, name) is getattr(nnx.graph, name)
+        module, _, attribute = target.partition(":")
+        assert attribute == name
+        # nnx.graph.<module> or nnx.graph_tasks.<module>: the subpackage lists the name.
+        package = importlib.import_module(module.rpartition(".")[0])
+        assert name in package.__all__ and getattr(nnx, name) is getattr(package, name)
     for member in POINTS["nnx.nets"]:
         assert Nets[member].name == member and member in nnx.graph.__all__
 
 
 def test_nnx_graph_keeps_the_add_on_rules() -> None:
     check_distribution("nnx-graph")
+
+
+def test_the_graph_classifier_recipe_is_announced_as_a_model_factory() -> None:
+    assert list(POINTS["nnx.model_factories"]) == ["nnx.graph_classifier@v1"]
+    assert ("nnx.graph_classifier", 1) in registered_model_factories()
