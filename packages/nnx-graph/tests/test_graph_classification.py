@@ -3,6 +3,7 @@ sample ids, node-order invariance, training, resume bit for bit and reload."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -34,6 +35,7 @@ from nnx.graph_tasks import (
     GraphPool,
     graph_classifier_spec,
 )
+from nnx.history import HistoryJournal
 
 CATEGORICAL = ProbabilitySpec(kind="categorical")
 TRAIN, VAL = families(60, seed=0, first_id=0), families(20, seed=1, first_id=1000)
@@ -93,17 +95,25 @@ def test_nlls_1_2_3_in_batches_of_2_then_1_average_to_2_over_labeled_graphs(tmp_
     record = m.evaluate(batches)
     assert record.loss == pytest.approx(2.0, abs=1e-5)
     # The batch means are 1.5 and 3: their mean, 2.25, is what a per-batch average gives.
-    run = m.train(NNTrainParams(n_epochs=1, train_loader=batches, val_loader=batches,
-                                monitor=MonitorSpec("loss", split="train"), scheduler=None,
-                                optim=NNOptimParams.builder().sgd(max_lr=0.0).build()),
-                  root=tmp_path, verbose=False)
+    fit = NNTrainParams(n_epochs=1, train_loader=batches, val_loader=batches,
+                        monitor=MonitorSpec("loss", split="train"), scheduler=None,
+                        optim=NNOptimParams.builder().sgd(max_lr=0.0).build())
+    run = m.train(fit, root=tmp_path, verbose=False)
     last = run.epoch_records()[-1]
     assert last.train_summary.loss == pytest.approx(2.0, abs=1e-5)
+    assert last.selection.value == pytest.approx(2.0, abs=1e-5)  # what BEST elects on
     assert last.val_edp.loss == pytest.approx(2.0, abs=1e-5)
     reloaded = NNRun.load(run.id, root=tmp_path)  # the history as written
     assert reloaded.epoch_records()[-1].train_summary.loss == pytest.approx(2.0, abs=1e-5)
     best = NNCheckpoint.load(run.id, Checkpoints.BEST, root=tmp_path)
     assert best.idp.train_summary.loss == pytest.approx(2.0, abs=1e-5)
+    # A history journal's per-epoch row (the run chart's series) counts graphs too.
+    journaled = m.train(fit, root=tmp_path / "journal", verbose=False,
+                        history=HistoryJournal(retention=10))
+    rows = (tmp_path / "journal" / journaled.id / "history" / "epochs.jsonl").read_text()
+    summary = json.loads(rows.splitlines()[-1])["summary"]
+    assert summary["train_summary"]["loss"] == pytest.approx(2.0, abs=1e-5)
+    assert summary["selection"]["value"] == pytest.approx(2.0, abs=1e-5)
 
 
 def test_the_spec_snippet_taskspec_form_scores_the_same(tmp_path) -> None:
