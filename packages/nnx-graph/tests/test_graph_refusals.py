@@ -65,6 +65,9 @@ def test_node_level_nets_refuse_collection_batches(tmp_path, net: str) -> None:
     with pytest.raises(GraphLevelBatchError):
         m.train(train_params(loader), root=tmp_path, verbose=False)
     assert unchanged(m, before)
+    # Refused at the first forward, before any update; no run directory is left (only
+    # the runs root's own lock files).
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == []
 
 
 def test_nngraphdataset_refuses_a_collection_or_a_batch_of_several_graphs() -> None:
