@@ -12,9 +12,11 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: pytest's own dependency reads TOML
     import tomli as tomllib
 
+import importlib
+
 import nnx
 import nnx.graph
-from nnx import Nets
+from nnx import Nets, registered_model_factories
 from nnx.testing import check_distribution
 
 POINTS = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
@@ -34,3 +36,9 @@ def test_every_announced_name_resolves_from_nnx_and_its_subpackage() -> None:
 
 def test_nnx_graph_keeps_the_add_on_rules() -> None:
     check_distribution("nnx-graph")
+
+
+def test_the_recipes_are_announced_as_model_factories() -> None:
+    assert sorted(POINTS["nnx.model_factories"]) == ["graph.classifier@v1", "link.predictor@v1"]
+    assert ("graph.classifier", 1) in registered_model_factories()
+    assert ("link.predictor", 1) in registered_model_factories()

@@ -49,7 +49,9 @@ for what it reads: the run-file readers and the NumPy terms load no torch. Names
   per-batch machinery core builds for it), :class:`TaskBatchOps` (that machinery as an
   add-on may use it, :func:`task_batch_ops`), :class:`TrainableModel` (what the engine reads of a
   model: type steps against it) and :class:`IdentifiedInputs` (batch inputs that name
-  each output row's sample id, as graph seed rows do: predict_proba reports them);
+  each output row's sample id, as graph seed rows do: predict_proba reports them) with
+  :func:`batch_row_ids` (the ids a batch, or a list of batches, gives its rows: what the
+  built-in tasks' ``sample_ids`` answers, for a Task-protocol object to answer the same);
 * objectives: :class:`Objective`, :class:`LossTerm`, :class:`ObjectiveResult`,
   :class:`ObjectiveContext` (the objective context), :class:`UpdateEvent`,
   :class:`ObjectiveStream`, :class:`FrozenTeacher` and :func:`distillation_loss` (the
@@ -220,6 +222,7 @@ _EXPORTS: dict[str, str] = {
     "TaskRuntime": "nnx.tasks.runtime",
     "resolve_task": "nnx.tasks.runtime",
     "IdentifiedInputs": "nnx.tasks.row_ids",
+    "batch_row_ids": "nnx.tasks.row_ids",
     "register_transform": "nnx.transforms",
     "registered_transforms": "nnx.transforms",
     "unregister_transform": "nnx.transforms",
@@ -377,6 +380,7 @@ if _typing.TYPE_CHECKING:
     from nnx.tasks.batch_ops import task_batch_ops as task_batch_ops
     from nnx.tasks.protocol import Task as Task
     from nnx.tasks.row_ids import IdentifiedInputs as IdentifiedInputs
+    from nnx.tasks.row_ids import batch_row_ids as batch_row_ids
     from nnx.tasks.runtime import TaskRuntime as TaskRuntime
     from nnx.tasks.runtime import resolve_task as resolve_task
     from nnx.transforms import register_transform as register_transform

@@ -122,6 +122,26 @@ def test_a_mapping_example_is_refused_before_anything_is_written(tmp_path):
     assert not (tmp_path / "net.onnx").exists() and _modes(model.net) == before
 
 
+class NoOnnxForm(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(x)
+
+    def refuse_onnx_export(self) -> None:
+        raise NotImplementedError("NoOnnxForm has no ONNX form")
+
+
+def test_a_net_that_refuses_export_is_refused_first_whatever_the_example(tmp_path):
+    model = NNModel(module=NoOnnxForm())
+    for example in (torch.randn(2, 4), {"x": torch.randn(2, 4)}, "not a tensor"):
+        with pytest.raises(NotImplementedError, match="NoOnnxForm has no ONNX form"):
+            model.to_onnx(tmp_path / "net.onnx", example)
+    assert list(tmp_path.iterdir()) == []
+
+
 class Pair(nn.Module):
     def __init__(self) -> None:
         super().__init__()

@@ -6,8 +6,12 @@ is traced from ``example_input`` with torch's ``torch.export``-based exporter
 (``dynamo=True``, the one torch maintains; it needs ``onnxscript``, part of the
 ``onnx`` extra), in eval mode, with the batch axis dynamic unless told otherwise.
 
-Every refusal (a mapping example, a forward that returns no tensor, a missing
-extra, a bad name list) comes before anything is written. The file is serialized
+Every refusal (a net that declares it has no ONNX form, a mapping example, a forward
+that returns no tensor, a missing extra, a bad name list) comes before anything is
+written. A net refuses for itself with a ``refuse_onnx_export()`` method that raises
+its own named error (nnx-graph's graph classifier: its forward reads a whole batch of
+graphs, which no tensor-only graph stands for); it is asked first, before the example
+is read, so whatever example is passed the refusal is the same. The file is serialized
 in memory and written by the atomic writer, so a failed export leaves no
 half-written file, and every submodule's own train / eval flag is put back even
 when the export raises (the non-destructive contract, §13.2).
@@ -99,6 +103,9 @@ def export_onnx(net: nn.Module, example: Any, path: str | os.PathLike[str], *,
                 dynamic_batch: bool = True, input_names: Sequence[str] | None = None,
                 output_names: Sequence[str] | None = None) -> Path:
     """Write ``net`` traced on ``example`` to ``path`` as an ONNX model; the resolved path."""
+    refuse = getattr(net, "refuse_onnx_export", None)
+    if callable(refuse):
+        refuse()
     inputs = _inputs(example, device)
     default_inputs = ["input"] if len(inputs) == 1 else [f"input_{i}" for i in range(len(inputs))]
     in_names = _names("input_names", input_names, len(inputs), default_inputs)

@@ -38,7 +38,10 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "FixedHeadProvider": "nnx-decisions",
         "GenerativeNNModel": "nnx-lm",
         "GraphAttNN": "nnx-graph",
+        "GraphClassifier": "nnx-graph",
+        "GraphCollection": "nnx-graph",
         "GraphConvNN": "nnx-graph",
+        "GraphPool": "nnx-graph",
         "GraphSageNN": "nnx-graph",
         "GroupSummary": "nnx-comparison",
         "IA3Linear": "nnx-peft",
@@ -96,6 +99,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "evaluate_offline": "nnx-paradigms",
         "feature_kd_train_step_factory": "nnx-paradigms",
         "fit_temperature": "nnx-decisions",
+        "graph_classifier_spec": "nnx-graph",
         "ia3_recipe": "nnx-peft",
         "jepa_objective": "nnx-paradigms",
         "jepa_train_step_factory": "nnx-paradigms",
@@ -137,6 +141,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "ranking.recall@v1": "nnx-ranking",
     },
     "nnx.model_factories": {
+        "graph.classifier@v1": "nnx-graph",
         "link.predictor@v1": "nnx-graph",
     },
     "nnx.nets": {

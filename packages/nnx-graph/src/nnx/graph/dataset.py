@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from nnx.extend import MAX_SEED, check_choice, check_count, check_seed
-from nnx.graph.inputs import GraphInputs
+from nnx.graph.inputs import GraphInputs, refuse_graph_level
 from nnx.graph.sampling import NeighborLoader
 
 __all__ = ["SAMPLERS", "NNGraphDataset"]
@@ -44,6 +44,7 @@ class NNGraphDataset:
                  test_mask: torch.Tensor | None = None, sampler: str = "full",
                  num_neighbors: tuple[int, ...] = (10, 10), batch_size: int = 512,
                  seed: int = 0) -> None:
+        refuse_graph_level("NNGraphDataset", x)
         self.sampler = check_choice("NNGraphDataset.sampler", sampler, SAMPLERS)
         self.num_neighbors = tuple(
             check_count(f"NNGraphDataset.num_neighbors[{i}]", k)
@@ -64,7 +65,9 @@ class NNGraphDataset:
     @classmethod
     def from_data(cls, data: Any, **options: Any) -> NNGraphDataset:
         """The dataset of a torch-geometric ``Data`` (``x``, ``edge_index``, ``y``, masks);
-        ``options`` are the sampler keywords."""
+        ``options`` are the sampler keywords. A batch of several graphs is refused
+        (:class:`GraphLevelBatchError`): NNGraphDataset holds one graph."""
+        refuse_graph_level("NNGraphDataset.from_data", data)
         return cls(data.x, data.edge_index, data.y, train_mask=data.train_mask,
                    val_mask=getattr(data, "val_mask", None),
                    test_mask=getattr(data, "test_mask", None), **options)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["GraphInputs"]
+__all__ = ["GraphInputs", "GraphLevelBatchError", "refuse_graph_level"]
 
 
 @dataclass(frozen=True)
@@ -42,3 +42,21 @@ class GraphInputs:
     def to(self, device: torch.device | str) -> GraphInputs:
         return GraphInputs(self.x.to(device), self.edge_index.to(device),
                            self.seed.to(device), self.node_ids.to(device))
+
+
+class GraphLevelBatchError(TypeError):
+    """A node-level consumer (a node net, ``NNGraphDataset``) was given whole graphs (a
+    ``GraphCollection``, its batches, or a torch-geometric batch of several graphs):
+    scoring their nodes as one graph's would mix graphs, so it is refused by name."""
+
+
+def refuse_graph_level(owner: str, value: object) -> None:
+    """Raise :class:`GraphLevelBatchError` when ``value`` holds whole graphs: it says so
+    (``graph_level``, nnx.graph_tasks' collections and batches) or is a torch-geometric
+    batch of more than one graph (``num_graphs``)."""
+    several = getattr(value, "num_graphs", 1)
+    if getattr(value, "graph_level", False) or (isinstance(several, int) and several > 1):
+        raise GraphLevelBatchError(
+            f"{owner} is node-level (one graph, scored node by node); got "
+            f"{type(value).__name__} holding whole graphs. Classify graphs with "
+            "nnx.graph_tasks (GraphCollection, graph_classifier_spec, GraphClassifier)")

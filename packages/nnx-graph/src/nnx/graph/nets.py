@@ -19,7 +19,7 @@ from torch import nn
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
 from nnx.extend import NetRegistration, NNParams
-from nnx.graph.inputs import GraphInputs
+from nnx.graph.inputs import GraphInputs, refuse_graph_level
 
 __all__ = ["GRAPH_ATT", "GRAPH_CONV", "GRAPH_SAGE", "GraphAttNN", "GraphConvNN",
            "GraphSageNN"]
@@ -44,6 +44,7 @@ class _GraphNN(nn.Module):
     def forward(self, x: torch.Tensor | GraphInputs,
                 edge_index: torch.Tensor | None = None) -> torch.Tensor:
         seed = None
+        refuse_graph_level(type(self).__name__, x)
         if isinstance(x, GraphInputs):
             h, edge_index, seed = x.x, x.edge_index, x.seed
         else:
