@@ -3,6 +3,7 @@ torch-sparse (spec §13, §14.3)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -211,3 +212,19 @@ def test_a_second_fit_continues_the_generator_and_a_rebuilt_dataset_repeats(tmp_
             next(iter(data.train_loader()))]])
     assert passes[0] != passes[1]  # the second fit went on from the first's state
     assert passes[2] == passes[0]  # a fresh dataset draws the first fit's next pass again
+
+
+def test_iter_predict_names_sampled_rows_by_node_id_without_the_shuffle_warning() -> None:
+    # §21 / §3.1: each streamed batch carries its seeds' global node ids, also from the
+    # shuffling training loader, and never warns as a shuffled DataLoader would.
+    torch.manual_seed(0)
+    m = NNModel(NNParams(input_dim=F, output_dim=2),
+                NNModelParams(net=Nets.GRAPH_SAGE, loss=Losses.CROSS_ENTROPY,
+                              task=TaskSpec.categorical(2), device=Devices.CPU))
+    for split in ("val", "train"):
+        first_pass = [inputs.sample_ids().tolist() for inputs, _ in sampled().loader(split)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with m.iter_predict(sampled().loader(split)) as stream:
+                streamed = [batch.sample_ids.tolist() for batch in stream]
+        assert streamed == first_pass
