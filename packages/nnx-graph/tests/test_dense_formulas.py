@@ -92,3 +92,17 @@ def test_nets_members_build_through_the_entry_points(member: str, cls: type) -> 
 def test_graph_nets_refuse_a_lazy_input_width() -> None:
     with pytest.raises(ValueError, match="input_dim"):
         GraphConvNN(NNParams(input_dim=None, output_dim=C))
+
+
+def test_gat_hidden_heads_are_concatenated_and_output_heads_averaged() -> None:
+    # n_heads (spec §2's NNParams shape field): a hidden layer of width h is h * heads wide
+    # (heads side by side), the output layer averages its heads to output_dim logits.
+    x, edge_index, _ = _graph(5)
+    torch.manual_seed(0)
+    net = GraphAttNN(NNParams(input_dim=F, output_dim=C, hidden_dims=(4,), n_heads=3)).eval()
+    first, last = net.convs
+    assert (first.heads, first.concat, first.out_channels) == (3, True, 4)
+    assert (last.heads, last.concat, last.in_channels) == (3, False, 12)
+    hidden = first(x, edge_index)
+    assert hidden.shape == (N, 12)
+    torch.testing.assert_close(net(x, edge_index), last(torch.relu(hidden), edge_index))

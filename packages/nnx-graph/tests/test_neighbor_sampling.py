@@ -3,6 +3,8 @@ torch-sparse (spec §13, §14.3)."""
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,10 +20,13 @@ from nnx import (
     NNOptimParams,
     NNParams,
     NNRun,
+    NNTrainerParams,
     NNTrainParams,
     TaskSpec,
+    Trainer,
 )
-from nnx.graph import GraphSageNN, NNGraphDataset
+from nnx.graph import GraphInputs, GraphSageNN, NeighborLoader, NNGraphDataset
+from nnx.objectives import supervised_objective
 
 
 def sampled(seed: int = 0, **options: Any) -> NNGraphDataset:
@@ -134,3 +139,92 @@ def test_the_sampler_options_are_checked() -> None:
         sampled(batch_size=0)
     with pytest.raises(ValueError, match="seed"):
         sampled(seed=-1)
+
+
+# -- §4.2 / §13: resumed and repeated fits draw what the spec says ---------------------------
+class Recording(NeighborLoader):
+    """A training NeighborLoader that keeps the node ids of every batch of every pass."""
+
+    def __init__(self, ds: NNGraphDataset) -> None:
+        super().__init__(ds.x, ds.edge_index, ds.y, ds.seed_ids("train"),
+                         num_neighbors=ds.num_neighbors, batch_size=ds.batch_size,
+                         shuffle=True, seed=ds.seed)
+        self.passes: list[list[list[int]]] = []
+
+    def __iter__(self) -> Iterator[tuple[GraphInputs, torch.Tensor]]:
+        self.passes.append([])
+        for inputs, y in super().__iter__():
+            self.passes[-1].append(inputs.node_ids.tolist())
+            yield inputs, y
+
+
+def _drawn_fit(root: Any, owner: str, n_epochs: int, *, seed: int = 0,
+               resume_from: str | None = None, stop_after_two: bool = False
+               ) -> tuple[NNModel, Any, Recording]:
+    torch.manual_seed(seed)
+    m = NNModel(NNParams(input_dim=F, output_dim=2, hidden_dims=(8,), dropout_prob=0.2),
+                NNModelParams(net=Nets.GRAPH_SAGE, loss=Losses.CROSS_ENTROPY,
+                              device=Devices.CPU))
+    ds = sampled()
+    train = Recording(ds)
+    optim = NNOptimParams.builder().adamw(max_lr=1e-2).build()
+    if owner == "trainer":  # a Trainer trains n_epochs more epochs when it resumes
+        builder = (NNTrainerParams.builder().n_epochs(n_epochs).train_loader(train)
+                   .val_loader(ds.val_loader()).seed(0).optimizer("main", optim))
+        if resume_from is not None:
+            builder = builder.resume_from(resume_from)
+        run = Trainer(m).train(params=builder.build(), objective=supervised_objective(),
+                               root=root, verbose=False)
+        return m, run, train
+    resume: dict[str, Any] = {} if resume_from is None else {
+        "resume_from_run_id": resume_from, "resume_mode": "stateful",
+        "resume_epochs": "planned"}
+    params = NNTrainParams(n_epochs=n_epochs, train_loader=train, val_loader=ds.val_loader(),
+                           scheduler=None, seed=0, optim=optim, **resume)
+    run = m.train(params, callbacks=[StopAfterTwo()] if stop_after_two else None, root=root,
+                  verbose=False)
+    return m, run, train
+
+
+@pytest.mark.parametrize("owner", ["model", "trainer"])
+def test_a_resumed_run_draws_the_neighbours_the_uninterrupted_run_drew(tmp_path,
+                                                                       owner: str) -> None:
+    # NNModel.train and Trainer.train alike (§4.2): the loader's generator is checkpointed,
+    # so epochs 2 and 3 of the resumed run sample the subgraphs of the straight run's.
+    straight, _, whole = _drawn_fit(tmp_path / "a", owner, 4)
+    first_half = 2 if owner == "trainer" else 4
+    _, first, head = _drawn_fit(tmp_path / "b", owner, first_half, stop_after_two=True)
+    resumed, _, tail = _drawn_fit(tmp_path / "b", owner, 2 if owner == "trainer" else 4,
+                                  seed=5, resume_from=first.id)
+    assert len(whole.passes) == 4 and head.passes + tail.passes == whole.passes
+    a, b = straight.net.state_dict(), resumed.net.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_second_fit_continues_the_generator_and_a_rebuilt_dataset_repeats(tmp_path) -> None:
+    # §13: NNTrainParams.seed reseeds the global streams only; the loader's own generator
+    # runs on across train() calls, and a rebuilt dataset starts it over.
+    ds = sampled()
+    passes = []
+    for i, data in enumerate((ds, ds, sampled())):
+        _fit(data, tmp_path / str(i), 1)
+        passes.append([inputs.node_ids.tolist() for inputs, _ in [
+            next(iter(data.train_loader()))]])
+    assert passes[0] != passes[1]  # the second fit went on from the first's state
+    assert passes[2] == passes[0]  # a fresh dataset draws the first fit's next pass again
+
+
+def test_iter_predict_names_sampled_rows_by_node_id_without_the_shuffle_warning() -> None:
+    # §21 / §3.1: each streamed batch carries its seeds' global node ids, also from the
+    # shuffling training loader, and never warns as a shuffled DataLoader would.
+    torch.manual_seed(0)
+    m = NNModel(NNParams(input_dim=F, output_dim=2),
+                NNModelParams(net=Nets.GRAPH_SAGE, loss=Losses.CROSS_ENTROPY,
+                              task=TaskSpec.categorical(2), device=Devices.CPU))
+    for split in ("val", "train"):
+        first_pass = [inputs.sample_ids().tolist() for inputs, _ in sampled().loader(split)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with m.iter_predict(sampled().loader(split)) as stream:
+                streamed = [batch.sample_ids.tolist() for batch in stream]
+        assert streamed == first_pass

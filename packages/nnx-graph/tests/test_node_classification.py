@@ -21,10 +21,14 @@ from nnx import (
     NNOptimParams,
     NNParams,
     NNRun,
+    NNTrainerParams,
     NNTrainParams,
     ProbabilitySpec,
+    Trainer,
 )
+from nnx.data_splits import SplitManifest, plan_split
 from nnx.graph import NNGraphDataset
+from nnx.objectives import supervised_objective
 
 DS = two_communities()
 
@@ -113,3 +117,51 @@ def test_the_dataset_refuses_a_bad_graph_before_keeping_anything() -> None:
         NNGraphDataset(x, edge_index, y.float(), train_mask=mask)
     with pytest.raises(ValueError, match="has no test_mask"):
         NNGraphDataset(x, edge_index, y, train_mask=mask).test_loader()
+
+
+def test_a_split_planned_over_node_ids_gives_the_masks_and_never_splits_edges() -> None:
+    # §13.3: plans split samples (here graph nodes), never edges: the masks come from
+    # resolve(...) over the node ids, and every split's batch carries the whole graph.
+    node_ids = [f"n{i}" for i in range(N)]
+    plan = plan_split(node_ids, strategy="stratified", labels=DS.y.tolist(),
+                      proportions=(0.5, 0.25, 0.25), seed=3)
+    replayed = SplitManifest.from_json(plan.to_json())
+
+    def masks(manifest: SplitManifest) -> dict[str, torch.Tensor]:
+        out = {}
+        for split, rows in zip(("train", "val", "test"), manifest.resolve(node_ids),
+                               strict=True):
+            mask = torch.zeros(N, dtype=torch.bool)
+            mask[list(rows)] = True
+            out[f"{split}_mask"] = mask
+        return out
+
+    planned = masks(plan)
+    assert all(torch.equal(planned[k], v) for k, v in masks(replayed).items())
+    ds = NNGraphDataset(DS.x, DS.edge_index, DS.y, **planned)
+    seeds = {s: set(ds.seed_ids(s).tolist()) for s in ("train", "val", "test")}
+    assert seeds["train"] == {node_ids.index(i) for i in plan.train}
+    assert set.union(*seeds.values()) == set(range(N)) and sum(map(len, seeds.values())) == N
+    for split in ("train", "val", "test"):
+        ((inputs, _),) = ds.loader(split)
+        assert inputs.edge_index is DS.edge_index and inputs.x.shape == (N, F)
+
+
+def test_trainer_train_takes_the_full_batch_lists_and_resumes_bit_for_bit(tmp_path) -> None:
+    def fit(root: Any, n_epochs: int, seed: int = 0,
+            resume_from: str | None = None) -> tuple[NNModel, NNRun]:
+        m = model(seed=seed)
+        builder = (NNTrainerParams.builder().n_epochs(n_epochs).train_loader(DS.train_loader())
+                   .val_loader(DS.val_loader()).seed(0)
+                   .optimizer("main", NNOptimParams.builder().adamw(max_lr=1e-2).build()))
+        if resume_from is not None:  # a Trainer trains n_epochs more epochs
+            builder = builder.resume_from(resume_from)
+        return m, Trainer(m).train(params=builder.build(), objective=supervised_objective(),
+                                   root=root, verbose=False)
+
+    straight, full = fit(tmp_path / "a", 4)
+    _, first = fit(tmp_path / "b", 2)
+    resumed, again = fit(tmp_path / "b", 2, seed=5, resume_from=first.id)
+    assert records(first) + records(again) == records(full)
+    end, other = weights(straight), weights(resumed)
+    assert end.keys() == other.keys() and all(torch.equal(end[k], other[k]) for k in end)

@@ -11,7 +11,7 @@ import pytest
 import torch
 from _ranking_tiny import files, model, plan, queries, same, weights
 
-from nnx import Devices, MetricSpec, MonitorSpec, NNModel, NNModelParams, NNParams
+from nnx import Devices, Losses, MetricSpec, MonitorSpec, NNModel, NNModelParams, NNParams
 from nnx.components import ComponentRestoreError
 from nnx.extend import Task
 from nnx.ranking import RankingBatchError, RankingEvaluationError, RankingTask
@@ -178,14 +178,40 @@ def test_group_size_is_every_querys_valid_candidate_count(tmp_path) -> None:
     assert record.status == "ok"
 
 
-def test_the_default_evaluation_path_refuses_a_ranking_metric() -> None:
+def test_the_default_evaluation_path_refuses_a_ranking_metric(tmp_path) -> None:
     from nnx.testing import tiny_loader, tiny_model  # only here: a plain classifier
 
     plain = tiny_model(0)
-    with pytest.raises(RankingEvaluationError, match="eval_step"):
-        plain.evaluate(tiny_loader(), metrics=[MetricSpec("ranking.ndcg", config={"k": 1})])
+    # Core's TASK_METRIC_INPUT check: only a task that lists the metric computes it, so
+    # the row-by-row path refuses it before reading a batch, and so does a run whose
+    # model has no ranking task, before any run directory exists.
+    ndcg = MetricSpec("ranking.ndcg", config={"k": 1})
+    with pytest.raises(ValueError, match="computed by a task's own evaluation step"):
+        plain.evaluate(tiny_loader(), metrics=[ndcg])
+    with pytest.raises(ValueError, match="computed by a task's own evaluation step"):
+        plain.train(plan(tiny_loader(), metrics=[ndcg]), root=tmp_path, verbose=False)
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+    task = RankingTask(ks=(1,), max_relevance=2)
+    with pytest.raises(ValueError, match=r"RankingTask.metric_specs\(\) does not list"):
+        model(task).train(plan(queries(2), metrics=[MetricSpec("ranking.ndcg",
+                                                                config={"k": 3})]),
+                          root=tmp_path, verbose=False)
     with pytest.raises(ValueError, match="config"):
         plain.evaluate(tiny_loader(), metrics=[MetricSpec("ranking.ndcg", config={"k": 0})])
+
+
+@pytest.mark.parametrize("loss", ["CROSS_ENTROPY", "MEAN_SQUARED_ERROR"])
+def test_the_ranking_metrics_do_not_depend_on_the_models_loss(tmp_path, loss: str) -> None:
+    # The scorer trains on the task's pairwise objective; NNModelParams.loss only picks
+    # core's per-batch machinery, which never serves these metrics (TASK_METRIC_INPUT).
+    task = RankingTask(ks=(2,), max_relevance=2)
+    torch.manual_seed(0)
+    m = NNModel(net_params=NNParams(input_dim=3, output_dim=1),
+                params=NNModelParams(device=Devices.CPU, loss=Losses[loss]), task=task)
+    run = m.train(plan(queries(4), val_loader=queries(2, seed=1),
+                       metrics=task.metric_specs(), monitor=MonitorSpec("ndcg_at_2")),
+                  root=tmp_path, verbose=False)
+    assert 0.0 <= run.epoch_records()[-1].val_edp.metrics["ndcg_at_2"] <= 1.0
 
 
 def test_masked_padding_rows_do_not_train(tmp_path) -> None:

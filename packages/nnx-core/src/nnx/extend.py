@@ -41,9 +41,11 @@ for what it reads: the run-file readers and the NumPy terms load no torch. Names
   (a decoder that reads axis 1 applied on that axis), so an add-on's predictor decodes
   as ``predict()`` does;
 * registries: ``register_*`` / ``registered_*`` / ``unregister_*`` for model
-  factories, optimizer factories, metrics (with :class:`MetricRegistration`)
-  and transforms, and :class:`MissingDistributionError` (with its attribute-access
-  twin :class:`MissingDistributionAttributeError`);
+  factories, optimizer factories, metrics (with :class:`MetricRegistration`;
+  ``input=``:data:`TASK_METRIC_INPUT` for a metric only its task's evaluation step
+  computes, over the stream it buffers) and transforms, and
+  :class:`MissingDistributionError` (with its attribute-access twin
+  :class:`MissingDistributionAttributeError`);
 * protocols: :class:`Component` (with :class:`ComponentSpec`), :class:`Task` (with its
   defaults: :func:`resolve_task` and :class:`TaskRuntime`, the task object beside the
   per-batch machinery core builds for it), :class:`TaskBatchOps` (that machinery as an
@@ -192,6 +194,7 @@ _EXPORTS: dict[str, str] = {
     "refuse_multi_rank": "nnx._surface.plans",
     "NetRegistration": "nnx.enums.nets",
     "MetricRegistration": "nnx.metrics.registry",
+    "TASK_METRIC_INPUT": "nnx.metrics.registry",
     "metric_modes": "nnx.metrics.registry",
     "register_metric": "nnx.metrics.registry",
     "registered_metrics": "nnx.metrics.registry",
@@ -351,6 +354,7 @@ if _typing.TYPE_CHECKING:
     from nnx._surface.plans import ExperimentPlan as ExperimentPlan
     from nnx._surface.plans import refuse_multi_rank as refuse_multi_rank
     from nnx.enums.nets import NetRegistration as NetRegistration
+    from nnx.metrics.registry import TASK_METRIC_INPUT as TASK_METRIC_INPUT
     from nnx.metrics.registry import MetricRegistration as MetricRegistration
     from nnx.metrics.registry import metric_modes as metric_modes
     from nnx.metrics.registry import register_metric as register_metric

@@ -115,7 +115,13 @@ class FitLoop:
         built = owner.build(self)  # optimizers, schedules, precision: may refuse
         self.slots, self.precision, self.scaler = built.slots, built.precision, built.scaler
         self.accumulate = built.accumulate
-        check_metric_inputs(self.metrics, model.task_adapter)
+        # The run's task (an objective's source task, else the model's) serves the
+        # metrics its own evaluation step computes (TASK_METRIC_INPUT); validated by
+        # the default evaluate(), row by row, nothing does.
+        run_task = getattr(owner, "task", None)
+        run_task = model.task_runtime.task if run_task is None else run_task
+        check_metric_inputs(self.metrics, model.task_adapter,
+                            task=None if self.eval_fn is None else run_task)
         # streaming_eval_step's refusals, here rather than at its first call (§21).
         preflight_eval_step(self.eval_fn, params.extra_metrics, self.metrics)
         tracker = monitor_tracker(params, self.metrics, custom_step=owner.custom_step)

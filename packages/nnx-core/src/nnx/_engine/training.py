@@ -22,6 +22,7 @@ from nnx._engine.update_engine import OptimizerSlot
 from nnx._engine.update_owner import LoopView, OwnerBuild
 from nnx._foundation.records import NNEvaluationDataPoint
 from nnx._persistence.run import NNRun
+from nnx.metrics import row_metrics
 from nnx.objectives.ownership import (
     check_precision_owner,
     check_step_model,
@@ -99,7 +100,9 @@ class ModelStepOwner:
         self.step_summary = self._step_ctx = None
         declared = bool(loop.metrics) or loop.monitor is not None
         if declared and self.objective is None and not self.custom_step:
-            self.step_summary = loop.model.task_adapter.accumulator(metrics=loop.metrics)
+            # A metric the task computes over its validation stream has no training value.
+            self.step_summary = loop.model.task_adapter.accumulator(
+                metrics=row_metrics(loop.metrics))
         return self.step_summary
 
     def end_fit(self) -> None:

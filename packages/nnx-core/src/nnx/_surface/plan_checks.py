@@ -289,7 +289,7 @@ def _train(out: list[Diagnostic], train: NNTrainParams, plan: Any, adapter: Any,
     for i, spec in enumerate(train.metrics):
         if adapter is not None:
             try:
-                check_metric_inputs((spec,), adapter)
+                check_metric_inputs((spec,), adapter, task=plan.task)
             except (TypeError, ValueError, LookupError) as exc:
                 out.append(Diagnostic(f"train.metrics[{i}]", str(exc)))
     monitor = train.monitor

@@ -3,7 +3,8 @@
 The built-ins at version 1, ``accuracy`` and ``f1`` (labels, max), ``nll`` and
 ``brier`` (probabilities, min), ``mae`` and ``mse`` (continuous, min), are
 announced by nnx-core's own ``nnx.metrics`` entry points, the path add-on metrics
-take (nnx.metrics.builtin).
+take (nnx.metrics.builtin). A metric registered with ``input=TASK_METRIC_INPUT`` is
+computed by its task's own evaluation step, never row by row (issue 39).
 """
 
 from nnx.metrics.builtin import F1_AVERAGES, register_builtin_metrics
@@ -11,6 +12,7 @@ from nnx.metrics.registry import (
     METRIC_INPUTS,
     METRIC_MODES,
     RESERVED_NAMES,
+    TASK_METRIC_INPUT,
     MetricAccumulator,
     MetricRegistration,
     MetricSource,
@@ -20,6 +22,7 @@ from nnx.metrics.registry import (
     register_metric,
     registered_metrics,
     resolve_metric,
+    row_metrics,
     unregister_metric,
 )
 from nnx.params.metric import MetricSpec
@@ -29,6 +32,7 @@ __all__ = [
     "METRIC_INPUTS",
     "METRIC_MODES",
     "RESERVED_NAMES",
+    "TASK_METRIC_INPUT",
     "MetricAccumulator",
     "MetricRegistration",
     "MetricSource",
@@ -40,5 +44,6 @@ __all__ = [
     "register_metric",
     "registered_metrics",
     "resolve_metric",
+    "row_metrics",
     "unregister_metric",
 ]

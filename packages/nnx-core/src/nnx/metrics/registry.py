@@ -20,6 +20,7 @@ __all__ = [
     "METRIC_INPUTS",
     "METRIC_MODES",
     "RESERVED_NAMES",
+    "TASK_METRIC_INPUT",
     "MetricAccumulator",
     "MetricRegistration",
     "MetricSource",
@@ -29,11 +30,17 @@ __all__ = [
     "register_metric",
     "registered_metrics",
     "resolve_metric",
+    "row_metrics",
     "unregister_metric",
 ]
 
+#: The input of a metric no per-row accumulator can serve: the model's task computes it in
+#: its own evaluation step, over the stream it buffers (nnx-ranking's per-query metrics
+#: see every candidate of a query at once). It is servable only where the run's task lists
+#: it in ``metric_specs()``; the default paths, fed row by row, refuse it.
+TASK_METRIC_INPUT = "task"
 #: What a metric receives as its prediction.
-METRIC_INPUTS = ("labels", "probabilities", "continuous")
+METRIC_INPUTS = ("labels", "probabilities", "continuous", TASK_METRIC_INPUT)
 #: A metric's natural direction: higher ("max") or lower ("min") is better.
 METRIC_MODES = ("max", "min")
 #: Names a declared metric may not take: the record's own control values.
@@ -169,12 +176,15 @@ def resolve_metric(spec: MetricSpec) -> MetricRegistration:
 
 
 def check_metric_inputs(
-    specs: Iterable[MetricSpec], source: MetricSource
+    specs: Iterable[MetricSpec], source: MetricSource, *, task: Any = None
 ) -> tuple[tuple[MetricSpec, MetricRegistration], ...]:
     """Check declared metrics against what the model provides, before any batch is read.
 
     Refuses an unregistered spec, a duplicate or reserved name, and an input the
     model cannot provide (``ValueError``); returns each spec with its registration.
+    A :data:`TASK_METRIC_INPUT` metric is served by ``task`` (the run's task object)
+    alone, and only when its ``metric_specs()`` lists that very spec; a caller that feeds
+    metrics row by row passes no task, so it refuses them.
     """
     resolved: list[tuple[MetricSpec, MetricRegistration]] = []
     seen: set[str] = set()
@@ -192,7 +202,9 @@ def check_metric_inputs(
                 f"distinct name="
             )
         seen.add(label)
-        if registration.input not in source.metric_inputs:
+        if registration.input == TASK_METRIC_INPUT:
+            _check_task_serves(spec, task)
+        elif registration.input not in source.metric_inputs:
             raise ValueError(
                 f"metric {label!r} ({spec.id}@v{spec.version}) needs {registration.input} "
                 f"inputs, which need {_INPUT_NEEDS[registration.input]}; this model is "
@@ -202,6 +214,25 @@ def check_metric_inputs(
             registration.check_task(spec.config, source)
         resolved.append((spec, registration))
     return tuple(resolved)
+
+
+def _check_task_serves(spec: MetricSpec, task: Any) -> None:
+    """Refuse a task-computed metric the run's task does not list as its own."""
+    listed = task.metric_specs() if task is not None else ()
+    if spec not in listed:
+        owner = ("no task computes it here: the default paths score rows one batch at a "
+                 "time" if task is None else
+                 f"{type(task).__name__}.metric_specs() does not list {spec!r}")
+        raise ValueError(
+            f"metric {spec.label!r} ({spec.id}@v{spec.version}) is computed by a task's own "
+            f"evaluation step; {owner}. Declare it as the task's metric_specs() give it, "
+            f"on a model whose task computes it")
+
+
+def row_metrics(specs: Iterable[MetricSpec]) -> tuple[MetricSpec, ...]:
+    """The declared metrics a row-by-row accumulator computes: all but the
+    :data:`TASK_METRIC_INPUT` ones, which only the task's evaluation step reports."""
+    return tuple(s for s in specs if resolve_metric(s).input != TASK_METRIC_INPUT)
 
 
 def metric_modes(specs: Iterable[MetricSpec]) -> dict[str, str]:

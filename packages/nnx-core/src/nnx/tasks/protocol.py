@@ -26,8 +26,9 @@ Required members, all wired by ``NNModel``:
   ``predict_proba()`` touch anything; it raises to refuse;
 * ``sample_ids(data, rows)`` — the ids ``predict_proba`` gives its rows
   (None: iteration positions ``0..rows-1``);
-* ``metric_specs()`` — described only: the metrics a task records natively,
-  for add-ons and tools to read; the loop does not declare them.
+* ``metric_specs()`` — the metrics a task records natively, for add-ons and tools
+  to read; the loop does not declare them. The metric check reads it for
+  ``TASK_METRIC_INPUT`` metrics only: one is served where the task lists it.
 
 Optional members (looked up by name; absent means the default):
 

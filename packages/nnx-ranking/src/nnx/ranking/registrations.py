@@ -4,9 +4,11 @@
 They are registered so a run can declare them (``RankingTask.metric_specs()``) and a
 ``MonitorSpec("ndcg_at_10")`` can select BEST, stop early or step a plateau schedule on
 them. Only ``RankingTask.eval_step()`` computes them, from the whole buffered stream: a
-per-row accumulator cannot see a query's other candidates, so the accumulator here refuses
-every batch the default evaluation path would hand it, and reports nothing (NaN) where a
-path only reads it, as the whole-epoch training summary of an objective does.
+per-row accumulator cannot see a query's other candidates, so they declare core's
+``TASK_METRIC_INPUT``: core serves them only on a run whose task lists them
+(``RankingTask.metric_specs()``) and refuses them on the row-by-row paths before any
+batch. The accumulator is the registration's required factory; should anything still feed
+it a batch it refuses, and it reports nothing (NaN) where a path only reads it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from nnx.extend import MetricRegistration
+from nnx.extend import TASK_METRIC_INPUT, MetricRegistration
 from nnx.ranking.errors import RankingEvaluationError
 
 __all__ = ["RANKING_MRR", "RANKING_NDCG", "RANKING_RECALL", "RankingMetricAccumulator"]
@@ -44,10 +46,10 @@ class RankingMetricAccumulator:
 
 
 def _registration() -> MetricRegistration:
-    # "labels": the input the model's default (cross-entropy) adapter can serve, so the
-    # declaration passes core's input check; the values never come from it.
-    return MetricRegistration(factory=RankingMetricAccumulator, input="labels", mode="max",
-                              check_config=_check_k)
+    # TASK_METRIC_INPUT: served only where the run's task lists the spec in its
+    # metric_specs(), whatever the model's loss; the default paths refuse it up front.
+    return MetricRegistration(factory=RankingMetricAccumulator, input=TASK_METRIC_INPUT,
+                              mode="max", check_config=_check_k)
 
 
 RANKING_MRR = _registration()
