@@ -12,8 +12,6 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: pytest's own dependency reads TOML
     import tomli as tomllib
 
-import importlib
-
 import nnx
 import nnx.graph
 from nnx import Nets, registered_model_factories
