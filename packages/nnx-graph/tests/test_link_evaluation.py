@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from _link_tiny import a_split, model, plan
+from _link_tiny import N, a_split, graph, model, plan
 
 from nnx import MonitorSpec
-from nnx.link_tasks import LinkBatchError, LinkTask, link_metrics
+from nnx.link_tasks import LinkBatchError, LinkTask, link_metrics, split_links
 
 
 def test_validation_scores_every_candidate_once_and_monitor_auroc_elects_best(
@@ -75,3 +75,18 @@ def test_a_pass_must_score_each_candidate_exactly_once_within_its_bound() -> Non
     small = LinkTask(split, max_candidates=5)
     with pytest.raises(LinkBatchError, match="max_candidates=5"):
         small.predict(m, batches)
+
+
+def test_an_edge_label_split_validates_over_its_categories(tmp_path) -> None:
+    edge_index, x = graph(2)
+    labels = (edge_index.min(0).values + edge_index.max(0).values) % 3
+    split = split_links(edge_index, N, categories=("a", "b", "c"), labels=labels)
+    task = LinkTask(split)
+    m = model(task, categories=3)
+    run = m.train(plan(task, x, val=True), root=tmp_path, verbose=False)
+    val = run.epoch_records()[-1].val_edp
+    assert set(val.metrics) == {"bce"} and val.count == len(split.candidate_ids("val"))
+    prediction = task.predict(m, task.loader("val", x, 8))
+    assert prediction.logits.shape == (val.count, 3)
+    assert torch.allclose(prediction.probabilities.sum(1), torch.ones(val.count,
+                                                                      dtype=torch.float64))

@@ -8,6 +8,7 @@ import torch
 from _link_tiny import N, a_split, graph
 
 import nnx.link_tasks.derive as derive
+import nnx.link_tasks.negatives as negatives
 from nnx.link_tasks import (
     LinkCapacityError,
     LinkReplayError,
@@ -171,3 +172,14 @@ def test_the_manifest_saves_loads_and_is_checked_again(tmp_path) -> None:
         LinkSplit.from_manifest(broken)
     with pytest.raises(LinkSplitError, match=r"nnx\.link-split/1"):
         LinkSplit.from_manifest({**split.manifest(), "format": "nnx.link-split/2"})
+
+
+def test_a_large_graph_draws_by_rejection_with_the_same_guarantees(monkeypatch) -> None:
+    monkeypatch.setattr(negatives, "ENUMERATE_LIMIT", 0)  # the sparse-graph path
+    split, _, _ = a_split(seed=6, negatives=2)
+    again, _, _ = a_split(seed=6, negatives=2)
+    assert again == split  # still a function of the seed
+    drawn = torch.cat(list(split.fixed_negatives.values()), dim=1)
+    positives = set().union(*(pair_set(e) for e in split.positives.values()))
+    assert len(pair_set(drawn)) == drawn.shape[1] and not pair_set(drawn) & positives
+    assert all(u < v for u, v in pair_set(drawn))

@@ -203,3 +203,14 @@ def test_an_edge_label_split_trains_on_categories_without_negatives(tmp_path) ->
     run = m.train(plan(task, x, n_epochs=2), root=tmp_path, verbose=False)
     losses = [r.train_edp.loss for r in run.epoch_records()]
     assert all(loss > 0 for loss in losses)
+
+
+def test_a_training_loader_built_with_another_seed_is_refused(tmp_path) -> None:
+    split, _, x = a_split()
+    task = LinkTask(split)
+    m = model(task)
+    before = weights(m)
+    stranger = LinkTask(split, seed=7).loader("train", x, 32)
+    with pytest.raises(LinkBatchError, match="negatives' seed"):
+        m.train(plan(task, x).with_train_loader(stranger), root=tmp_path, verbose=False)
+    assert same(weights(m), before) and files(tmp_path) == {}
