@@ -40,6 +40,15 @@ def test_auroc_and_ap_equal_scikit_learn_on_the_same_logits_ties_included() -> N
         assert got.unavailable == {} and got.candidates == len(y)
 
 
+def test_a_large_set_with_heavy_ties_matches_scikit_learn() -> None:
+    g = torch.Generator().manual_seed(3)
+    logits = (torch.randn(20_000, generator=g, dtype=torch.float64) * 4).round()
+    y = (torch.rand(20_000, generator=g) < torch.sigmoid(logits)).long()
+    got = link_metrics(logits, y, from_logits=True)
+    assert got.auroc == pytest.approx(roc_auc_score(y, logits), abs=1e-12, rel=0)
+    assert got.ap == pytest.approx(average_precision_score(y, logits), abs=1e-12, rel=0)
+
+
 def test_continuous_probabilities_match_scikit_learn_and_log_loss() -> None:
     g = torch.Generator().manual_seed(1)
     p = torch.rand(500, generator=g, dtype=torch.float64) * 0.98 + 0.01

@@ -107,6 +107,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "jepa_train_step_factory": "nnx-paradigms",
         "kd_train_step_factory": "nnx-paradigms",
         "link_metrics": "nnx-graph",
+        "link_predictor_spec": "nnx-graph",
         "load_ia3_weights": "nnx-peft",
         "load_lora_weights": "nnx-peft",
         "load_prefix_weights": "nnx-peft",
@@ -145,6 +146,9 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "ranking.mrr@v1": "nnx-ranking",
         "ranking.ndcg@v1": "nnx-ranking",
         "ranking.recall@v1": "nnx-ranking",
+    },
+    "nnx.model_factories": {
+        "link.predictor@v1": "nnx-graph",
     },
     "nnx.nets": {
         "EXAMPLE_MLP": "nnx-example-plugin",

@@ -9,7 +9,8 @@ its loaders (``task.loader(name, x, batch_size)``) re-draw training negatives pe
 from ``(seed, epoch)`` through ``set_epoch``, its objective and evaluator check every batch
 against the split before any forward pass, and ``task.predict`` scores a role's
 candidates in id order. ``link_metrics`` scores a whole candidate set exactly (AUROC, AP,
-BCE in float64).
+BCE in float64); ``link_predictor_spec`` is the registered link predictor recipe
+(``link.predictor@v1``).
 """
 
 from nnx.link_tasks.errors import (
@@ -21,6 +22,7 @@ from nnx.link_tasks.errors import (
 from nnx.link_tasks.evaluation import LinkPrediction
 from nnx.link_tasks.loader import LinkLoader
 from nnx.link_tasks.metrics import LinkMetrics, LinkMetricsError, link_metrics
+from nnx.link_tasks.predictor import LinkPredictor, link_predictor_spec
 from nnx.link_tasks.split import LinkSplit, plan_link_split, split_links
 from nnx.link_tasks.task import LinkObjective, LinkTask
 
@@ -32,11 +34,13 @@ __all__ = [
     "LinkMetricsError",
     "LinkObjective",
     "LinkPrediction",
+    "LinkPredictor",
     "LinkReplayError",
     "LinkSplit",
     "LinkSplitError",
     "LinkTask",
     "link_metrics",
+    "link_predictor_spec",
     "plan_link_split",
     "split_links",
 ]

@@ -180,27 +180,27 @@ def _binary(scores: torch.Tensor, y: torch.Tensor, from_logits: bool) -> LinkMet
 
 
 def _ranking(scores: torch.Tensor, y: torch.Tensor, positives: int) -> tuple[float, float]:
-    """(AUROC, AP) of a two-class set; ties resolved by groups of equal values."""
+    """(AUROC, AP) of a two-class set; tied values form one group, taken together."""
+    count = len(y)
     ordered, order = torch.sort(scores)
-    starts_group = torch.ones(len(ordered), dtype=torch.bool)
-    starts_group[1:] = ordered[1:] != ordered[:-1]
-    group_of_sorted = torch.cumsum(starts_group, 0) - 1  # each candidate's tie group, ascending
-    group = torch.empty_like(group_of_sorted).index_copy_(0, order, group_of_sorted)
-    sizes = torch.bincount(group_of_sorted)
-    negatives = len(y) - positives
-    # AUROC: twice each group's mean rank (ascending, 1-based) is 2 * start + size + 1, an
-    # integer, so the positives' rank sum is exact in int64 up to one final division.
-    starts = torch.cumsum(sizes, 0) - sizes
-    twice_rank = 2 * starts + sizes + 1
-    twice_rank_sum = int(twice_rank[group][y == 1].sum())
+    y_sorted = y[order]
+    last = torch.ones(count, dtype=torch.bool)  # the last (ascending) candidate of a group
+    last[:-1] = ordered[1:] != ordered[:-1]
+    ends = torch.arange(count)[last]
+    starts = torch.cat([ends.new_zeros(1), ends[:-1] + 1])
+    # Positives at or below each group's end, and in each group (integers: exact).
+    below = torch.cumsum(y_sorted, 0)[ends]
+    group_positives = below - torch.cat([below.new_zeros(1), below[:-1]])
+    # AUROC: a group's mean rank (1-based, ascending) is (start + 1 + end + 1) / 2, so the
+    # positives' rank sum, doubled, is an exact integer until the one final division.
+    twice_rank_sum = int((group_positives * (starts + ends + 2)).sum())
+    negatives = count - positives
     auroc = (twice_rank_sum - positives * (positives + 1)) / (2 * positives * negatives)
-    # AP: per group (highest value first), the positives it adds and the candidates at or
-    # above it; each group contributes (its positives / P) * precision at its threshold.
-    group_positives = torch.zeros(len(sizes), dtype=torch.int64).index_add_(0, group, y)
-    tp_desc = torch.cumsum(group_positives.flip(0), 0)
-    seen_desc = torch.cumsum(sizes.flip(0), 0)
-    precision = tp_desc.to(torch.float64) / seen_desc.to(torch.float64)
-    ap = float((group_positives.flip(0).to(torch.float64) * precision).sum()) / positives
+    # AP: a group's value as the threshold keeps it and every group above it; recall rises
+    # by its positives / P, at precision (positives kept) / (candidates kept).
+    kept_positives = positives - (below - group_positives)
+    precision = kept_positives.to(torch.float64) / (count - starts).to(torch.float64)
+    ap = float((group_positives.to(torch.float64) * precision).sum()) / positives
     return float(auroc), ap
 
 
