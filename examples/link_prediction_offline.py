@@ -9,6 +9,7 @@ features a noisy hint of the community. The split holds out edges, not nodes:
   which is saved, reloaded and replayed against the graph;
 * ``split.message_edge_index()`` (training edges and their reverses) is the only graph the
   net passes messages over: no held-out edge ever leaks into it;
+* ``link_predictor_spec`` builds the net (a GraphSAGE encoder, a dot-product decoder);
 * ``LinkTask(split)`` trains on the training edges plus negatives re-drawn each epoch from
   (seed, epoch), validates on every validation candidate (exact AUROC / AP / BCE from the
   float64 logits) and ``MonitorSpec("auroc")`` elects BEST;
@@ -23,11 +24,9 @@ import tempfile
 from pathlib import Path
 
 import torch
-from torch import nn
-from torch_geometric.nn import SAGEConv
 
 from nnx import Devices, MonitorSpec, NNModel, NNModelParams, NNOptimParams, NNTrainParams
-from nnx.link_tasks import LinkSplit, LinkTask, link_metrics, split_links
+from nnx.link_tasks import LinkSplit, LinkTask, link_metrics, link_predictor_spec, split_links
 
 N, COMMUNITIES, FEATURES, HIDDEN = 120, 6, 8, 16
 
@@ -43,21 +42,6 @@ def communities(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     centres = torch.randn(COMMUNITIES, FEATURES, generator=g)
     x = centres[community] + 0.5 * torch.randn(N, FEATURES, generator=g)
     return torch.stack([src, dst]), x
-
-
-class SageDot(nn.Module):
-    """``net(x, edge_index, edge_label_index) -> logits``: two GraphSAGE layers (no
-    activation after the last), then the dot product of each candidate pair's embeddings."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv1 = SAGEConv(FEATURES, HIDDEN)
-        self.conv2 = SAGEConv(HIDDEN, HIDDEN)
-
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor,
-                edge_label_index: torch.Tensor) -> torch.Tensor:
-        z = self.conv2(self.conv1(x, edge_index).relu(), edge_index)
-        return (z[edge_label_index[0]] * z[edge_label_index[1]]).sum(-1)
 
 
 def main() -> None:
@@ -80,8 +64,11 @@ def main() -> None:
         assert LinkSplit.load(path).replay(edge_index) == split
 
         task = LinkTask(split)
-        torch.manual_seed(0)
-        model = NNModel(module=SageDot(), params=NNModelParams(device=Devices.CPU), task=task)
+        # The registered recipe: a GraphSAGE encoder (no activation after its last layer)
+        # and a dot-product decoder, net(x, edge_index, edge_label_index) -> logits.
+        spec = link_predictor_spec(input_dim=FEATURES, hidden_dims=[HIDDEN, HIDDEN],
+                                   encoder="graph_sage", decoder="dot", seed=0)
+        model = NNModel(params=NNModelParams(net=spec, device=Devices.CPU), task=task)
         params = NNTrainParams(
             n_epochs=20, train_loader=task.loader("train", x, 256),
             val_loader=task.loader("val", x, 256), seed=0, scheduler=None,
