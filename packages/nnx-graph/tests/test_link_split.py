@@ -59,6 +59,12 @@ def test_no_held_out_positive_or_its_reverse_ever_passes_messages() -> None:
         assert message == expected
 
 
+def test_fractions_are_exact_decimals_rounded_down() -> None:
+    edges = torch.stack([torch.zeros(100, dtype=torch.long), torch.arange(1, 101)])
+    split = split_links(edges, 101, val=0.29, test=0.07, negatives=0)  # 0.29 * 100 < 29
+    assert (split.positives["val"].shape[1], split.positives["test"].shape[1]) == (29, 7)
+
+
 def test_a_directed_split_keeps_both_directions_apart() -> None:
     edges = torch.tensor([[0, 1, 2, 3, 4, 5], [1, 0, 3, 2, 5, 4]])
     split = split_links(edges, 6, val=0.0, test=0.0, directed=True, negatives=0)

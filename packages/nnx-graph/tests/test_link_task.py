@@ -11,7 +11,7 @@ import pytest
 import torch
 from _link_tiny import N, StopAfterTwo, a_split, graph, model, plan, same, weights
 
-from nnx import NNRun
+from nnx import Callback, NNRun
 from nnx.components import ComponentRestoreError
 from nnx.extend import Task
 from nnx.link_tasks import LinkBatchError, LinkTask, split_links
@@ -214,3 +214,28 @@ def test_a_training_loader_built_with_another_seed_is_refused(tmp_path) -> None:
     with pytest.raises(LinkBatchError, match="negatives' seed"):
         m.train(plan(task, x).with_train_loader(stranger), root=tmp_path, verbose=False)
     assert same(weights(m), before) and files(tmp_path) == {}
+
+
+class ScoreTheTrainingLoader(Callback):
+    """Iterates the training loader at every epoch end, as a callback scoring it would."""
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+        self.passes = 0
+
+    def on_epoch_end(self, ctx: Any) -> None:
+        self.passes += len(list(self.loader))
+
+
+def test_an_extra_iteration_of_the_training_loader_changes_nothing(tmp_path) -> None:
+    split, _, x = a_split()
+    task = LinkTask(split)
+    plain = model(task)
+    plain.train(plan(task, x, n_epochs=2), root=tmp_path / "a", verbose=False)
+    scored = model(task)
+    params = plan(task, x, n_epochs=2)
+    spy = ScoreTheTrainingLoader(params.train_loader)
+    scored.train(params, callbacks=[spy], root=tmp_path / "b", verbose=False)
+    assert spy.passes > 0
+    assert all(torch.equal(a, b) for a, b in zip(plain.net.seen, scored.net.seen, strict=True))
+    assert same(weights(scored), weights(plain))

@@ -44,7 +44,7 @@ from nnx.link_tasks.evaluation import (
     score_pass,
 )
 from nnx.link_tasks.loader import LinkLoader
-from nnx.link_tasks.split import ROLES, LinkSplit
+from nnx.link_tasks.split import FORMAT, ROLES, LinkSplit
 
 __all__ = ["COMPONENT", "METRICS", "LinkObjective", "LinkTask"]
 
@@ -185,7 +185,7 @@ class LinkTask:
     def component_state(self) -> dict[str, Any]:
         pairs, targets, roles = self.split.candidates()
         return {
-            "format": self.split.manifest()["format"], "manifest": self.split.digest,
+            "format": FORMAT, "manifest": self.split.digest,
             "topology": self.split.topology, "mode": self.split.mode,
             "candidates": sha256_hex(canonical_bytes([pairs.tolist(), targets.tolist(),
                                                       roles.tolist()])),
