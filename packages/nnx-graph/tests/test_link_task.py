@@ -96,6 +96,8 @@ def bad_batches(split: Any, x: torch.Tensor) -> dict[str, tuple[Any, str]]:
                    "held-out validation positive"),
         "leaked reverse": (spoilt(edge_index=torch.cat([good.edge_index, val_pair.flip(0)], 1)),
                            "held-out validation positive"),
+        "non-edge": (spoilt(edge_index=torch.cat([good.edge_index, negative], 1)),
+                     "outside the training topology"),
         "role": (spoilt(link_role="val"), "bound to their role"),
         "target": (spoilt(edge_label=1 - good.edge_label), "with target"),
         "id": (spoilt(candidate_id=good.candidate_id.roll(1)), "with target|training negative"),
@@ -154,7 +156,8 @@ def test_a_resumed_run_draws_the_same_negatives_and_ends_bit_for_bit(tmp_path) -
     split, _, x = a_split()
     task = LinkTask(split)
     straight = model(task)
-    straight.train(plan(task, x, n_epochs=3), root=tmp_path / "a", verbose=False)
+    straight_run = straight.train(plan(task, x, n_epochs=3), root=tmp_path / "a",
+                                  verbose=False)
     first = model(task)  # planned for 3 epochs, stopped after 2
     run = first.train(plan(task, x, n_epochs=3), callbacks=[StopAfterTwo()],
                       root=tmp_path / "b", verbose=False)
@@ -170,6 +173,10 @@ def test_a_resumed_run_draws_the_same_negatives_and_ends_bit_for_bit(tmp_path) -
     assert not torch.equal(seen[0], seen[2 * per_epoch])  # epochs 0 and 2 draw apart
     assert all(torch.equal(a, b) for a, b in zip(seen, straight.net.seen, strict=True))
     assert same(weights(resumed), weights(straight))
+    joined = [*NNRun.load(run.id, root=tmp_path / "b").epoch_records(),
+              *NNRun.load(again.id, root=tmp_path / "b").epoch_records()]
+    whole = NNRun.load(straight_run.id, root=tmp_path / "a").epoch_records()
+    assert [r.train_edp.loss for r in joined] == [r.train_edp.loss for r in whole]
 
 
 def test_a_resume_with_another_split_or_seed_is_refused_but_a_warm_start_is_not(
