@@ -5,6 +5,7 @@ only, host ids, the buffer bound, per-query averaging and the bounded pair block
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -13,7 +14,8 @@ import torch
 from _ranking_tiny import files, model, plan, queries, same, weights
 
 import nnx.ranking.pairwise as pairwise
-from nnx import Devices, NNModel, NNModelParams
+from nnx import Devices, MonitorSpec, NNModel, NNModelParams, NNSchedulerParams
+from nnx.callbacks import EarlyStopping
 from nnx.ranking import RankingBatchError, RankingEvaluationError, RankingTask, ranking_metrics
 
 WORKED_LOSS = math.log1p(math.exp(-2))  # relevance [1, 0], scores [2, 0]
@@ -170,3 +172,26 @@ def test_the_block_size_bounds_every_pair_matrix(monkeypatch: pytest.MonkeyPatch
     total.backward()
     # Each block formed again in backward (in reverse order), none kept from forward.
     assert sorted(blocks.shapes) == sorted([(pairwise.BLOCK_ROWS, n)] * 4 + [(37, n)] * 2)
+
+
+def test_the_ndcg_monitor_drives_early_stopping_and_the_plateau_schedule(tmp_path) -> None:
+    # All-zero features: every score ties, so NDCG@1 is the same every epoch (ties by
+    # candidate id) and never improves after the first epoch.
+    task = RankingTask(ks=(1,), max_relevance=2)
+    flat = [(torch.zeros_like(x), q, c, r) for x, q, c, r in queries(3)]
+    val = [(torch.zeros_like(x), q, c, r) for x, q, c, r in queries(3, seed=1)]
+    monitor = MonitorSpec("ndcg_at_1")
+    fit = replace(plan(flat, n_epochs=3, val_loader=val, metrics=task.metric_specs(),
+                       monitor=monitor), scheduler=NNSchedulerParams(patience=0, factor=0.5))
+    run = model(task).train(fit, root=tmp_path / "plateau", verbose=False)
+    records = run.epoch_records()
+    assert [r.selection.value for r in records] == [r.val_edp.metrics["ndcg_at_1"]
+                                                    for r in records]
+    assert [r.selection.metric for r in records] == ["ndcg_at_1"] * 3
+    lrs = [r.lr for r in records]
+    assert lrs[2] < lrs[1]  # no improvement: the plateau schedule cut the rate
+    stop = EarlyStopping(monitor, patience=0)
+    stopped = model(task).train(plan(flat, n_epochs=5, val_loader=val,
+                                     metrics=task.metric_specs()), callbacks=[stop],
+                                root=tmp_path / "stop", verbose=False)
+    assert len(stopped.epoch_records()) == 2 and stop.stopped_epoch is not None

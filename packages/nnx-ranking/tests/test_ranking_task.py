@@ -29,7 +29,9 @@ def test_the_task_answers_the_protocol_and_declares_its_metrics() -> None:
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"ks": (0,)}, "ks"), ({"ks": ()}, "ks"), ({"ks": (2, 2)}, "twice"),
+    ({"ks": (0,)}, "ks"), ({"ks": (-1,)}, "ks"), ({"ks": ()}, "ks"), ({"ks": (2, 2)}, "twice"),
+    ({"max_relevance": 0}, "max_relevance"), ({"group_size": 0}, "group_size"),
+    ({"version": 0}, "version"),
     ({"relevance_threshold": 2}, "relevance_threshold"), ({"weighting": "row"}, "weighting"),
     ({"candidates": "all"}, "candidates"), ({"max_buffered": 0}, "max_buffered"),
     ({"ks": (5,), "group_size": 4}, "group_size"),
