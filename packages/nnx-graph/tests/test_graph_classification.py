@@ -26,6 +26,7 @@ from nnx import (
     ProbabilitySpec,
     TaskSpec,
 )
+from nnx.components import ComponentRestoreError
 from nnx.graph_tasks import (
     IGNORE,
     GraphBatch,
@@ -203,7 +204,13 @@ def test_it_trains_to_good_accuracy(tmp_path) -> None:
 
 def test_a_resume_with_another_class_count_is_refused(tmp_path) -> None:
     run = model().train(params(1), root=tmp_path, verbose=False)
-    other = NNModel(params=model().params, task=GraphClassifier(3))
-    with pytest.raises(Exception, match=r"graph\.classifier"):
+    other = NNModel(params=model(seed=5).params, task=GraphClassifier(3))
+    before = weights(other)
+    disk = {p: p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()}
+    with pytest.raises(ComponentRestoreError, match=r"graph\.classifier.*num_classes=3"):
         other.train(params(2, resume_from_run_id=run.id, resume_mode="stateful"),
                     root=tmp_path, verbose=False)
+    # Refused before the first resumed update: the weights and the runs are untouched.
+    after = weights(other)
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert {p: p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()} == disk

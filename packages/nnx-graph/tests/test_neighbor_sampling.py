@@ -214,6 +214,20 @@ def test_a_second_fit_continues_the_generator_and_a_rebuilt_dataset_repeats(tmp_
     assert passes[2] == passes[0]  # a fresh dataset draws the first fit's next pass again
 
 
+def test_reseeding_the_loaders_generator_repeats_a_fit(tmp_path) -> None:
+    # §13: instead of rebuilding the dataset, reseed its training loader's generator
+    # before the next fit: the same shuffles and neighbours, so the same weights.
+    ds = sampled()
+    first, _ = _fit(ds, tmp_path / "a", 2)
+    loader = ds.train_loader()
+    loader.generator.manual_seed(loader.generator.initial_seed())
+    again, _ = _fit(ds, tmp_path / "b", 2)
+    a, b = first.net.state_dict(), again.net.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    drifted, _ = _fit(ds, tmp_path / "c", 2)  # not reseeded: the generator ran on
+    assert not all(torch.equal(a[k], v) for k, v in drifted.net.state_dict().items())
+
+
 def test_iter_predict_names_sampled_rows_by_node_id_without_the_shuffle_warning() -> None:
     # §21 / §3.1: each streamed batch carries its seeds' global node ids, also from the
     # shuffling training loader, and never warns as a shuffled DataLoader would.

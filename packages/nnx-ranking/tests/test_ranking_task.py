@@ -29,7 +29,9 @@ def test_the_task_answers_the_protocol_and_declares_its_metrics() -> None:
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"ks": (0,)}, "ks"), ({"ks": ()}, "ks"), ({"ks": (2, 2)}, "twice"),
+    ({"ks": (0,)}, "ks"), ({"ks": (-1,)}, "ks"), ({"ks": ()}, "ks"), ({"ks": (2, 2)}, "twice"),
+    ({"max_relevance": 0}, "max_relevance"), ({"group_size": 0}, "group_size"),
+    ({"version": 0}, "version"),
     ({"relevance_threshold": 2}, "relevance_threshold"), ({"weighting": "row"}, "weighting"),
     ({"candidates": "all"}, "candidates"), ({"max_buffered": 0}, "max_buffered"),
     ({"ks": (5,), "group_size": 4}, "group_size"),
@@ -102,6 +104,8 @@ def test_a_bad_batch_is_refused_before_any_update(tmp_path) -> None:
         "twice": (x, q, ["a", "a", "b", "c"], r),
         "grade": (x, q, c, torch.tensor([0, 1, 3, 0])),
         "mask": (x, q, c, r, torch.tensor([1, 0, 2, 1])),
+        "mask shape": (x, q, c, r, torch.tensor([True, True, True])),
+        "float mask": (x, q, c, r, torch.tensor([1.0, 0.0, 1.0, 1.0])),
     }
     for what, batch in bad.items():
         m = model(task)
@@ -120,6 +124,9 @@ def test_a_scorer_without_one_score_per_row_is_refused(tmp_path) -> None:
     with pytest.raises(RankingBatchError, match="one score per row"):
         wide.train(plan(queries(1)), root=tmp_path, verbose=False)
     assert same(weights(wide), before)
+    # Refused at the first forward: no run directory is left (the runs root's own lock
+    # files aside).
+    assert [p for p in files(tmp_path) if not p.startswith(".")] == []
 
 
 def test_masked_rows_count_nowhere_and_a_mapping_batch_is_read() -> None:
