@@ -18,11 +18,16 @@ import torch
 from torch import nn
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
+from nnx import PositionalInputs
 from nnx.extend import NetRegistration, NNParams
-from nnx.graph.inputs import GraphInputs, refuse_graph_level
+from nnx.graph.inputs import GraphInputs, refuse_graph_level, refuse_link_level
 
 __all__ = ["GRAPH_ATT", "GRAPH_CONV", "GRAPH_SAGE", "GraphAttNN", "GraphConvNN",
            "GraphSageNN"]
+
+# The split a node net's batches always had (core's default for a module without
+# unpack_batch): ``(inputs, y)`` or bare inputs, one input.
+_POSITIONAL = PositionalInputs()
 
 
 class _GraphNN(nn.Module):
@@ -41,9 +46,20 @@ class _GraphNN(nn.Module):
     def _layers(self, params: NNParams) -> list[nn.Module]:
         raise NotImplementedError
 
+    def unpack_batch(self, batch: Any) -> tuple[tuple[Any, ...], Any]:
+        """``((inputs,), y)`` as core's ``PositionalInputs()`` splits it, after refusing
+        a link batch by name: it never reaches the generic "expects (1 input(s)[, target])
+        batches" error of the default train / evaluate / predict paths (spec §26)."""
+        refuse_link_level(type(self).__name__, "node-level", batch)
+        inputs, _, target = _POSITIONAL.split(batch)
+        return inputs, target
+
     def forward(self, x: torch.Tensor | GraphInputs,
-                edge_index: torch.Tensor | None = None) -> torch.Tensor:
+                edge_index: torch.Tensor | None = None, *candidates: Any) -> torch.Tensor:
+        # ``candidates``: a link objective calls ``net(x, edge_index, edge_label_index)``;
+        # taking the third input only to refuse it names the mistake instead of a TypeError.
         seed = None
+        refuse_link_level(type(self).__name__, "node-level", x, candidates)
         refuse_graph_level(type(self).__name__, x)
         if isinstance(x, GraphInputs):
             h, edge_index, seed = x.x, x.edge_index, x.seed
