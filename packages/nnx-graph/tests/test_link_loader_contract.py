@@ -13,7 +13,9 @@ import pytest
 import torch
 from _link_tiny import StopAfterTwo, a_split, model, plan, same, weights
 
+from nnx import NNOptimParams, NNTrainerParams, Trainer
 from nnx.link_tasks import LinkBatchError, LinkLoader, LinkTask
+from nnx.link_tasks.loader import training_candidates
 
 
 class Forwarding:
@@ -127,3 +129,25 @@ def test_every_role_passes_messages_over_the_one_message_graph() -> None:
         for batch in task.loader(role, x, 16):
             assert torch.equal(batch.edge_index, split.message_edge_index())
             assert batch.link_role == role
+
+
+@pytest.mark.parametrize("owner", ["model", "trainer"])
+def test_nnmodel_and_trainer_announce_each_epoch_to_the_training_loader(tmp_path,
+                                                                         owner: str) -> None:
+    # Spec §4.2 / §26 "Training negatives": epoch e's batches are training_candidates
+    # (seed, e), under NNModel.train and Trainer.train alike.
+    split, _, x = a_split()
+    task = LinkTask(split)
+    m = model(task)
+    loader = task.loader("train", x, 1_000)  # one batch per epoch
+    if owner == "trainer":
+        params = (NNTrainerParams.builder().n_epochs(3).train_loader(loader).seed(0)
+                  .optimizer("main", NNOptimParams.builder().sgd(max_lr=0.01).build())
+                  .build())
+        Trainer(m).train(params=params, objective=task.objective(), root=tmp_path,
+                         verbose=False)
+    else:
+        m.train(plan(task, x, n_epochs=3).with_train_loader(loader), root=tmp_path,
+                verbose=False)
+    want = [training_candidates(split, task.seed, epoch)[0] for epoch in range(3)]
+    assert alike(m.net.seen, want)
