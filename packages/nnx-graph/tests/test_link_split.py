@@ -124,7 +124,7 @@ def test_a_request_beyond_the_complement_fails_before_sampling(monkeypatch) -> N
                   val_negatives=[[0], [2]])  # every pair is taken: none left for training
 
 
-def test_split_links_never_reads_or_moves_the_global_rng() -> None:
+def test_split_links_and_replay_never_read_or_move_the_global_rng() -> None:
     edge_index, _ = graph()
     torch.manual_seed(123)
     state = torch.random.get_rng_state()
@@ -133,6 +133,11 @@ def test_split_links_never_reads_or_moves_the_global_rng() -> None:
     torch.manual_seed(999)
     assert split_links(edge_index, N, seed=5) == a
     assert split_links(edge_index, N, seed=6) != a
+    # replay re-derives with its own local generator as well (spec §26 "The manifest").
+    torch.manual_seed(7)
+    state = torch.random.get_rng_state()
+    assert a.replay(edge_index) == a
+    assert torch.equal(torch.random.get_rng_state(), state)
 
 
 def test_replay_rederives_the_split_and_refuses_another_graph() -> None:
