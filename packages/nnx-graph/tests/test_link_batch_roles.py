@@ -112,3 +112,16 @@ def test_a_link_net_without_its_task_is_refused_on_every_default_path(tmp_path) 
                                                       device=Devices.CPU))
     refused_on_every_default_path(m, LinkTask(split), x, tmp_path, ValueError,
                                   "expects .* batches; got Data")
+
+
+def test_a_node_net_still_takes_a_mapping_by_keyword_in_predict() -> None:
+    # The link refusal sits in the nets' batch adapter (NodeInputs, a PositionalInputs):
+    # a mapping given to predict() still reaches forward as keyword inputs, in any order.
+    m = NNModel(NNParams(input_dim=F, output_dim=2, hidden_dims=(8,)),
+                NNModelParams(net=Nets.GRAPH_CONV, loss=Losses.CROSS_ENTROPY,
+                              device=Devices.CPU))
+    x = torch.randn(5, F)
+    edge_index = torch.tensor([[0, 1, 2], [1, 2, 3]])
+    forward = m.predict({"x": x, "edge_index": edge_index}).logits
+    assert forward.shape == (5, 2)
+    assert torch.equal(m.predict({"edge_index": edge_index, "x": x}).logits, forward)

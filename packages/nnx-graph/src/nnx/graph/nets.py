@@ -23,11 +23,26 @@ from nnx.extend import NetRegistration, NNParams
 from nnx.graph.inputs import GraphInputs, refuse_graph_level, refuse_link_level
 
 __all__ = ["GRAPH_ATT", "GRAPH_CONV", "GRAPH_SAGE", "GraphAttNN", "GraphConvNN",
-           "GraphSageNN"]
+           "GraphSageNN", "NodeInputs"]
 
-# The split a node net's batches always had (core's default for a module without
-# unpack_batch): ``(inputs, y)`` or bare inputs, one input.
-_POSITIONAL = PositionalInputs()
+
+class NodeInputs(PositionalInputs):
+    """The split a node net's batches always had, ``(inputs, y)`` or bare inputs (core's
+    ``PositionalInputs()``), after refusing a link batch by name: the default train /
+    evaluate / predict paths never reach the generic "expects (1 input(s)[, target])
+    batches" error with one (spec §26 "Batch roles"). A mapping given to ``predict()``
+    still arrives as keyword inputs."""
+
+    def __init__(self, owner: str) -> None:
+        super().__init__(1)
+        self.owner = owner
+
+    def split(self, batch: Any) -> tuple[tuple[Any, ...], dict[str, Any], Any]:
+        refuse_link_level(self.owner, "node-level", batch)
+        return super().split(batch)
+
+    def __repr__(self) -> str:
+        return f"NodeInputs({self.owner!r})"
 
 
 class _GraphNN(nn.Module):
@@ -46,13 +61,9 @@ class _GraphNN(nn.Module):
     def _layers(self, params: NNParams) -> list[nn.Module]:
         raise NotImplementedError
 
-    def unpack_batch(self, batch: Any) -> tuple[tuple[Any, ...], Any]:
-        """``((inputs,), y)`` as core's ``PositionalInputs()`` splits it, after refusing
-        a link batch by name: it never reaches the generic "expects (1 input(s)[, target])
-        batches" error of the default train / evaluate / predict paths (spec §26)."""
-        refuse_link_level(type(self).__name__, "node-level", batch)
-        inputs, _, target = _POSITIONAL.split(batch)
-        return inputs, target
+    def batch_adapter(self) -> NodeInputs:
+        """How NNModel splits this net's batches (core's ``default_batch_adapter``)."""
+        return NodeInputs(type(self).__name__)
 
     def forward(self, x: torch.Tensor | GraphInputs,
                 edge_index: torch.Tensor | None = None, *candidates: Any) -> torch.Tensor:
