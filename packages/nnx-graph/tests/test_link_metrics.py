@@ -148,3 +148,22 @@ def test_refusals_name_the_problem(values: Any, targets: Any, kwargs: dict[str, 
 def test_from_logits_must_be_a_bool() -> None:
     with pytest.raises(TypeError, match="from_logits must be a bool"):
         link_metrics([0.1, 0.9], [0, 1], from_logits=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("dtype", "below", "beyond"), [(torch.float32, 16.6, 16.7),
+                                                        (torch.float64, 36.7, 36.8)])
+def test_a_probability_rounds_to_one_beyond_16_6_in_float32_and_36_7_in_float64(
+        dtype: torch.dtype, below: float, beyond: float) -> None:
+    # Spec §26 "Metrics from logits": 1 + exp(-z) rounds to 1 once exp(-z) is under half
+    # the spacing above 1 (2^-24 in float32, 2^-53 in float64): z > 24 ln 2 ~ 16.64,
+    # z > 53 ln 2 ~ 36.74.
+    probabilities = torch.sigmoid(torch.tensor([below, beyond], dtype=dtype))
+    assert probabilities[0] < 1.0 and probabilities[1] == 1.0
+    assert math.isclose(24 * math.log(2), 16.6, abs_tol=0.05)
+    assert math.isclose(53 * math.log(2), 36.7, abs_tol=0.05)
+    # Beyond the threshold the probabilities tie; the logits still rank the candidates,
+    # and the positive at `beyond + 1` outranks the negative at `beyond`.
+    logits = torch.tensor([beyond + 1.0, beyond, 0.0], dtype=dtype)
+    y = torch.tensor([1, 0, 0])
+    assert link_metrics(logits, y, from_logits=True).auroc == 1.0
+    assert link_metrics(torch.sigmoid(logits), y).auroc == 0.75

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import torch
 import yaml
+from _link_tiny import F, a_split, plan
 
 from nnx import (
     Devices,
@@ -24,7 +25,7 @@ from nnx import (
     NNTrainParams,
     PositionalInputs,
 )
-from nnx.link_tasks import LinkPredictor, link_predictor_spec
+from nnx.link_tasks import LinkPredictor, LinkTask, link_predictor_spec
 
 ENCODERS = ("graph_conv", "graph_sage", "graph_att")
 
@@ -155,3 +156,19 @@ def test_candidate_pairs_must_be_two_rows() -> None:
     x, edge_index, pairs, _ = graph(3)
     with pytest.raises(ValueError, match=r"edge_label_index must be \(2, K\)"):
         net(x, edge_index, pairs.t())
+
+
+def test_the_recipe_trained_under_a_link_task_is_rebuilt_on_reload(tmp_path: Path) -> None:
+    # Spec §26 "Recipe": run.yaml records the spec; from_checkpoint rebuilds the module and
+    # the task's predict scores the test candidates exactly as the trained model did.
+    split, _, x = a_split()
+    task = LinkTask(split)
+    spec = link_predictor_spec(input_dim=F, hidden_dims=[8, 4], encoder="graph_att",
+                               decoder="mlp", n_heads=2, seed=1)
+    model = NNModel(params=NNModelParams(net=spec, device=Devices.CPU), task=task)
+    run = model.train(plan(task, x, n_epochs=2), root=tmp_path, verbose=False)
+    want = task.predict(model, task.loader("test", x, 16))
+    reloaded = NNModel.from_checkpoint(NNCheckpoint.load(run.id, root=tmp_path), task=task)
+    assert isinstance(reloaded.net, LinkPredictor)
+    got = task.predict(reloaded, task.loader("test", x, 16))
+    assert torch.equal(got.logits, want.logits) and torch.equal(got.ids, want.ids)

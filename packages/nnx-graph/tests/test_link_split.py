@@ -14,6 +14,7 @@ from nnx.link_tasks import (
     LinkReplayError,
     LinkSplit,
     LinkSplitError,
+    LinkTask,
     plan_link_split,
     split_links,
 )
@@ -124,7 +125,7 @@ def test_a_request_beyond_the_complement_fails_before_sampling(monkeypatch) -> N
                   val_negatives=[[0], [2]])  # every pair is taken: none left for training
 
 
-def test_split_links_never_reads_or_moves_the_global_rng() -> None:
+def test_split_links_and_replay_never_read_or_move_the_global_rng() -> None:
     edge_index, _ = graph()
     torch.manual_seed(123)
     state = torch.random.get_rng_state()
@@ -133,6 +134,11 @@ def test_split_links_never_reads_or_moves_the_global_rng() -> None:
     torch.manual_seed(999)
     assert split_links(edge_index, N, seed=5) == a
     assert split_links(edge_index, N, seed=6) != a
+    # replay re-derives with its own local generator as well (spec §26 "The manifest").
+    torch.manual_seed(7)
+    state = torch.random.get_rng_state()
+    assert a.replay(edge_index) == a
+    assert torch.equal(torch.random.get_rng_state(), state)
 
 
 def test_replay_rederives_the_split_and_refuses_another_graph() -> None:
@@ -189,3 +195,26 @@ def test_a_large_graph_draws_by_rejection_with_the_same_guarantees(monkeypatch) 
     positives = set().union(*(pair_set(e) for e in split.positives.values()))
     assert len(pair_set(drawn)) == drawn.shape[1] and not pair_set(drawn) & positives
     assert all(u < v for u, v in pair_set(drawn))
+
+
+def test_an_edge_label_split_keeps_each_edges_category_in_declared_order() -> None:
+    # Spec §26 "Edge-label splits": labels index `categories` as declared; with
+    # label_existence="visible" the labelled edges pass messages, but no training batch
+    # carries a validation / test edge or its category.
+    edges = torch.tensor([[0, 1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 2, 3, 4, 5, 6, 7, 8, 9, 0]])
+    labels = torch.tensor([2, 0, 1, 1, 2, 0, 0, 2, 1, 0])
+    category = {(min(u, v), max(u, v)): int(c) for (u, v), c in
+                zip(edges.t().tolist(), labels.tolist(), strict=True)}
+    split = split_links(edges, 10, val=0.2, test=0.2, categories=("c0", "c1", "c2"),
+                        labels=labels, label_existence="visible")
+    assert split.manifest()["categories"] == ["c0", "c1", "c2"]
+    pairs, targets, _ = split.candidates()
+    listed = {tuple(e): t for e, t in zip(pairs.t().tolist(), targets.tolist(), strict=True)}
+    assert listed == category  # every edge once, with its own category index
+    x = torch.zeros(10, 2)
+    held = {tuple(e) for r in ("val", "test") for e in split.positives[r].t().tolist()}
+    for batch in LinkTask(split).loader("train", x, 4):
+        assert not {tuple(e) for e in batch.edge_label_index.t().tolist()} & held
+    manifest = split.manifest()
+    assert (manifest["directed"], manifest["self_loops"], manifest["seed"],
+            manifest["topology"]) == (False, "barred", 0, "train+labelled")

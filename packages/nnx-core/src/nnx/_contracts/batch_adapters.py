@@ -7,7 +7,10 @@ run id.
 
 * :class:`PositionalInputs` — ``(x1, ..., xn, y)`` batches → ``module(x1, ..., xn)``;
 * :class:`KeywordInputs` — mapping batches → ``module(**{name: batch[name]})``;
-* a module that defines ``unpack_batch`` (every built-in net) keeps using it.
+* a module that defines ``unpack_batch`` (every built-in net) keeps using it;
+* a module that defines ``batch_adapter()`` gets the adapter it returns: an add-on net
+  that needs one layout's split plus its own check (nnx-graph's node nets refuse link
+  batches by name) says so without changing how a mapping reaches ``predict()``.
 
 Subclass :class:`BatchAdapter` for other layouts.
 """
@@ -149,6 +152,14 @@ class UnpackBatch(BatchAdapter):
 
 
 def default_batch_adapter(module: nn.Module) -> BatchAdapter:
-    """The module's own ``unpack_batch`` when it defines one, else ``PositionalInputs()``."""
+    """The adapter the module's ``batch_adapter()`` returns when it defines one, else its
+    own ``unpack_batch``, else ``PositionalInputs()``."""
+    own = getattr(module, "batch_adapter", None)
+    if callable(own):
+        adapter = own()
+        if not isinstance(adapter, BatchAdapter):
+            raise TypeError(f"{type(module).__name__}.batch_adapter() must return a "
+                            f"BatchAdapter; got {type(adapter).__name__}")
+        return adapter
     unpack = getattr(module, "unpack_batch", None)
     return UnpackBatch(unpack) if callable(unpack) else PositionalInputs()

@@ -12,7 +12,7 @@ torch-sparse are never needed.
 """
 
 from nnx.graph.dataset import NNGraphDataset
-from nnx.graph.inputs import GraphInputs, GraphLevelBatchError
+from nnx.graph.inputs import GraphInputs, GraphLevelBatchError, LinkLevelBatchError
 from nnx.graph.nets import (
     GRAPH_ATT,
     GRAPH_CONV,
@@ -24,8 +24,8 @@ from nnx.graph.nets import (
 from nnx.graph.sampling import NeighborLoader
 
 __all__ = ["GRAPH_ATT", "GRAPH_CONV", "GRAPH_SAGE", "GraphAttNN", "GraphConvNN",
-           "GraphInputs", "GraphLevelBatchError", "GraphSageNN", "NNGraphDataset",
-           "NeighborLoader"]
+           "GraphInputs", "GraphLevelBatchError", "GraphSageNN", "LinkLevelBatchError",
+           "NNGraphDataset", "NeighborLoader"]
 
 # Which skeleton this package follows (docs/extending.md, "Add-on skeletons"): training
 # extensions, each a params config, its module and one entry point.

@@ -9,11 +9,14 @@ each row by its global node id (``sample_ids()``, core's ``IdentifiedInputs``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-__all__ = ["GraphInputs", "GraphLevelBatchError", "refuse_graph_level"]
+__all__ = ["GraphInputs", "GraphLevelBatchError", "LinkLevelBatchError", "refuse_graph_level",
+           "refuse_link_level"]
 
 
 @dataclass(frozen=True)
@@ -60,3 +63,40 @@ def refuse_graph_level(owner: str, value: object) -> None:
             f"{owner} is node-level (one graph, scored node by node); got "
             f"{type(value).__name__} holding whole graphs. Classify graphs with "
             "nnx.graph_tasks (GraphCollection, graph_classifier_spec, GraphClassifier)")
+
+
+class LinkLevelBatchError(TypeError):
+    """A node-level net or a graph classifier was given link batches (nnx.link_tasks'
+    candidate pairs): it scores nodes or graphs, never candidate pairs, and cannot check a
+    batch against its link split (spec §26 "Batch roles"), so it is refused by name before
+    its forward pass runs."""
+
+
+def _link_batch(value: object) -> bool:
+    """Whether ``value`` (or an item of a tuple / list batch) carries candidate pairs:
+    a ``link_role`` or ``edge_label_index`` field, as ``LinkTask.loader`` batches do."""
+    items: Sequence[Any] = value if isinstance(value, (tuple, list)) else (value,)
+    for item in items:
+        if isinstance(item, Mapping):
+            if "link_role" in item or "edge_label_index" in item:
+                return True
+        elif isinstance(item, torch.Tensor):
+            continue
+        elif getattr(item, "link_role", None) is not None or \
+                getattr(item, "edge_label_index", None) is not None:
+            return True
+    return False
+
+
+def refuse_link_level(owner: str, level: str, value: object,
+                      candidates: Sequence[object] = ()) -> None:
+    """Raise :class:`LinkLevelBatchError` when ``value`` is a link batch, or when
+    ``candidates`` is not empty: the third input (``edge_label_index``) a link objective
+    passes its net (``net(x, edge_index, edge_label_index)``)."""
+    if not candidates and not _link_batch(value):
+        return
+    raise LinkLevelBatchError(
+        f"{owner} is {level}: it scores {'nodes' if level == 'node-level' else 'graphs'}, "
+        "never candidate pairs, and cannot check a link batch against its split. Predict "
+        "links with nnx.link_tasks: a net(x, edge_index, edge_label_index) such as "
+        "link_predictor_spec(...)'s, with task=LinkTask(split)")

@@ -18,11 +18,31 @@ import torch
 from torch import nn
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
+from nnx import PositionalInputs
 from nnx.extend import NetRegistration, NNParams
-from nnx.graph.inputs import GraphInputs, refuse_graph_level
+from nnx.graph.inputs import GraphInputs, refuse_graph_level, refuse_link_level
 
 __all__ = ["GRAPH_ATT", "GRAPH_CONV", "GRAPH_SAGE", "GraphAttNN", "GraphConvNN",
-           "GraphSageNN"]
+           "GraphSageNN", "NodeInputs"]
+
+
+class NodeInputs(PositionalInputs):
+    """The split a node net's batches always had, ``(inputs, y)`` or bare inputs (core's
+    ``PositionalInputs()``), after refusing a link batch by name: the default train /
+    evaluate / predict paths never reach the generic "expects (1 input(s)[, target])
+    batches" error with one (spec §26 "Batch roles"). A mapping given to ``predict()``
+    still arrives as keyword inputs."""
+
+    def __init__(self, owner: str) -> None:
+        super().__init__(1)
+        self.owner = owner
+
+    def split(self, batch: Any) -> tuple[tuple[Any, ...], dict[str, Any], Any]:
+        refuse_link_level(self.owner, "node-level", batch)
+        return super().split(batch)
+
+    def __repr__(self) -> str:
+        return f"NodeInputs({self.owner!r})"
 
 
 class _GraphNN(nn.Module):
@@ -41,9 +61,16 @@ class _GraphNN(nn.Module):
     def _layers(self, params: NNParams) -> list[nn.Module]:
         raise NotImplementedError
 
+    def batch_adapter(self) -> NodeInputs:
+        """How NNModel splits this net's batches (core's ``default_batch_adapter``)."""
+        return NodeInputs(type(self).__name__)
+
     def forward(self, x: torch.Tensor | GraphInputs,
-                edge_index: torch.Tensor | None = None) -> torch.Tensor:
+                edge_index: torch.Tensor | None = None, *candidates: Any) -> torch.Tensor:
+        # ``candidates``: a link objective calls ``net(x, edge_index, edge_label_index)``;
+        # taking the third input only to refuse it names the mistake instead of a TypeError.
         seed = None
+        refuse_link_level(type(self).__name__, "node-level", x, candidates)
         refuse_graph_level(type(self).__name__, x)
         if isinstance(x, GraphInputs):
             h, edge_index, seed = x.x, x.edge_index, x.seed

@@ -24,6 +24,7 @@ from torch import nn
 from nnx import ModelSpec
 from nnx.extend import NNParams, check_choice, check_count, check_seed
 from nnx.graph import GraphAttNN, GraphConvNN, GraphSageNN
+from nnx.graph.inputs import refuse_link_level
 from nnx.graph_tasks.batch import GraphBatch, check_batch, check_targets
 from nnx.graph_tasks.errors import GraphBatchError, GraphExportRefused
 from nnx.graph_tasks.pool import POOLS, GraphPool
@@ -53,7 +54,8 @@ class GraphClassifierNet(nn.Module):
 
     def unpack_batch(self, batch: Any) -> tuple[tuple[GraphBatch], torch.Tensor | None]:
         """``((GraphBatch,), y)`` of a ``(GraphBatch, y)`` batch (or a bare GraphBatch),
-        its targets checked against its graphs."""
+        its targets checked against its graphs; a link batch is refused by name."""
+        refuse_link_level(type(self).__name__, "graph-level", batch)
         inputs, target = batch, None
         if isinstance(batch, (tuple, list)) and len(batch) in (1, 2):
             inputs, target = batch[0], (batch[1] if len(batch) == 2 else None)
@@ -72,7 +74,9 @@ class GraphClassifierNet(nn.Module):
             "(features, edges, batch vector and ids together), so ONNX export is refused "
             "before anything is written; export_state_dict() keeps the weights")
 
-    def forward(self, inputs: GraphBatch) -> torch.Tensor:
+    def forward(self, inputs: GraphBatch, *candidates: Any) -> torch.Tensor:
+        # ``candidates``: what a link objective passes after (x, edge_index), refused by name.
+        refuse_link_level(type(self).__name__, "graph-level", inputs, candidates)
         if not isinstance(inputs, GraphBatch):
             raise GraphBatchError(f"a graph classifier's forward takes one GraphBatch; "
                                   f"got {type(inputs).__name__}")

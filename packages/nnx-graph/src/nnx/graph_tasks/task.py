@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from nnx.extend import ComponentSpec, batch_row_ids, check_count
+from nnx.graph.inputs import refuse_link_level
 from nnx.graph_tasks.batch import GraphBatch, check_batch, check_targets
 from nnx.graph_tasks.collection import IGNORE, GraphLoader
 from nnx.graph_tasks.errors import GraphBatchError, GraphTargetError
@@ -48,6 +49,7 @@ class GraphClassifier:
     def check_batch(self, batch: Any) -> None:
         """``batch`` is ``(GraphBatch, y)`` of well-formed graphs with one target in
         ``0..num_classes-1`` (or IGNORE) per graph (the specific errors of §25)."""
+        refuse_link_level("GraphClassifier", "graph-level", batch)
         if not (isinstance(batch, (tuple, list)) and len(batch) == 2
                 and isinstance(batch[0], GraphBatch)):
             raise GraphBatchError(f"a graph classifier reads (GraphBatch, y) batches (a "
