@@ -4,6 +4,8 @@ tensor bit for bit and every key present; refusals come before anything is writt
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import gguf
@@ -20,6 +22,7 @@ from nnx.interop import (
 )
 from nnx.interop.layout import nnx_tensors
 from nnx.interop.metadata import HYPER_PARAMETERS
+from nnx.lm import NNTransformerParams
 
 
 def _torch_bytes(t: torch.Tensor) -> bytes:
@@ -96,6 +99,15 @@ def test_every_metadata_key_is_present_with_its_value(tmp_path: Path) -> None:
     assert value["tokenizer.ggml.model"] == "gpt2" and value["tokenizer.ggml.merges"]
 
 
+def test_the_hyper_parameters_rebuild_the_same_params(tmp_path: Path) -> None:
+    net = tiny_net(tie=False)
+    write_gguf(net, tmp_path / "m.gguf")
+    fields = _read(tmp_path / "m.gguf").fields
+    prefix = "nnx.params."
+    saved = {k[len(prefix):]: f.contents() for k, f in fields.items() if k.startswith(prefix)}
+    assert NNTransformerParams(**saved) == net.params
+
+
 def test_a_generative_model_brings_its_own_tokenizer(tmp_path: Path) -> None:
     from nnx import Nets, NNModelParams
     from nnx.lm import GenerativeNNModel, NNTransformerParams
@@ -124,6 +136,10 @@ def test_refusals_come_before_anything_is_written(tmp_path: Path) -> None:
         write_gguf(tiny_net(dtype=torch.float64), out)
     with pytest.raises(UnsupportedExportError, match="vocabulary"):
         write_gguf(tiny_net(vocab=270), out, tokenizer=tiny_tokenizer(280))
+    wrapped = tiny_net()  # as an adapter wrapping the fused projection would leave it
+    wrapped.blocks[0].attn.qkv = torch.nn.Sequential(wrapped.blocks[0].attn.qkv)
+    with pytest.raises(UnsupportedExportError, match="not a plain TransformerNN"):
+        write_gguf(wrapped, out)
     assert _only(tmp_path) == []  # not even the parent directory
 
 
@@ -147,3 +163,16 @@ def test_the_exporter_splits_qkv_in_q_k_v_order() -> None:
     x = torch.randn(1, 3, 32)
     fused = net.blocks[0].attn.qkv(x)
     assert torch.equal(torch.cat((x @ q.T, x @ k.T, x @ v.T), dim=-1), fused)
+
+
+def test_without_nnx_lm_the_install_hint_names_it(tmp_path: Path) -> None:
+    # A fresh process (never fork the test process) where nnx.lm cannot be imported.
+    code = ("import sys; sys.modules['nnx.lm'] = None\n"
+            "from nnx.interop import write_gguf\n"
+            "try:\n    write_gguf(object(), 'x.gguf')\n"
+            "except ImportError as exc:\n    print(type(exc).__name__, exc)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "MissingDistributionError" in proc.stdout and "pip install nnx-lm" in proc.stdout
+    assert not (tmp_path / "x.gguf").exists()

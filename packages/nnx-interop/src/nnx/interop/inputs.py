@@ -56,7 +56,15 @@ def export_source(owner: str, model: object, tokenizer: object | None) -> Export
         raise UnsupportedExportError(
             f"{owner}: the tokenizer has {tok.vocab_size} tokens but the net's vocabulary "
             f"only {net.params.vocab_size}: its ids past the net could not be looked up")
-    for name, tensor in net.state_dict().items():
+    state = net.state_dict()
+    with torch.device("meta"):  # the plain layout, without allocating or drawing the RNG
+        plain = set(lm.TransformerNN(net.params).state_dict())
+    if set(state) != plain:
+        extra = sorted(set(state) ^ plain)
+        raise UnsupportedExportError(
+            f"{owner}: the net's tensors are not a plain TransformerNN's (differing: "
+            f"{', '.join(extra[:3])}); merge or remove adapters and wrappers first")
+    for name, tensor in state.items():
         if tensor.dtype not in DTYPES:
             raise UnsupportedExportError(
                 f"{owner}: {name} is {tensor.dtype}; GGUF stores "
