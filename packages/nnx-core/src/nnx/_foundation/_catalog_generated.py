@@ -103,6 +103,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "dora_recipe": "nnx-peft",
         "dpo_train_step_factory": "nnx-paradigms",
         "evaluate_offline": "nnx-paradigms",
+        "export_ollama_modelfile": "nnx-interop",
         "feature_kd_train_step_factory": "nnx-paradigms",
         "fit_temperature": "nnx-decisions",
         "graph_classifier_spec": "nnx-graph",
@@ -140,6 +141,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "unmerge_lora": "nnx-peft",
         "validate_decision_request_result": "nnx-decisions",
         "validate_response": "nnx-decisions",
+        "write_gguf": "nnx-interop",
     },
     "nnx.metrics": {
         "label_accuracy@v1": "nnx-paradigms",

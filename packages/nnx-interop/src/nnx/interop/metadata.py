@@ -1,0 +1,97 @@
+"""The GGUF key/value metadata of an export: hyper-parameters and the tokenizer.
+
+Both architectures carry llama.cpp's standard ``<arch>.*`` keys (context length, widths,
+heads, RMSNorm epsilon, RoPE base and dimensions) and every TransformerNN hyper-parameter
+under ``nnx.params.<field>`` at full precision (GGUF's standard epsilon and RoPE base are
+float32), so the NNTransformerParams can be rebuilt exactly. The tokenizer, when there is
+one, goes in twice: its whole ``tokenizers`` JSON (``tokenizer.huggingface.json``) and
+llama.cpp's ``tokenizer.ggml.*`` vocabulary (tokens, their types, BPE merges, special
+ids), padded with unused placeholder tokens up to the net's vocabulary size.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gguf
+
+__all__ = ["HYPER_PARAMETERS", "Entry", "model_metadata", "tokenizer_metadata"]
+
+#: (key, value, type); a list value is an array of the type.
+Entry = tuple[str, Any, gguf.GGUFValueType]
+
+_V = gguf.GGUFValueType
+#: The NNTransformerParams fields a TransformerNN is built from, and their GGUF types.
+HYPER_PARAMETERS = {
+    "vocab_size": _V.UINT32, "d_model": _V.UINT32, "n_heads": _V.UINT32,
+    "n_layers": _V.UINT32, "max_seq_len": _V.UINT32, "ffn_mult": _V.UINT32,
+    "ffn_dim": _V.UINT32, "rope_base": _V.FLOAT64, "norm_eps": _V.FLOAT64,
+    "tie_embeddings": _V.BOOL, "attn_dropout": _V.FLOAT64, "resid_dropout": _V.FLOAT64,
+}
+
+
+def model_metadata(arch: str, params: Any, name: str) -> list[Entry]:
+    """The general keys, llama.cpp's ``<arch>.*`` shape keys and ``nnx.params.*``."""
+    k = gguf.Keys
+    entries: list[Entry] = [
+        (k.General.NAME, name, _V.STRING),
+        (k.LLM.VOCAB_SIZE.format(arch=arch), params.vocab_size, _V.UINT32),
+        (k.LLM.CONTEXT_LENGTH.format(arch=arch), params.max_seq_len, _V.UINT32),
+        (k.LLM.EMBEDDING_LENGTH.format(arch=arch), params.d_model, _V.UINT32),
+        (k.LLM.BLOCK_COUNT.format(arch=arch), params.n_layers, _V.UINT32),
+        (k.LLM.FEED_FORWARD_LENGTH.format(arch=arch), params.ffn_width, _V.UINT32),
+        (k.Attention.HEAD_COUNT.format(arch=arch), params.n_heads, _V.UINT32),
+        # No grouped-query attention: every query head has its own key/value head.
+        (k.Attention.HEAD_COUNT_KV.format(arch=arch), params.n_heads, _V.UINT32),
+        (k.Attention.LAYERNORM_RMS_EPS.format(arch=arch), params.norm_eps, _V.FLOAT32),
+        (k.Rope.FREQ_BASE.format(arch=arch), params.rope_base, _V.FLOAT32),
+        (k.Rope.DIMENSION_COUNT.format(arch=arch), params.head_dim, _V.UINT32),
+    ]
+    for field, kind in HYPER_PARAMETERS.items():
+        value = getattr(params, field)
+        if value is not None:  # ffn_dim None: the width is ffn_mult × d_model
+            entries.append((f"nnx.params.{field}", value, kind))
+    return entries
+
+
+def _merges(model: dict[str, Any]) -> list[str]:
+    # tokenizers writes a merge as "a b" (older files) or ["a", "b"] (newer ones);
+    # llama.cpp reads "a b".
+    return [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
+
+
+def tokenizer_metadata(tokenizer: Any, vocab_size: int) -> list[Entry]:
+    """``tokenizer`` (an NNTokenizerParams) as GGUF keys, for a net of ``vocab_size``."""
+    tok = tokenizer.tokenizer
+    document = tok.to_str()
+    spec = json.loads(document)
+    by_id = {i: t for t, i in tok.get_vocab(with_added_tokens=True).items()}
+    special = {t["id"] for t in spec.get("added_tokens", []) if t.get("special")}
+    added = {t["id"] for t in spec.get("added_tokens", [])}
+    tokens, types = [], []
+    for i in range(vocab_size):
+        if i in by_id:
+            tokens.append(by_id[i])
+            types.append(gguf.TokenType.CONTROL if i in special else
+                         gguf.TokenType.USER_DEFINED if i in added else gguf.TokenType.NORMAL)
+        else:  # rows of the embedding no token reaches
+            tokens.append(f"[PAD{i}]")
+            types.append(gguf.TokenType.UNUSED)
+    model = spec.get("model", {})
+    k = gguf.Keys.Tokenizer
+    bpe = model.get("type") == "BPE"
+    entries: list[Entry] = [
+        # "gpt2": llama.cpp's name for a byte-level BPE; "none": a vocabulary it cannot run.
+        (k.MODEL, "gpt2" if bpe else "none", _V.STRING),
+        (k.LIST, tokens, _V.STRING),
+        (k.TOKEN_TYPE, [int(t) for t in types], _V.INT32),
+        (k.HF_JSON, document, _V.STRING),
+    ]
+    if bpe and model.get("merges"):  # GGUF has no empty arrays
+        entries.append((k.MERGES, _merges(model), _V.STRING))
+    for key, value in ((k.BOS_ID, tokenizer.bos_id), (k.EOS_ID, tokenizer.eos_id),
+                       (k.PAD_ID, tokenizer.pad_id)):
+        if value is not None:
+            entries.append((key, value, _V.UINT32))
+    return entries
