@@ -1,0 +1,74 @@
+"""The "load checkpoint → surgery → refine" loop (spec §16): a FeedFwdNN after surgery
+trains, checkpoints and reloads through NNModel.from_checkpoint as an ordinary model,
+because the surgery kept its params aligned with its layers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from nnx import NNModel, NNTrainParams, TransformRecipe
+from nnx.surgery import deepen, drop_layer, low_rank_factorize, widen
+from nnx.testing import sgd, tiny_batches, tiny_model
+
+X = torch.randn(6, 4, generator=torch.Generator().manual_seed(3))
+
+
+def plan(seed: int = 0) -> NNTrainParams:
+    return NNTrainParams(n_epochs=2, train_loader=tiny_batches(), optim=sgd(0.2), seed=seed)
+
+
+def over(model: NNModel, net: nn.Module) -> NNModel:
+    """An ordinary model over a surgically changed FeedFwdNN: built from its params,
+    holding its weights (strict load: the params build exactly its tensors)."""
+    new = NNModel(net_params=net.params, params=model.params)  # type: ignore[arg-type]
+    new.net.load_state_dict(net.state_dict())
+    return new
+
+
+@pytest.mark.parametrize("cut", [
+    lambda net: widen(net, layer_name="layers.0", new_width=12),
+    lambda net: deepen(net, after_layer_name="layers.0"),
+    lambda net: drop_layer(deepen(deepen(net, after_layer_name="layers.0"),
+                                  after_layer_name="layers.1"), layer_name="layers.2"),
+], ids=["widen", "deepen", "deepen-then-drop"])
+def test_a_cut_feedfwd_trains_and_reloads_from_its_checkpoint(
+        tmp_path: Path, cut: Callable[[nn.Module], nn.Module]) -> None:
+    pretrained = tiny_model(hidden=8)
+    pretrained.train(plan(), verbose=False, root=tmp_path / "pre")
+    cut_net = cut(pretrained.net)
+    model = over(pretrained, cut_net)
+    run = model.train(plan(1), verbose=False, root=tmp_path / "refine")
+    rebuilt = NNModel.from_checkpoint(run.checkpoints_dir / "last.pt")
+    assert rebuilt.net_params == model.net_params == cut_net.params
+    assert torch.equal(rebuilt.predict(X).logits, model.predict(X).logits)
+
+
+def test_widen_and_deepen_hand_over_the_trained_function(tmp_path: Path) -> None:
+    pretrained = tiny_model(hidden=8)
+    pretrained.train(plan(), verbose=False, root=tmp_path)
+    for net in (widen(pretrained.net, layer_name="layers.0", new_width=20),
+                deepen(pretrained.net, after_layer_name="layers.0")):
+        model = over(pretrained, net)
+        assert torch.allclose(model.predict(X).logits, pretrained.predict(X).logits,
+                              atol=1e-5, rtol=0)
+
+
+def test_a_low_rank_cut_reloads_as_a_recorded_recipe(tmp_path: Path) -> None:
+    """low_rank_factorize leaves the params alone (the widths are the same); on a model,
+    the same factors are core's nnx.low_rank recipe, which checkpoints record and
+    from_checkpoint replays."""
+    pretrained = tiny_model(hidden=8)
+    pretrained.train(plan(), verbose=False, root=tmp_path / "pre")
+    cut = low_rank_factorize(pretrained.net, layer_name="layers.0", rank=2)
+    model = over(pretrained, pretrained.net)
+    model.apply_transform(TransformRecipe("nnx.low_rank", 1,
+                                          {"targets": ["layers.0"], "rank": 2}))
+    assert all(torch.equal(v, cut.state_dict()[k]) for k, v in model.net.state_dict().items())
+    run = model.train(plan(1), verbose=False, root=tmp_path / "refine")
+    rebuilt = NNModel.from_checkpoint(run.checkpoints_dir / "last.pt")
+    assert torch.equal(rebuilt.predict(X).logits, model.predict(X).logits)
