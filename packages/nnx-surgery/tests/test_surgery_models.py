@@ -14,6 +14,7 @@ from torch import nn
 from nnx import NNModel, NNTrainParams, TransformRecipe
 from nnx.surgery import deepen, drop_layer, low_rank_factorize, widen
 from nnx.testing import sgd, tiny_batches, tiny_model
+from nnx.transforms import LiveTopologyError
 
 X = torch.randn(6, 4, generator=torch.Generator().manual_seed(3))
 
@@ -72,3 +73,18 @@ def test_a_low_rank_cut_reloads_as_a_recorded_recipe(tmp_path: Path) -> None:
     run = model.train(plan(1), verbose=False, root=tmp_path / "refine")
     rebuilt = NNModel.from_checkpoint(run.checkpoints_dir / "last.pt")
     assert torch.equal(rebuilt.predict(X).logits, model.predict(X).logits)
+
+
+@pytest.mark.parametrize("cut", [
+    lambda net: widen(net, layer_name="layers.0", new_width=12),
+    lambda net: low_rank_factorize(net, layer_name="layers.0", rank=2),
+], ids=["widen", "low_rank"])
+def test_a_cut_net_assigned_to_the_old_model_is_refused_before_a_run_exists(
+        tmp_path: Path, cut: Callable[[nn.Module], nn.Module]) -> None:
+    """The old model's params describe the old net; train refuses the mismatch rather
+    than record a run id for a net it did not train (build a model over the new net)."""
+    model = tiny_model(hidden=8)
+    model.net = cut(model.net)
+    with pytest.raises(LiveTopologyError, match="not the net its params build"):
+        model.train(plan(), verbose=False, root=tmp_path)
+    assert not any(tmp_path.iterdir())

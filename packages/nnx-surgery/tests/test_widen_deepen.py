@@ -137,6 +137,16 @@ def test_replaced_tensors_keep_requires_grad_and_modules_keep_their_mode() -> No
     assert not deep.layers[2].training  # in the site's mode
 
 
+def test_a_rebuilt_sequential_keeps_each_child_s_own_mode() -> None:
+    net = relu_stack(nn.ReLU(), nn.Dropout(0.5))
+    net[2].eval()  # one child in eval mode inside a container in training mode
+    deep = deepen(net, after_layer_name="0")
+    assert deep.training and [m.training for m in deep] == [True, True, True, True, False,
+                                                           True]
+    net.eval()
+    assert not any(m.training for m in deepen(net, after_layer_name="0").modules())
+
+
 @pytest.mark.parametrize("cut", [
     lambda n: widen(n, layer_name="layers.0", new_width=9),
     lambda n: deepen(n, after_layer_name="layers.0"),

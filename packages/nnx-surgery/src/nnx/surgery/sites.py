@@ -195,5 +195,5 @@ def with_children(net: nn.Module, parent_name: str,
         new = nn.Sequential(*(m for _, m in modules))
     else:
         new = nn.Sequential(OrderedDict(modules))
-    new.train(parent.training)
+    new.training = parent.training  # train() would recurse and reset the children's modes
     return new if out is None else swap(out, parent_name, new)
