@@ -118,8 +118,8 @@ def linear_site(net: nn.Module, name: str, op: str) -> LinearSite:
 
 
 def following(net: nn.Module, site: LinearSite) -> Iterator[tuple[str, nn.Module]]:
-    """``(name, module)`` of what the net applies after the site's Linear, in order, up
-    to and including the next Linear (when there is one)."""
+    """``(name, module)`` of what the net applies after the site's Linear, in order,
+    within its container (a FeedFwdNN: up to the next layer's Linear)."""
     if site.feedfwd:
         assert isinstance(net, FeedFwdNN)
         i = site.index
