@@ -18,7 +18,7 @@ def test_every_block_runs_and_the_table_is_what_it_prints(tmp_path: Path,
     monkeypatch.chdir(tmp_path)  # the loop block writes runs/
     text = DOC.read_text(encoding="utf-8")
     blocks = re.findall(r"^```python\n(.*?)^```$", text, re.M | re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     namespace: dict[str, object] = {"__name__": "__surgery_doc__"}
     exec(compile(blocks[0], "docs/surgery.md block 1", "exec"), namespace)
     table = capsys.readouterr().out
@@ -26,3 +26,5 @@ def test_every_block_runs_and_the_table_is_what_it_prints(tmp_path: Path,
     assert f"```\n\n{table}\n" in text  # the page shows it right below the block
     exec(compile(blocks[1], "docs/surgery.md block 2", "exec"), namespace)
     assert capsys.readouterr().out == "(16, 16)\n"
+    exec(compile(blocks[2], "docs/surgery.md block 3", "exec"), namespace)  # block 2's names
+    assert capsys.readouterr().out == "[2]\n"

@@ -9,10 +9,18 @@ from pathlib import Path
 
 import pytest
 import torch
+from _surgery_nets import same, snapshot
 from torch import nn
 
-from nnx import NNModel, NNTrainParams, TransformRecipe
-from nnx.surgery import deepen, drop_layer, low_rank_factorize, widen
+from nnx import MissingModelFactoryError, NNModel, NNTrainParams, TransformRecipe
+from nnx.surgery import (
+    SurgeryShapeError,
+    SurgeryTargetError,
+    deepen,
+    drop_layer,
+    low_rank_factorize,
+    widen,
+)
 from nnx.testing import sgd, tiny_batches, tiny_model
 from nnx.transforms import LiveTopologyError
 
@@ -73,6 +81,63 @@ def test_a_low_rank_cut_reloads_as_a_recorded_recipe(tmp_path: Path) -> None:
     run = model.train(plan(1), verbose=False, root=tmp_path / "refine")
     rebuilt = NNModel.from_checkpoint(run.checkpoints_dir / "last.pt")
     assert torch.equal(rebuilt.predict(X).logits, model.predict(X).logits)
+
+
+def low_rank(layer: str, rank: int) -> TransformRecipe:
+    return TransformRecipe("nnx.low_rank", 1, {"targets": [layer], "rank": rank})
+
+
+def test_low_rank_factorize_on_a_model_trains_checkpoints_and_reloads(tmp_path: Path) -> None:
+    """Given a trained model, low_rank_factorize returns a copy holding the factorized
+    net with core's nnx.low_rank recipe recorded, so the copy trains (the recipe in its
+    run) and NNModel.from_checkpoint rebuilds it with equal predictions; the input model
+    is untouched."""
+    pretrained = tiny_model(hidden=8)
+    pretrained.train(plan(), verbose=False, root=tmp_path / "pre")
+    before = snapshot(pretrained.net)
+    once = low_rank_factorize(pretrained, layer_name="layers.0", rank=2)
+    cut = low_rank_factorize(once, layer_name="layers.1", rank=2)
+    assert type(cut) is type(pretrained) and cut is not once is not pretrained
+    assert same(snapshot(pretrained.net), before) and pretrained.transforms == ()
+    assert once.transforms == (low_rank("layers.0", 2),)
+    assert cut.transforms == (low_rank("layers.0", 2), low_rank("layers.1", 2))
+    net_cut = low_rank_factorize(low_rank_factorize(pretrained.net, layer_name="layers.0",
+                                                    rank=2), layer_name="layers.1", rank=2)
+    assert same(snapshot(cut.net), snapshot(net_cut))  # the same op, the same factors
+    assert not any(p is q for p in cut.net.parameters() for q in once.net.parameters())
+    run = cut.train(plan(1), verbose=False, root=tmp_path / "refine")
+    assert [r["config"] for r in run.state()["transforms"]] == [
+        {"targets": ["layers.0"], "rank": 2}, {"targets": ["layers.1"], "rank": 2}]
+    rebuilt = NNModel.from_checkpoint(run.checkpoints_dir / "last.pt")
+    assert rebuilt.transforms == cut.transforms
+    assert torch.equal(rebuilt.predict(X).logits, cut.predict(X).logits)
+
+
+def test_low_rank_factorize_on_a_model_at_max_rank_keeps_the_trained_function(
+        tmp_path: Path) -> None:
+    pretrained = tiny_model(hidden=8)
+    pretrained.train(plan(), verbose=False, root=tmp_path)
+    cut = low_rank_factorize(pretrained, layer_name="layers.0", rank=4)
+    assert torch.allclose(cut.predict(X).logits, pretrained.predict(X).logits,
+                          atol=1e-5, rtol=0)
+
+
+def test_low_rank_factorize_refuses_a_model_before_copying_it() -> None:
+    """The surgery's own refusals read the model's net; a model wrapping a runtime
+    module is refused too (no factory could replay the recipe), and nothing changes."""
+    model = tiny_model(hidden=8)
+    wrapped = NNModel(module=nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)),
+                      params=model.params)
+    for target, call, error in [
+        (model, dict(layer_name="layers.9", rank=2), SurgeryTargetError),
+        (model, dict(layer_name="activations.0", rank=2), SurgeryTargetError),
+        (model, dict(layer_name="layers.0", rank=5), SurgeryShapeError),
+        (wrapped, dict(layer_name="0", rank=2), MissingModelFactoryError),
+    ]:
+        before = snapshot(target.net)
+        with pytest.raises(error, match="low_rank_factorize"):
+            low_rank_factorize(target, **call)  # type: ignore[arg-type]
+        assert same(snapshot(target.net), before) and target.transforms == ()
 
 
 @pytest.mark.parametrize("cut", [

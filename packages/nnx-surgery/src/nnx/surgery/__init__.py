@@ -6,8 +6,8 @@ Linear; ``low_rank_factorize`` replaces a Linear by its truncated SVD (core's
 ``nnx.low_rank`` op, exact at max rank); ``expand_embedding`` grows an ``nn.Embedding``.
 Each returns a fresh module and leaves its input untouched. widen, deepen and drop_layer
 keep a FeedFwdNN's params aligned with its layers, so ``NNModel(net_params=new.params)``
-rebuilds exactly the new net; a low-rank factorization is core's recorded
-``nnx.low_rank`` recipe on a model (docs/surgery.md).
+rebuilds exactly the new net; ``low_rank_factorize`` given an ``NNModel`` returns a copy
+with core's ``nnx.low_rank`` recipe recorded, so it trains and reloads (docs/surgery.md).
 """
 
 from nnx.surgery.deepen import deepen
