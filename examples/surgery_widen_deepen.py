@@ -5,7 +5,8 @@ checkpoint. nnx.surgery then widens its hidden layer and deepens it (Net2Net: th
 net computes the same function, checked here), and the grown model is refined on the
 same task. Because the surgery kept the net's params aligned with its layers, the
 refined run reloads through NNModel.from_checkpoint like any other. A low-rank
-factorization of the output layer shows the truncation error Eckart-Young predicts.
+factorization of the refined model's output layer shows the truncation error Eckart-Young
+predicts, then refines and reloads too (its nnx.low_rank recipe recorded).
 
     uv run python examples/surgery_widen_deepen.py
 """
@@ -48,7 +49,7 @@ def main(root: str) -> None:
     grown_net = deepen(widen(trained.net, layer_name="layers.0", new_width=16),
                        after_layer_name="layers.0")
     grown = NNModel(net_params=grown_net.params, params=trained.params)
-    grown.net.load_state_dict(grown_net.state_dict())
+    grown.net = grown_net  # the new params build exactly its tree, so train accepts it
     gap = (grown.predict(x).logits - trained.predict(x).logits).abs().max().item()
     assert gap < 1e-5, gap  # function preserved
     before = grown.evaluate(blobs(1)).error
@@ -58,11 +59,18 @@ def main(root: str) -> None:
     assert torch.equal(reloaded.predict(x).logits, grown.predict(x).logits)
     after = grown.evaluate(blobs(1)).error
 
+    # Given the model, low_rank_factorize returns a copy with core's nnx.low_rank recipe
+    # recorded: the params still build a plain Linear, the recipe says it is factorized.
+    compact = low_rank_factorize(grown, layer_name="layers.2", rank=1)
     weight = grown.net.layers[2].weight.detach()
-    low = low_rank_factorize(grown.net, layer_name="layers.2", rank=1).layers[2]
+    low = compact.net.layers[2]
     error = torch.linalg.matrix_norm(weight - low.up.weight @ low.down.weight).item()
     tail = torch.linalg.svdvals(weight.double())[1:].pow(2).sum().sqrt().item()
     assert abs(error - tail) < 1e-5, (error, tail)
+    third = compact.train(plan(3, 2), verbose=False, root=root)
+    again = NNModel.from_checkpoint(third.checkpoints_dir / "last.pt")
+    assert again.transforms == compact.transforms
+    assert torch.equal(again.predict(x).logits, compact.predict(x).logits)
 
     print(f"hidden dims {trained.net_params.hidden_dims} -> {grown.net_params.hidden_dims}; "
           f"parameters {count(trained)} -> {count(grown)}")
@@ -71,6 +79,8 @@ def main(root: str) -> None:
     print("refined run reloads from its checkpoint with identical predictions")
     print(f"rank-1 output layer: Frobenius error {error:.4f} = sqrt(sum of the dropped "
           f"squared singular values) {tail:.4f}")
+    print(f"the rank-1 model refines and reloads with its recipe ({compact.transforms[0].op}); "
+          f"parameters {count(grown)} -> {count(compact)}")
 
 
 if __name__ == "__main__":

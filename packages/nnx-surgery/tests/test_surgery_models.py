@@ -4,20 +4,32 @@ because the surgery kept its params aligned with its layers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from _surgery_nets import same, snapshot
 from torch import nn
 
-from nnx import MissingModelFactoryError, NNModel, NNTrainParams, TransformRecipe
+from nnx import (
+    Devices,
+    MissingModelFactoryError,
+    ModelSpec,
+    NNModel,
+    NNModelParams,
+    NNTrainParams,
+    TransformRecipe,
+    register_model_factory,
+    unregister_model_factory,
+)
 from nnx.surgery import (
     SurgeryShapeError,
     SurgeryTargetError,
     deepen,
     drop_layer,
+    expand_embedding,
     low_rank_factorize,
     widen,
 )
@@ -47,8 +59,8 @@ def over(model: NNModel, net: nn.Module) -> NNModel:
 ], ids=["widen", "deepen", "deepen-then-drop"])
 def test_a_cut_feedfwd_trains_and_reloads_from_its_checkpoint(
         tmp_path: Path, cut: Callable[[nn.Module], nn.Module]) -> None:
-    pretrained = tiny_model(hidden=8)
-    pretrained.train(plan(), verbose=False, root=tmp_path / "pre")
+    first = tiny_model(hidden=8).train(plan(), verbose=False, root=tmp_path / "pre")
+    pretrained = NNModel.from_checkpoint(first.checkpoints_dir / "last.pt")
     cut_net = cut(pretrained.net)
     model = over(pretrained, cut_net)
     run = model.train(plan(1), verbose=False, root=tmp_path / "refine")
@@ -92,8 +104,8 @@ def test_low_rank_factorize_on_a_model_trains_checkpoints_and_reloads(tmp_path: 
     net with core's nnx.low_rank recipe recorded, so the copy trains (the recipe in its
     run) and NNModel.from_checkpoint rebuilds it with equal predictions; the input model
     is untouched."""
-    pretrained = tiny_model(hidden=8)
-    pretrained.train(plan(), verbose=False, root=tmp_path / "pre")
+    first = tiny_model(hidden=8).train(plan(), verbose=False, root=tmp_path / "pre")
+    pretrained = NNModel.from_checkpoint(first.checkpoints_dir / "last.pt")
     before = snapshot(pretrained.net)
     once = low_rank_factorize(pretrained, layer_name="layers.0", rank=2)
     cut = low_rank_factorize(once, layer_name="layers.1", rank=2)
@@ -153,3 +165,59 @@ def test_a_cut_net_assigned_to_the_old_model_is_refused_before_a_run_exists(
     with pytest.raises(LiveTopologyError, match="not the net its params build"):
         model.train(plan(), verbose=False, root=tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("how", ["widen", "low_rank"])
+def test_frozen_content_stays_frozen_through_surgery_and_refining(tmp_path: Path,
+                                                                   how: str) -> None:
+    """Replacements keep requires_grad, so a frozen layer stays frozen through the refine
+    run too, when the model holds the cut net itself: a model built from the new params
+    accepts it (the params build exactly its tree), and a low-rank model copy keeps it."""
+    pretrained = tiny_model(hidden=8)
+    pretrained.net.layers[0].requires_grad_(False)
+    if how == "widen":
+        cut = widen(pretrained.net, layer_name="layers.0", new_width=12)
+        model = NNModel(net_params=cut.params, params=pretrained.params)  # type: ignore[arg-type]
+        model.net = cut
+    else:
+        model = low_rank_factorize(pretrained, layer_name="layers.0", rank=2)
+    before = {k: v.clone() for k, v in model.net.state_dict().items()}
+    model.train(plan(1), verbose=False, root=tmp_path)
+    after = model.net.state_dict()
+    assert all(torch.equal(v, after[k]) for k, v in before.items() if k.startswith("layers.0"))
+    assert not torch.equal(before["layers.1.weight"], after["layers.1.weight"])  # the rest trains
+
+
+def tagger(config: Mapping[str, Any]) -> nn.Module:
+    return nn.Sequential(nn.Embedding(config["vocab"], 4), nn.Linear(4, 3))
+
+
+def test_an_expanded_embedding_trains_and_reloads_through_its_model_factory(
+        tmp_path: Path) -> None:
+    """expand_embedding composes with train the way the FeedFwdNN cuts do: a model built
+    from the spec with the new vocabulary holds the grown net, old tokens predict as
+    before, new ones train, and from_checkpoint rebuilds it."""
+    register_model_factory("surgery_tests.tagger", 1, tagger)
+    try:
+        def spec(vocab: int) -> NNModelParams:
+            return NNModelParams(net=ModelSpec("surgery_tests.tagger", 1, {"vocab": vocab},
+                                               seed=0), device=Devices.CPU)
+
+        ids = torch.randint(0, 5, (8,), generator=torch.Generator().manual_seed(1))
+        labels = torch.randint(0, 3, (8,), generator=torch.Generator().manual_seed(2))
+        first = NNModel(params=spec(5)).train(NNTrainParams(
+            n_epochs=2, train_loader=[(ids, labels)], optim=sgd(0.2), seed=0),
+            verbose=False, root=tmp_path / "pre")
+        trained = NNModel.from_checkpoint(first.checkpoints_dir / "last.pt")
+        model = NNModel(params=spec(8))
+        model.net = expand_embedding(trained.net, layer_name="0", new_num_embeddings=8)
+        assert torch.equal(model.predict(ids).logits, trained.predict(ids).logits)
+        new_ids = torch.tensor([5, 6, 7, 0])
+        run = model.train(NNTrainParams(n_epochs=2, train_loader=[(new_ids, labels[:4])],
+                                        optim=sgd(0.2), seed=1),
+                          verbose=False, root=tmp_path / "refine")
+        rebuilt = NNModel.from_checkpoint(run.checkpoints_dir / "last.pt")
+        assert torch.equal(rebuilt.predict(new_ids).logits, model.predict(new_ids).logits)
+    finally:
+        unregister_model_factory("surgery_tests.tagger", 1)
+

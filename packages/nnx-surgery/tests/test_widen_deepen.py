@@ -18,6 +18,9 @@ from nnx.surgery import (
     SurgeryShapeError,
     SurgeryTargetError,
     deepen,
+    drop_layer,
+    expand_embedding,
+    low_rank_factorize,
     widen,
 )
 
@@ -137,6 +140,15 @@ def test_replaced_tensors_keep_requires_grad_and_modules_keep_their_mode() -> No
     assert not deep.layers[2].training  # in the site's mode
 
 
+def test_widen_s_consumer_keeps_its_own_flags_and_mode() -> None:
+    net = feedfwd()
+    net.layers[1].eval()  # the consumer in eval mode, its bias frozen
+    net.layers[1].bias.requires_grad_(False)
+    wide = widen(net, layer_name="layers.0", new_width=9)
+    assert wide.layers[0].training and not wide.layers[1].training
+    assert wide.layers[1].weight.requires_grad and not wide.layers[1].bias.requires_grad
+
+
 def test_a_rebuilt_sequential_keeps_each_child_s_own_mode() -> None:
     net = relu_stack(nn.ReLU(), nn.Dropout(0.5))
     net[2].eval()  # one child in eval mode inside a container in training mode
@@ -147,13 +159,22 @@ def test_a_rebuilt_sequential_keeps_each_child_s_own_mode() -> None:
     assert not any(m.training for m in deepen(net, after_layer_name="0").modules())
 
 
-@pytest.mark.parametrize("cut", [
-    lambda n: widen(n, layer_name="layers.0", new_width=9),
-    lambda n: deepen(n, after_layer_name="layers.0"),
-])
-def test_the_input_net_is_untouched_and_shares_no_tensor(cut: Callable[[nn.Module], nn.Module],
+def tagger() -> nn.Module:
+    return nn.Sequential(nn.Embedding(5, 3), nn.Linear(3, 2))
+
+
+@pytest.mark.parametrize("make, cut", [
+    (feedfwd, lambda n: widen(n, layer_name="layers.0", new_width=9)),
+    (feedfwd, lambda n: deepen(n, after_layer_name="layers.0")),
+    (feedfwd, lambda n: drop_layer(n, layer_name="layers.1")),
+    (feedfwd, lambda n: low_rank_factorize(n, layer_name="layers.0", rank=2)),
+    (tagger, lambda n: expand_embedding(n, layer_name="0", new_num_embeddings=7)),
+], ids=["widen", "deepen", "drop_layer", "low_rank_factorize", "expand_embedding"])
+def test_the_input_net_is_untouched_and_shares_no_tensor(make: Callable[[], nn.Module],
+                                                         cut: Callable[[nn.Module], nn.Module],
                                                          ) -> None:
-    net = feedfwd()
+    """Every primitive returns a fresh module (spec §16)."""
+    net = make()
     before = snapshot(net)
     new = cut(net)
     assert same(snapshot(net), before) and new is not net
@@ -192,10 +213,12 @@ def test_widen_refuses_the_output_layer_a_narrower_width_and_other_containers() 
 def test_aliased_modules_are_refused() -> None:
     shared = nn.Linear(6, 6)
     net = nn.Sequential(nn.Linear(5, 6), nn.ReLU(), shared, nn.ReLU(), shared)
+    before = snapshot(net)
     with pytest.raises(SurgeryTargetError, match="shared under several names"):
         widen(net, layer_name="2", new_width=9)
     with pytest.raises(SurgeryTargetError, match="shared under several names"):
         widen(net, layer_name="0", new_width=9)  # its consumer is the aliased one
+    assert same(snapshot(net), before)
     tied = nn.Sequential(nn.Linear(5, 6), nn.ReLU(), nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 6))
     tied[4].weight = tied[2].weight
     with pytest.raises(SurgeryTargetError, match="tied"):
