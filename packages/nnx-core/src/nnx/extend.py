@@ -67,6 +67,9 @@ for what it reads: the run-file readers and the NumPy terms load no torch. Names
 * transform recipes: :class:`TransformRecipe` and :func:`config_targets`, and
   :class:`RecognizingTransform` (an op that also recognises its modules in a net
   changed in place, so ``train`` records that change as the run's recipe);
+  :func:`materialize_low_rank` and :class:`LowRankLinear` (core's ``nnx.low_rank``
+  SVD replacement, so nnx-surgery's ``low_rank_factorize`` is that op, never a second
+  SVD);
 * run bundles (spec §22): :class:`BundleCalibrator` (what a calibrator shows a bundle:
   ``to_json()``, ``labels``, ``num_classes``, ``model_id``), :func:`model_fingerprint`
   (the weights digest a bundle recomputes from its payload) and
@@ -230,6 +233,8 @@ _EXPORTS: dict[str, str] = {
     "registered_transforms": "nnx.transforms",
     "unregister_transform": "nnx.transforms",
     "RecognizingTransform": "nnx.transforms.live",
+    "LowRankLinear": "nnx.transforms.low_rank",
+    "materialize_low_rank": "nnx.transforms.low_rank",
     "TransformRecipe": "nnx.transforms.recipe",
     "config_targets": "nnx.transforms.recipe",
 }
@@ -391,5 +396,7 @@ if _typing.TYPE_CHECKING:
     from nnx.transforms import registered_transforms as registered_transforms
     from nnx.transforms import unregister_transform as unregister_transform
     from nnx.transforms.live import RecognizingTransform as RecognizingTransform
+    from nnx.transforms.low_rank import LowRankLinear as LowRankLinear
+    from nnx.transforms.low_rank import materialize_low_rank as materialize_low_rank
     from nnx.transforms.recipe import TransformRecipe as TransformRecipe
     from nnx.transforms.recipe import config_targets as config_targets
