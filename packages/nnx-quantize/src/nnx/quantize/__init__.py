@@ -1,0 +1,14 @@
+"""nnx-quantize: make a trained model smaller (spec §16).
+
+``quantize_int8(model)`` is post-training int8 weight-only quantization through torchao's
+config API (``quantize_(net, Int8WeightOnlyConfig())``): one call, no calibration data,
+an instance of the same class with only ``net`` replaced. Pruning lives beside it in
+:mod:`nnx.prune`. See docs/quantize.md.
+"""
+
+from nnx.quantize.errors import QuantizeError
+from nnx.quantize.ptq import quantize_int8
+
+__nnx_skeleton__ = {"kind": "training"}
+
+__all__ = ["QuantizeError", "quantize_int8"]
