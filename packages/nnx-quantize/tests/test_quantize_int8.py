@@ -103,3 +103,13 @@ def test_a_generative_model_keeps_its_tokenizer_and_generates() -> None:
     # the KV-cache path and recomputation agree on the quantized net too
     assert out == quantized.generate("the quick", max_new_tokens=5, temperature=0.0,
                                      use_cache=False)
+
+
+def test_a_quantized_model_is_for_inference_train_refuses_it(tmp_path: Path) -> None:
+    from nnx.testing import tiny_model
+    from nnx.transforms import LiveTopologyError
+
+    quantized = quantize_int8(tiny_model())
+    with pytest.raises(LiveTopologyError, match="Int8Tensor"):
+        quantized.train(tiny_train_params(), root=tmp_path, verbose=False)
+    assert not any(tmp_path.iterdir())
