@@ -71,6 +71,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "PromptTuner": "nnx-peft",
         "ProviderFailure": "nnx-decisions",
         "PruneError": "nnx-quantize",
+        "QATLifecycleCallback": "nnx-quantize",
         "QuantizeError": "nnx-quantize",
         "RMSNorm": "nnx-lm",
         "RankingBatchError": "nnx-ranking",
@@ -127,6 +128,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "nt_xent_loss": "nnx-paradigms",
         "observations_from_runs": "nnx-comparison",
         "plan_link_split": "nnx-graph",
+        "qat_train_step_factory": "nnx-quantize",
         "quantize_int8": "nnx-quantize",
         "question_from_state": "nnx-decisions",
         "ranking_metrics": "nnx-ranking",
@@ -175,6 +177,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "nnx.dora@v1": "nnx-peft",
         "nnx.ia3@v1": "nnx-peft",
         "nnx.lora@v1": "nnx-peft",
+        "nnx.qat@v1": "nnx-quantize",
     },
 }
 

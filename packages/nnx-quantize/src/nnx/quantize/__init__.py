@@ -2,13 +2,17 @@
 
 ``quantize_int8(model)`` is post-training int8 weight-only quantization through torchao's
 config API (``quantize_(net, Int8WeightOnlyConfig())``): one call, no calibration data,
-an instance of the same class with only ``net`` replaced. Pruning lives beside it in
+an instance of the same class with only ``net`` replaced. Quantization-aware training
+(8da4w) is ``qat_train_step_factory`` + ``QATLifecycleCallback`` (:mod:`nnx.quantize.qat`):
+fake-quant during training, converted on commit, reloaded by ``NNModel.from_checkpoint``.
+Pruning lives beside it in
 :mod:`nnx.prune`. See docs/quantize.md.
 """
 
 from nnx.quantize.errors import QuantizeError
 from nnx.quantize.ptq import quantize_int8
+from nnx.quantize.qat import QATLifecycleCallback, qat_train_step_factory
 
 __nnx_skeleton__ = {"kind": "training"}
 
-__all__ = ["QuantizeError", "quantize_int8"]
+__all__ = ["QATLifecycleCallback", "QuantizeError", "qat_train_step_factory", "quantize_int8"]
