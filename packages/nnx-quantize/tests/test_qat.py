@@ -158,3 +158,66 @@ def test_applying_the_recipe_by_hand_is_refused_before_anything_changes() -> Non
     with pytest.raises(ValueError, match="QATLifecycleCallback"):
         model.apply_transform(recipe)
     assert model.transforms == () and _weight_types(model.net) == {"Parameter"}
+
+
+def _legacy(state_dict: dict[str, torch.Tensor], groupsize: int) -> dict[str, torch.Tensor]:
+    """The layout torchao's removed Int8DynActInt4WeightLinear saved (weight int8 in the
+    int4 range, scales and zeros per group), built from float weights: symmetric int4."""
+    out = dict(state_dict)
+    for key in [k for k in state_dict if k.endswith(".weight")]:
+        w = state_dict[key].float()
+        grouped = w.reshape(w.shape[0], -1, groupsize)
+        scales = grouped.abs().amax(dim=2).clamp(min=1e-6) / 7.5
+        q = torch.clamp(torch.round(grouped / scales[..., None]), -8, 7)
+        layer = key[:-len(".weight")]
+        out[key] = q.reshape(w.shape).to(torch.int8)
+        out[f"{layer}.scales"], out[f"{layer}.zeros"] = scales, torch.zeros_like(scales)
+    return out
+
+
+def test_a_legacy_converted_checkpoint_gets_a_targeted_migration_error_then_migrates(
+        tmp_path: Path) -> None:
+    import dataclasses
+
+    from nnx import TransformCompatibilityError
+    from nnx.quantize import migrate_legacy_qat
+
+    run = _model().train(_params(), root=tmp_path / "runs", verbose=False)
+    float_ckpt = NNCheckpoint.load(run.id, "last", root=tmp_path / "runs")
+    legacy = dataclasses.replace(float_ckpt, state_dict=_legacy(dict(float_ckpt.state_dict), G),
+                                 path=None)
+    legacy.save(tmp_path / "legacy.pt")
+    with pytest.raises(TransformCompatibilityError, match="legacy QAT-converted checkpoint"
+                       ) as err:
+        NNModel.from_checkpoint(tmp_path / "legacy.pt")
+    assert "migrate_legacy_qat" in str(err.value) and "layers.0" in str(err.value)
+
+    migrated = migrate_legacy_qat(tmp_path / "legacy.pt", tmp_path / "migrated.pt")
+    (recipe,) = migrated.transforms
+    assert recipe["config"] == {"targets": ["layers.0", "layers.1"], "qat_config": "8da4w",
+                                "groupsize": G}
+    restored = NNModel.from_checkpoint(tmp_path / "migrated.pt")
+    assert _weight_types(restored.net) == {"IntxUnpackedToInt8Tensor"}
+    # re-quantized by the current 8da4w config: each weight stays within one legacy step
+    # (torchao's current symmetric int4 scale differs from the legacy one, so not equal)
+    for layer in ("layers.0", "layers.1"):
+        step = legacy.state_dict[f"{layer}.scales"].repeat_interleave(G, dim=1)
+        old = legacy.state_dict[f"{layer}.weight"].float() * step
+        new = restored.net.get_submodule(layer).weight.dequantize()
+        assert bool(((new - old).abs() <= step + 1e-6).all())
+    with pytest.raises(QuantizeError, match="already records"):
+        migrate_legacy_qat(tmp_path / "migrated.pt", tmp_path / "again.pt")
+    with pytest.raises(QuantizeError, match="no legacy QAT layer"):
+        migrate_legacy_qat(float_ckpt, tmp_path / "plain.pt")
+    assert not (tmp_path / "again.pt").exists() and not (tmp_path / "plain.pt").exists()
+
+
+def test_training_a_converted_net_in_place_is_refused(tmp_path: Path) -> None:
+    from nnx.quantize.qat_base import prepare_qat
+    from nnx.transforms import LiveTopologyError
+
+    model = _model()
+    prepare_qat(model.net, G, ["layers.0"])
+    with pytest.raises(LiveTopologyError, match="fake-quantized or quantized in place"):
+        model.train(_params(), root=tmp_path, verbose=False)
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())

@@ -123,6 +123,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
         "lr_finder": "nnx-viz",
         "magnitude_prune": "nnx-quantize",
         "merge_lora": "nnx-peft",
+        "migrate_legacy_qat": "nnx-quantize",
         "mixup_train_step_factory": "nnx-paradigms",
         "moe_train_step_factory": "nnx-paradigms",
         "nt_xent_loss": "nnx-paradigms",

@@ -12,7 +12,9 @@ Pruning lives beside it in
 from nnx.quantize.errors import QuantizeError
 from nnx.quantize.ptq import quantize_int8
 from nnx.quantize.qat import QATLifecycleCallback, qat_train_step_factory
+from nnx.quantize.qat_legacy import migrate_legacy_qat
 
 __nnx_skeleton__ = {"kind": "training"}
 
-__all__ = ["QATLifecycleCallback", "QuantizeError", "qat_train_step_factory", "quantize_int8"]
+__all__ = ["QATLifecycleCallback", "QuantizeError", "migrate_legacy_qat", "qat_train_step_factory",
+           "quantize_int8"]

@@ -30,38 +30,33 @@ from typing import Any
 from torch import nn
 
 from nnx import Callback, TransformRecipe, default_train_step
-from nnx.extend import config_targets, reload_blockers
+from nnx.extend import RecognizingTransform, config_targets, reload_blockers
 from nnx.quantize.errors import QuantizeError
+from nnx.quantize.qat_base import (
+    QAT_CONFIGS,
+    QAT_OP,
+    QAT_VERSION,
+    base_config,
+    check_config,
+    prepare_qat,
+)
+from nnx.quantize.qat_legacy import explain_legacy_qat
 
 __all__ = ["QAT_CONFIGS", "QAT_OP", "QAT_VERSION", "QATLifecycleCallback",
-           "materialize_qat", "qat_train_step_factory"]
+           "materialize_qat", "prepare_qat", "qat_train_step_factory"]
 
-QAT_OP, QAT_VERSION = "nnx.qat", 1
-QAT_CONFIGS = ("8da4w",)
 _KEYS = ("targets", "qat_config", "groupsize")
 _LABEL = f"{QAT_OP}@v{QAT_VERSION}"
-
-
-def _check_config(qat_config: Any, groupsize: Any) -> None:
-    if qat_config not in QAT_CONFIGS:
-        raise QuantizeError(f"qat_config must be one of {list(QAT_CONFIGS)}; got {qat_config!r}")
-    if isinstance(groupsize, bool) or not isinstance(groupsize, int) or groupsize < 1:
-        raise QuantizeError(f"groupsize must be a positive int; got {groupsize!r}")
-
-
-def _base_config(groupsize: int) -> Any:
-    # torchao is imported on use: importing nnx.quantize stays cheap.
-    import torch
-    from torchao.quantization import Int8DynamicActivationIntxWeightConfig, PerGroup
-
-    # torch's stubs omit the sub-byte dtypes torch.int1..int7 it has at runtime.
-    return Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4,  # type: ignore[attr-defined]
-                                                 weight_granularity=PerGroup(groupsize))
 
 
 def _is_converted(module: nn.Module) -> bool:
     # torchao replaces a converted Linear's weight by a tensor subclass of its own.
     return type(getattr(module, "weight", None)).__module__.startswith("torchao")
+
+
+def _torchao_module(module: nn.Module) -> bool:
+    """A torchao fake-quantized module, or a module whose weight torchao converted."""
+    return type(module).__module__.startswith("torchao") or _is_converted(module)
 
 
 def _linear_targets(net: nn.Module, groupsize: int, what: str) -> list[str]:
@@ -82,19 +77,20 @@ def _linear_targets(net: nn.Module, groupsize: int, what: str) -> list[str]:
 
 
 def _fake_quantized(module: nn.Module) -> bool:
+    # torchao is imported on use: importing nnx.quantize stays cheap.
     from torchao.quantization.qat import FakeQuantizedLinear
 
     return isinstance(module, FakeQuantizedLinear)
 
 
-def materialize_qat(net: nn.Module, config: Mapping[str, Any], *, source: bool = True) -> None:
+def _materialize_qat(net: nn.Module, config: Mapping[str, Any], *, source: bool = True) -> None:
     """The ``nnx.qat@v1`` op: convert the prepared (fake-quantized) target Linears of
     ``net`` (``source=True``, at train end); on replay (``source=False``) quantize the
     fresh float targets with the same config, whose weights the checkpoint then
     overwrites. Everything is checked before the first change (ValueError)."""
     targets = config_targets(_LABEL, config, _KEYS)
     try:
-        _check_config(config["qat_config"], config["groupsize"])
+        check_config(config["qat_config"], config["groupsize"])
     except QuantizeError as exc:
         raise ValueError(f"{_LABEL}: {exc}") from None
     modules = dict(net.named_modules())
@@ -110,14 +106,35 @@ def materialize_qat(net: nn.Module, config: Mapping[str, Any], *, source: bool =
     from torchao.quantization import quantize_
     from torchao.quantization.qat import QATConfig
 
-    base = _base_config(config["groupsize"])
+    base = base_config(config["groupsize"])
     wanted = set(targets)
     step = QATConfig(base, step="convert") if source else base
     quantize_(net, step, filter_fn=lambda _m, fqn: fqn in wanted)
 
 
-# Read by bundle export: a bundle of a LAST this op converted does not resume (§22).
-materialize_qat.converts_at_train_end = True  # type: ignore[attr-defined]
+def _recognize(net: nn.Module, reference: nn.Module) -> list[dict[str, Any]]:
+    """A live net holding fake-quantized or converted Linears the reference lacks is
+    refused: no recipe trains on a converted net (it is for inference), and a prepared
+    one is QATLifecycleCallback's own, during its run. Checked by class and weight type
+    names, so a run without QAT never imports torchao here."""
+    ref = dict(reference.named_modules())
+    found = [p for p, m in net.named_modules()
+             if _torchao_module(m) and not (p in ref and _torchao_module(ref[p]))]
+    if found:
+        raise ValueError(f"{found} are fake-quantized or quantized in place (torchao): a "
+                         f"quantized net is for inference, and QAT trains the float net with "
+                         f"callbacks=[QATLifecycleCallback(qat_config=..., groupsize=...)]")
+    return []
+
+
+class _QATTransform(RecognizingTransform):
+    # Read by bundle export: a bundle of a LAST this op converted does not resume (§22).
+    converts_at_train_end = True
+
+
+materialize_qat = _QATTransform(_materialize_qat, recognize=_recognize,
+                                explain_weights=explain_legacy_qat,
+                                recipe_api="QATLifecycleCallback")
 
 
 class QATLifecycleCallback(Callback):
@@ -127,7 +144,7 @@ class QATLifecycleCallback(Callback):
     checkpoint_transforms = (QAT_OP,)
 
     def __init__(self, *, qat_config: str = "8da4w", groupsize: int = 32) -> None:
-        _check_config(qat_config, groupsize)
+        check_config(qat_config, groupsize)
         self.qat_config, self.groupsize = qat_config, groupsize
 
     def check_model(self, model: Any) -> None:
@@ -141,14 +158,9 @@ class QATLifecycleCallback(Callback):
         _linear_targets(net, self.groupsize, what)
 
     def on_train_begin(self, ctx: Any) -> None:
-        from torchao.quantization import quantize_
-        from torchao.quantization.qat import QATConfig
-
         net = ctx.model.net
-        wanted = set(_linear_targets(net, self.groupsize, "QATLifecycleCallback"))
-        # prepare keeps each Linear's Parameters: the optimizer built already trains them.
-        quantize_(net, QATConfig(_base_config(self.groupsize), step="prepare"),
-                  filter_fn=lambda _m, fqn: fqn in wanted)
+        prepare_qat(net, self.groupsize,
+                    _linear_targets(net, self.groupsize, "QATLifecycleCallback"))
 
     def on_train_end(self, ctx: Any) -> None:
         net = ctx.model.net
@@ -172,7 +184,7 @@ def qat_train_step_factory(*, qat_config: str = "8da4w", groupsize: int = 32
     """The QAT train step: the default step on a net a ``QATLifecycleCallback`` with the
     same ``qat_config`` and ``groupsize`` prepared. It refuses (QuantizeError) a net with
     no fake-quantized Linear or another groupsize, before its first update."""
-    _check_config(qat_config, groupsize)
+    check_config(qat_config, groupsize)
 
     def qat_train_step(ctx: Any) -> Any:
         _check_prepared(ctx.model.net, groupsize)
