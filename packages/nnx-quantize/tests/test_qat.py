@@ -63,6 +63,13 @@ def test_a_qat_run_trains_converts_and_reloads_from_last(tmp_path: Path) -> None
     assert torch.equal(restored.predict(x).logits, model.predict(x).logits)
     # it trained: the first layer's dequantized weights moved off the initial float ones
     assert not torch.allclose(restored.net.layers[0].weight.dequantize(), before, atol=1e-2)
+    # the converted model is for inference: training it (or resuming it) is refused
+    from nnx.transforms import LiveTopologyError
+
+    for converted in (restored, model):
+        with pytest.raises(LiveTopologyError, match="quantized net is for inference"):
+            converted.train(_params(1), root=tmp_path / "again", verbose=False)
+    assert not (tmp_path / "again").exists()
 
 
 def test_the_converted_output_equals_the_fake_quantized_one(tmp_path: Path) -> None:

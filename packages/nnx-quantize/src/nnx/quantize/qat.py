@@ -118,8 +118,12 @@ def _recognize(net: nn.Module, reference: nn.Module) -> list[dict[str, Any]]:
     one is QATLifecycleCallback's own, during its run. Checked by class and weight type
     names, so a run without QAT never imports torchao here."""
     ref = dict(reference.named_modules())
+    # A converted net reloaded from its LAST matches its replayed reference in structure,
+    # yet it differs (its weights are on a device, the reference's on meta): it is
+    # refused as well, because a converted net is never trained.
     found = [p for p, m in net.named_modules()
-             if _torchao_module(m) and not (p in ref and _torchao_module(ref[p]))]
+             if _torchao_module(m) and (_is_converted(m) or not (
+                 p in ref and _torchao_module(ref[p])))]
     if found:
         raise ValueError(f"{found} are fake-quantized or quantized in place (torchao): a "
                          f"quantized net is for inference, and QAT trains the float net with "
