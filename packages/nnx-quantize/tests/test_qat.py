@@ -228,3 +228,37 @@ def test_training_a_converted_net_in_place_is_refused(tmp_path: Path) -> None:
     with pytest.raises(LiveTopologyError, match="fake-quantized or quantized in place"):
         model.train(_params(), root=tmp_path, verbose=False)
     assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def test_an_interrupted_qat_run_resumes_from_its_float_last_and_converts(
+        tmp_path: Path) -> None:
+    from nnx import Callback
+
+    class StopAfterFirstEpoch(Callback):
+        def on_epoch_end(self, ctx):
+            if ctx.epoch == 1:
+                raise KeyboardInterrupt
+
+    _, straight = _qat_run(tmp_path / "a")
+    with pytest.raises(KeyboardInterrupt):
+        _model().train(_params(), callbacks=[QATLifecycleCallback(groupsize=G),
+                                             StopAfterFirstEpoch()],
+                       train_step_fn=qat_train_step_factory(groupsize=G),
+                       root=tmp_path / "b", verbose=False)
+    (first,) = [p.parent.parent.name for p in (tmp_path / "b").rglob("last.pt")]
+    interrupted = NNCheckpoint.load(first, "last", root=tmp_path / "b")
+    assert interrupted.transforms == () and interrupted.epoch == 0
+    resumed = _model().train(_params(1, resume_from_run_id=first, resume_mode="stateful"),
+                             callbacks=[QATLifecycleCallback(groupsize=G)],
+                             train_step_fn=qat_train_step_factory(groupsize=G),
+                             root=tmp_path / "b", verbose=False)
+    a = NNCheckpoint.load(straight.id, "last", root=tmp_path / "a")
+    b = NNCheckpoint.load(resumed.id, "last", root=tmp_path / "b")
+    assert a.transforms == b.transforms and len(b.transforms) == 1
+    for key, value in a.state_dict.items():
+        other = b.state_dict[key]
+        if hasattr(value, "qdata"):
+            assert torch.equal(value.qdata, other.qdata)
+            assert torch.equal(value.scale, other.scale)
+        else:
+            assert torch.equal(value, other)
