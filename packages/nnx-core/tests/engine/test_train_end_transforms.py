@@ -55,3 +55,28 @@ def test_an_undeclared_train_end_recipe_is_refused(tmp_path):
         model.train(plan(), callbacks=[Undeclared()], verbose=False, root=tmp_path)
     run_dir = next((tmp_path).rglob("last.pt")).parent
     assert NNCheckpoint.from_file(run_dir / "last.pt").transforms == ()
+
+
+def _noop(net, config, *, source=True):
+    """An op that changes no tensor: only the recorded recipe tells the final LAST apart."""
+
+
+class RecordsOnly(Callback):
+    checkpoint_transforms = ("test.record_only",)
+
+    def on_train_end(self, ctx):
+        if ctx.error is None:
+            ctx.model.apply_transform(TransformRecipe("test.record_only", 1, {}))
+
+
+def test_a_recipe_that_changes_no_tensor_still_rewrites_the_final_last(tmp_path):
+    from nnx import register_transform, unregister_transform
+
+    register_transform("test.record_only", 1, _noop)
+    try:
+        run = tiny_model().train(plan(), callbacks=[RecordsOnly()], verbose=False,
+                                 root=tmp_path)
+        last = NNCheckpoint.load(run.id, "last", root=tmp_path)
+        assert [t["op"] for t in last.transforms] == ["test.record_only"]
+    finally:
+        unregister_transform("test.record_only", 1)
