@@ -206,7 +206,9 @@ _EXPORTS: dict[str, str] = {
     "brier_terms": "nnx.metrics.terms",
     "nll_terms": "nnx.metrics.terms",
     "softmax64": "nnx.metrics.terms",
+    "UnreloadableNetError": "nnx.models",
     "register_model_factory": "nnx.models",
+    "reload_blockers": "nnx.models",
     "registered_model_factories": "nnx.models",
     "unregister_model_factory": "nnx.models",
     "LossTerm": "nnx.objectives._core",
@@ -369,7 +371,9 @@ if _typing.TYPE_CHECKING:
     from nnx.metrics.terms import brier_terms as brier_terms
     from nnx.metrics.terms import nll_terms as nll_terms
     from nnx.metrics.terms import softmax64 as softmax64
+    from nnx.models import UnreloadableNetError as UnreloadableNetError
     from nnx.models import register_model_factory as register_model_factory
+    from nnx.models import reload_blockers as reload_blockers
     from nnx.models import registered_model_factories as registered_model_factories
     from nnx.models import unregister_model_factory as unregister_model_factory
     from nnx.objectives._core import LossTerm as LossTerm

@@ -103,3 +103,16 @@ def test_the_fingerprint_of_a_payload_equals_the_weights_in_memory(monkeypatch):
     with torch.no_grad():
         net[0].weight[0, 0] += 1
     assert model_fingerprint(net) != expected  # it changes whenever the weights do
+
+
+class _Wrapped(torch.Tensor):
+    """A tensor subclass standing in for torchao's quantized weights."""
+
+
+def test_a_tensor_subclass_is_unstorable_and_a_parameter_is_not():
+    plain = torch.ones(2, 3)
+    assert codec.unstorable(plain) is None
+    assert codec.unstorable(torch.nn.Parameter(plain)) is None
+    assert "_Wrapped tensor subclass" in codec.unstorable(plain.as_subclass(_Wrapped))
+    with pytest.raises(TypeError, match="tensor subclass"):
+        codec.encode({"w": plain.as_subclass(_Wrapped)})

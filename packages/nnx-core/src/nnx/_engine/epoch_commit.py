@@ -129,15 +129,17 @@ class EpochCommit:
             self.run.save_metadata()
 
     def fingerprint(self) -> Any:
-        """What LAST's weights and training state are, without copying a tensor: each
+        """What LAST's weights, training state and recipes are, without copying a tensor: each
         tensor by its storage, shape and in-place version counter, every other value as
         it is. Any in-place write, replaced tensor or changed component state differs."""
         state = self.state
         slots = {str(n): (s.optimizer.state_dict(),
                           None if s.schedule is None else s.schedule.state_dict())
                  for n, s in state.slots.items()}
+        # The recipes too: a conversion at train end may record one and change no tensor.
         return _fingerprint((self.net.state_dict(), slots, collect_states(state.components),
-                             None if state.scaler is None else state.scaler.state_dict()))
+                             None if state.scaler is None else state.scaler.state_dict(),
+                             state.transforms))
 
     # -- the transaction ----------------------------------------------------------------
     def commit(self, epoch: int, idp: NNIterationDataPoint, *, improved: bool,

@@ -25,6 +25,7 @@ from nnx._engine.update_owner import UpdateOwner
 from nnx._foundation.seeding import set_seed
 from nnx._persistence.reservation import RunExistsError, RunLeaseError
 from nnx._persistence.run import NNRun, display_path
+from nnx.transforms.apply import train_end_transforms
 
 if TYPE_CHECKING:
     from nnx._contracts.trainable import TrainableModel
@@ -125,6 +126,10 @@ def _fit(loop: FitLoop) -> NNRun:
         loop.committer.release_marker()
         end_callbacks(loop.callbacks, ctx, loop.hist)
     try:
+        # A conversion at train end (QATLifecycleCallback) records its recipe in the final
+        # LAST, so NNModel.from_checkpoint rebuilds the converted net (spec §16).
+        loop.state.transforms = train_end_transforms(loop.callbacks, loop.model,
+                                                     loop.state.transforms)
         # Every process waits for the final LAST, so none goes on to read LAST (a
         # resume in the same process group) while it is being replaced.
         session.on_main(loop.committer.refresh_last, f"write the final LAST of run {run.id}")

@@ -58,6 +58,12 @@ class Entry:
 
 def unstorable(tensor: torch.Tensor) -> str | None:
     """Why ``tensor`` cannot be stored (its layout or dtype), or None when it can."""
+    if type(tensor) not in (torch.Tensor, torch.nn.Parameter):
+        # A tensor subclass (torchao's quantized weights) keeps its data in inner tensors
+        # and metadata that one dtype-and-shape entry cannot describe.
+        kind = type(tensor)
+        return (f"is a {kind.__module__}.{kind.__qualname__} tensor subclass: only plain "
+                f"dense tensors are stored")
     if tensor.layout is not torch.strided or tensor.is_quantized:
         return f"is {tensor.layout} / quantized: only dense tensors are stored"
     if tensor.dtype not in _NAMES:

@@ -28,6 +28,8 @@ from nnx._surface.model_inference import (
 )
 from nnx.enums.precision import Precision
 from nnx.models.construct import build_net
+from nnx.models.reload_blockers import refuse_reload_blockers
+from nnx.params.descriptors import RuntimeModule
 from nnx.params._loaders import check_loader
 from nnx.params.compile import CompileSpec
 from nnx.params.model import NNModelParams
@@ -202,7 +204,13 @@ class NNModel:
         run id tells the variants apart and ``from_checkpoint`` rebuilds them; any other
         change raises :class:`~nnx.transforms.LiveTopologyError` before the run is
         reserved, unless ``salt`` names the variant (spec §11.1, docs/peft.md).
+
+        A built-in or registered net still carrying pruning masks or a weight_norm /
+        spectral_norm parametrization raises
+        :class:`~nnx.models.reload_blockers.UnreloadableNetError` first (spec §16).
         """
+        if not isinstance(self.params.net, RuntimeModule):
+            refuse_reload_blockers(self.net, what=f"{type(self).__name__}.train")
         with recording_live_changes(self, salt=salt, what=f"{type(self).__name__}.train"):
             return train_model(self, params, train_step_fn=train_step_fn, objective=objective,
                                eval_step_fn=eval_step_fn, callbacks=list(callbacks or ()),

@@ -16,6 +16,7 @@ from nnx.models.registry import (
     resolve_model_factory,
     unregister_model_factory,
 )
+from nnx.models.reload_blockers import UnreloadableNetError, reload_blockers
 from nnx.models.topology import check_weights_fit, runtime_descriptor, topology_fingerprint
 from nnx.params.descriptors import (
     ModelDescriptor,
@@ -31,12 +32,14 @@ __all__ = [
     "ModelFactory",
     "ModelSpec",
     "RuntimeModule",
+    "UnreloadableNetError",
     "build_from_spec",
     "check_weights_fit",
     "describe",
     "descriptor_from_state",
     "register_model_factory",
     "registered_model_factories",
+    "reload_blockers",
     "resolve_model_factory",
     "runtime_descriptor",
     "topology_fingerprint",

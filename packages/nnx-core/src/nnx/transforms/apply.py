@@ -19,10 +19,11 @@ from typing import Any
 from torch import nn
 
 from nnx.models import MissingModelFactoryError, RuntimeModule
-from nnx.transforms.recipe import TransformRecipe
+from nnx.transforms.recipe import TransformRecipe, transform_states
 from nnx.transforms.registry import TransformCompatibilityError, resolve_transform
 
-__all__ = ["apply_transform", "checkpoint_recipes", "refuse_runtime", "replay_transforms"]
+__all__ = ["apply_transform", "checkpoint_recipes", "refuse_runtime", "replay_transforms",
+           "train_end_transforms"]
 
 
 def refuse_runtime(net: Any, what: str) -> None:
@@ -86,3 +87,24 @@ def replay_transforms(net: nn.Module, recipes: Sequence[TransformRecipe], *,
                 f"checkpoint transforms[{i}] ({recipe.label}) does not fit the rebuilt net: "
                 f"{exc}; nothing was loaded") from None
     return tuple(recipes)
+
+
+def train_end_transforms(callbacks: Sequence[Any], model: Any,
+                         recorded: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
+    """The recipes the final LAST records: ``recorded`` (the run's, as its id holds them),
+    followed by those a callback that declares ``checkpoint_transforms`` (the op ids it
+    may materialize at train end, e.g. QATLifecycleCallback's conversion) appended to
+    ``model.transforms`` in ``on_train_end``. Anything else changed there is refused
+    (TransformCompatibilityError): the final LAST would describe a net it does not hold."""
+    now = transform_states(model)
+    if now == recorded:
+        return recorded
+    declared = {op for cb in callbacks for op in (getattr(cb, "checkpoint_transforms", None)
+                                                  or ())}
+    added = now[len(recorded):]
+    if now[:len(recorded)] != recorded or any(t["op"] not in declared for t in added):
+        raise TransformCompatibilityError(
+            f"model.transforms changed during training to {list(now)} from {list(recorded)}; "
+            f"only a callback's declared checkpoint_transforms ({sorted(declared)}) may "
+            f"append recipes, in on_train_end; the final LAST was not written")
+    return now
