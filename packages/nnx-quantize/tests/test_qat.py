@@ -99,16 +99,73 @@ def test_epoch_checkpoints_stay_float_and_a_resume_of_the_converted_last_is_refu
                        verbose=False)
 
 
-def test_a_bundle_export_of_a_converted_last_is_refused_before_anything_is_written(
+def test_a_bundle_of_a_converted_last_rebuilds_for_inference_and_refuses_to_resume(
         tmp_path: Path) -> None:
-    # Not yet bundled: the safetensors payload holds plain tensors, and the converted
-    # weights are torchao tensor subclasses (docs/quantize.md says what is missing).
-    from nnx.bundles import BundleExportError, export_bundle
+    # Spec §22: the converted weights (torchao tensor subclasses) are stored as their plain
+    # inner tensors; reconstruct replays the nnx.qat recipe and predicts bit for bit like
+    # the source; resume() is refused with BundleCapabilityError before anything changes.
+    import json
+
+    from safetensors.torch import load_file
+
+    from nnx.bundles import (
+        BundleCapabilityError,
+        export_bundle,
+        inspect_bundle,
+        reconstruct_bundle,
+        validate_bundle,
+    )
+
+    model, run = _qat_run(tmp_path / "runs")
+    info = export_bundle(run.id, tmp_path / "b", root=tmp_path / "runs")
+    assert info.capability == "resume"
+    validate_bundle(tmp_path / "b")
+    generation = next(p for p in (tmp_path / "b").iterdir() if p.is_dir())
+    state = json.loads((generation / "state.json").read_text())
+    flat = state["flattened_weights"]["layers.0.weight"]
+    assert flat["type"].endswith("IntxUnpackedToInt8Tensor") and flat["size"] == [32, 16]
+    assert sorted(flat["inner"]) == ["qdata", "scale", "zero_point"]
+    stored = load_file(generation / "model.safetensors")  # any safetensors reader opens it
+    live = model.net.layers[0].weight
+    assert torch.equal(stored["layers.0.weight#qdata"], live.qdata)
+    assert torch.equal(stored["layers.0.weight#scale"], live.scale)
+
+    rebuilt = reconstruct_bundle(tmp_path / "b")
+    assert _weight_types(rebuilt.model.net) == {"IntxUnpackedToInt8Tensor"}
+    x = torch.randn(8, 16)
+    assert torch.equal(rebuilt.model.predict(x).logits, model.predict(x).logits)
+    assert inspect_bundle(tmp_path / "b").source_run == run.id
+
+    before = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    with pytest.raises(BundleCapabilityError, match="converted the topology at train end"):
+        rebuilt.resume(_params(3))
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == before
+
+
+def test_a_bundle_whose_quantized_weights_do_not_fit_the_recipe_is_refused(
+        tmp_path: Path) -> None:
+    # The type and metadata come from the replayed recipe, never from the bundle: a stored
+    # entry whose metadata differs from the rebuilt template is refused, nothing loaded.
+    import hashlib
+    import json
+
+    from nnx.bundles import BundleValidationError, export_bundle, reconstruct_bundle
 
     _, run = _qat_run(tmp_path / "runs")
-    with pytest.raises(BundleExportError, match="IntxUnpackedToInt8Tensor tensor subclass"):
-        export_bundle(run.id, tmp_path / "b", root=tmp_path / "runs")
-    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
+    export_bundle(run.id, tmp_path / "b", root=tmp_path / "runs")
+    generation = next(p for p in (tmp_path / "b").iterdir() if p.is_dir())
+    state_path = generation / "state.json"
+    state = json.loads(state_path.read_text())
+    state["flattened_weights"]["layers.0.weight"]["meta"] = "{'block_size': (1, 4)}"
+    data = json.dumps(state, sort_keys=True, indent=1).encode()
+    state_path.write_bytes(data)
+    manifest_path = tmp_path / "b" / "bundle.json"
+    manifest = json.loads(manifest_path.read_text())
+    entry = manifest["files"][f"{generation.name}/state.json"]
+    entry.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(BundleValidationError, match="do not fit the net"):
+        reconstruct_bundle(tmp_path / "b")
 
 
 def test_compile_refuses_the_callback_before_a_run_is_reserved(tmp_path: Path) -> None:

@@ -373,8 +373,8 @@ if _typing.TYPE_CHECKING:
     from nnx.metrics.terms import softmax64 as softmax64
     from nnx.models import UnreloadableNetError as UnreloadableNetError
     from nnx.models import register_model_factory as register_model_factory
-    from nnx.models import reload_blockers as reload_blockers
     from nnx.models import registered_model_factories as registered_model_factories
+    from nnx.models import reload_blockers as reload_blockers
     from nnx.models import unregister_model_factory as unregister_model_factory
     from nnx.objectives._core import LossTerm as LossTerm
     from nnx.objectives._core import Objective as Objective

@@ -11,6 +11,7 @@ import torch
 
 from nnx import EarlyStopping, NNModel, NNParams, NNTrainParams
 from nnx._foundation.hashing import sha256_hex
+from nnx.bundles import export_bundle
 
 
 def batches() -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -33,6 +34,14 @@ def train(root: Path, n_epochs: int = 2, **kwargs: Any) -> Any:
     """A run of the tiny classifier (with EarlyStopping, a component) under ``root``."""
     return model().train(params(n_epochs), callbacks=[EarlyStopping(patience=5)],
                          verbose=False, root=root, **kwargs)
+
+
+def trained_bundle(base: Path) -> tuple[Path, Any]:
+    """``base/bundle``, exported from LAST of a :func:`train` run under ``base/runs``;
+    returns the bundle's path and the run."""
+    run = train(base / "runs")
+    export_bundle(run.id, base / "bundle", root=base / "runs")
+    return base / "bundle", run
 
 
 class StandInCalibrator:

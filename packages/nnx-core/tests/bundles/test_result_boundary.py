@@ -7,11 +7,10 @@ import shutil
 
 import pytest
 import torch
-from _support.bundles import live_generation, train
+from _support.bundles import live_generation, trained_bundle
 
 from nnx.bundles import (
     BundleValidationError,
-    export_bundle,
     inspect_bundle,
     inspect_bundle_result,
 )
@@ -20,10 +19,7 @@ from nnx.result import BoundaryError, Err, Ok
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    base = tmp_path_factory.mktemp("bundles")
-    run = train(base / "runs")
-    export_bundle(run.id, base / "bundle", root=base / "runs")
-    return base / "bundle"
+    return trained_bundle(tmp_path_factory.mktemp("bundles"))[0]
 
 
 def test_a_valid_bundle_gives_ok_with_the_info_inspect_bundle_gives(exported, monkeypatch):

@@ -9,19 +9,16 @@ import shutil
 
 import pytest
 import torch
-from _support.bundles import live_generation, rewrite, rewrite_state, state, train
+from _support.bundles import live_generation, rewrite, rewrite_state, state, trained_bundle
 
 from nnx._persistence import bundle_listing, bundle_read
 from nnx._persistence import safetensors_codec as codec
-from nnx.bundles import BundleValidationError, export_bundle, inspect_bundle, validate_bundle
+from nnx.bundles import BundleValidationError, inspect_bundle, validate_bundle
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    base = tmp_path_factory.mktemp("bundles")
-    run = train(base / "runs")
-    export_bundle(run.id, base / "bundle", root=base / "runs")
-    return base / "bundle", run
+    return trained_bundle(tmp_path_factory.mktemp("bundles"))
 
 
 @pytest.fixture

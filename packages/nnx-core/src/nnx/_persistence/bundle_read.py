@@ -25,6 +25,7 @@ from nnx._foundation.bounded import load_json
 from nnx._persistence import safetensors_codec as codec
 from nnx._persistence.bundle_format import (
     CALIBRATOR,
+    FLAT_SEPARATOR,
     MAX_JSON_BYTES,
     MODEL,
     PREPROCESSING,
@@ -57,7 +58,7 @@ _STATE_KEYS = {"format", "version", "generation", "capability", "source", "model
                "train", "transforms", "task", "weights", "training", "record", "calibrators",
                "resume_refusal"}
 #: Present only when used (a bundle without preprocessing reads as before it existed).
-_OPTIONAL_KEYS = {"preprocessing"}
+_OPTIONAL_KEYS = {"preprocessing", "flattened_weights"}
 _SOURCE_KEYS = {"run_id", "checkpoint", "epoch", "checkpoint_generation", "checkpoint_id",
                 "attempt_id"}
 
@@ -125,7 +126,31 @@ def _references(state: Mapping[str, Any], rel: str) -> tuple[dict[str, Any], dic
     for key, value in state["weights"].items():
         if value != {"$tensor": f"model:{key}"}:
             raise BundleValidationError(f"{rel} weights.{key}: not a reference to model:{key}")
+    _check_flattened(state, rel)
     return decoded, refs
+
+
+def _check_flattened(state: Mapping[str, Any], rel: str) -> None:
+    """``flattened_weights`` (a tensor subclass per state key: type name, metadata text,
+    outer size, inner tensors referenced as ``model:<key>#<name>``), its keys apart from
+    ``weights``'."""
+    flattened = state.get("flattened_weights", {})
+    if not isinstance(flattened, dict) or (
+            "flattened_weights" in state and not flattened):
+        raise BundleValidationError(f"{rel}: field 'flattened_weights' does not fit the schema")
+    for key, entry in flattened.items():
+        ok = (key not in state["weights"] and isinstance(entry, dict)
+              and set(entry) == {"type", "meta", "size", "inner"}
+              and isinstance(entry["type"], str) and isinstance(entry["meta"], str)
+              and isinstance(entry["size"], list)
+              and all(type(n) is int and n >= 0 for n in entry["size"])
+              and isinstance(entry["inner"], dict) and bool(entry["inner"])
+              and all(ref == {"$tensor": f"model:{key}{FLAT_SEPARATOR}{name}"}
+                      for name, ref in entry["inner"].items()))
+        if not ok:
+            raise BundleValidationError(f"{rel} flattened_weights.{key}: not a tensor subclass "
+                                        f"entry whose inner tensors are model:{key}"
+                                        f"{FLAT_SEPARATOR}<name>")
 
 
 def load_bundle(path: str | os.PathLike[str], *,

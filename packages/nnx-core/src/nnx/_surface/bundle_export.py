@@ -27,6 +27,7 @@ from nnx._engine.training_state import loop_kind
 from nnx._foundation.bounded import load_json
 from nnx._persistence import safetensors_codec as codec
 from nnx._persistence.bundle_format import (
+    FLAT_SEPARATOR,
     MAX_JSON_BYTES,
     MODEL,
     PREPROCESSING,
@@ -46,6 +47,7 @@ from nnx._persistence.bundle_records import (
     read_preprocessing,
 )
 from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.flattened_tensor import flatten_subclass, is_subclass
 from nnx.enums.checkpoints import Checkpoints
 from nnx.enums.losses import Losses
 from nnx.enums.nets import Nets
@@ -91,7 +93,7 @@ def export_bundle(run_id: str, dir: str | os.PathLike[str], *,
     prepared = None if preprocessing is None else _preprocessing(preprocessing, source.net)
     generation = secrets.token_hex(16)
     tensors: dict[str, dict[str, torch.Tensor]] = {MODEL: {}, TRAINING: {}}
-    weights = _weights(source.state_dict, tensors[MODEL])
+    weights, flattened = _weights(source.state_dict, tensors[MODEL])
     encoded_training = None if training is None else encode_value(
         training, "training", _store(tensors[TRAINING], "training"))
     records = _calibrators(calibrators, task, source.state_dict, (source.run_id, tag))
@@ -114,6 +116,8 @@ def export_bundle(run_id: str, dir: str | os.PathLike[str], *,
     }
     if prepared is not None:
         state["preprocessing"] = PREPROCESSING
+    if flattened:  # absent otherwise: a bundle of plain weights reads as before
+        state["flattened_weights"] = flattened
     files = {STATE: _json_bytes(state), MODEL: codec.encode(tensors[MODEL])}
     if training is not None:
         files[TRAINING] = codec.encode(tensors[TRAINING])
@@ -159,16 +163,41 @@ def _no_tensor(path: str, tensor: torch.Tensor) -> str:
                             "training state hold tensors")
 
 
-def _weights(state_dict: Mapping[str, Any], into: dict[str, torch.Tensor]) -> dict[str, Any]:
+def _weights(state_dict: Mapping[str, Any], into: dict[str, torch.Tensor]
+             ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """state.json's ``weights`` (plain tensors) and ``flattened_weights`` (tensor
+    subclasses, a QAT-converted net's: their inner tensors, type name and metadata; see
+    nnx._persistence.flattened_tensor), the tensors added to ``into``."""
     odd = [key for key, value in state_dict.items() if not isinstance(value, torch.Tensor)]
     if odd:
         raise BundleExportError(
             f"the net's state holds non-tensor entries {odd[:5]} (module extra state); a "
             "bundle stores tensors only and never pickles")
+    plain, flattened = {}, {}
     for key, value in state_dict.items():
-        _storable(f"weights.{key}", value)
-        into[key] = value
-    return {key: {"$tensor": f"model:{key}"} for key in state_dict}
+        if not is_subclass(value):
+            _put(into, f"weights.{key}", key, value)
+            plain[key] = {"$tensor": f"model:{key}"}
+            continue
+        try:
+            flat = flatten_subclass(value, f"weights.{key}")
+        except ValueError as exc:
+            raise BundleExportError(f"{exc}; nothing was written") from None
+        inner = {}
+        for name, tensor in flat.inner.items():
+            _put(into, f"weights.{key}.{name}", f"{key}{FLAT_SEPARATOR}{name}", tensor)
+            inner[name] = {"$tensor": f"model:{key}{FLAT_SEPARATOR}{name}"}
+        flattened[key] = {"type": flat.kind, "meta": flat.meta, "size": list(flat.size),
+                          "inner": inner}
+    return plain, flattened
+
+
+def _put(into: dict[str, torch.Tensor], path: str, name: str, tensor: torch.Tensor) -> None:
+    _storable(path, tensor)
+    if name in into:  # a state key spelled like another's inner tensor
+        raise BundleExportError(f"{path}: its payload name {name!r} is taken twice; nothing "
+                                "was written")
+    into[name] = tensor
 
 
 def _check_transforms(states: Sequence[Any]) -> str | None:

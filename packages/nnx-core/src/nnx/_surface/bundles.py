@@ -31,15 +31,18 @@ from nnx._engine.resume import MemoryResumeSource, resume_from_memory
 from nnx._engine.training_state import saved_components
 from nnx._persistence import safetensors_codec as codec
 from nnx._persistence.bundle_format import (
+    FLAT_SEPARATOR,
     MODEL,
     TRAINING,
     BundleCapabilityError,
     BundleReconstructionError,
+    BundleValidationError,
     resolve_refs,
 )
 from nnx._persistence.bundle_info import BundleInfo, ValidatedBundle
 from nnx._persistence.bundle_read import load_bundle
 from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.flattened_tensor import FlattenedTensor, FlattenedTensorError
 from nnx._surface.model import NNModel
 from nnx._surface.preprocessed_model import PreprocessedNNModel
 from nnx.enums.devices import Devices
@@ -183,7 +186,9 @@ def reconstruct_bundle(path: str | os.PathLike[str], *,
             f"bundle {bundle.info.path.as_posix()} cannot be rebuilt here; nothing was "
             "allocated:\n  - " + "\n  - ".join(problems))
     assert params is not None
-    weights = codec.decode(bundle.payloads[MODEL], MODEL, header=bundle.headers.get(MODEL))
+    weights: dict[str, Any] = codec.decode(bundle.payloads[MODEL], MODEL,
+                                           header=bundle.headers.get(MODEL))
+    _fold_flattened(weights, state.get("flattened_weights", {}))
     excluded = _exclude(weights, exclude_submodules)
     model_state = dict(state["model"])
     if device is not None:
@@ -198,7 +203,10 @@ def reconstruct_bundle(path: str | os.PathLike[str], *,
     # With preprocessing, the model's predict takes raw rows and standardizes them once.
     cls = NNModel if bundle.preprocessing is None else PreprocessedNNModel
     with overriding_model_factories(factories or {}):  # never the process registry
-        model = cls.from_checkpoint(checkpoint, batch_adapter=batch_adapter, task=task)
+        try:
+            model = cls.from_checkpoint(checkpoint, batch_adapter=batch_adapter, task=task)
+        except FlattenedTensorError as exc:
+            raise BundleValidationError(str(exc)) from None
     if isinstance(model, PreprocessedNNModel):
         model.preprocessing = bundle.preprocessing
     training = None
@@ -212,7 +220,16 @@ def reconstruct_bundle(path: str | os.PathLike[str], *,
                                training_state=training, _checkpoint=checkpoint)
 
 
-def _exclude(weights: dict[str, torch.Tensor], names: Sequence[str]) -> tuple[str, ...]:
+def _fold_flattened(weights: dict[str, Any], entries: Mapping[str, Any]) -> None:
+    """Gather each tensor subclass's stored inner tensors under its state key, as the
+    FlattenedTensor that from_checkpoint rebuilds on the replayed net's template."""
+    for key, entry in entries.items():
+        inner = {name: weights.pop(f"{key}{FLAT_SEPARATOR}{name}") for name in entry["inner"]}
+        weights[key] = FlattenedTensor(entry["type"], entry["meta"], tuple(entry["size"]),
+                                       inner)
+
+
+def _exclude(weights: dict[str, Any], names: Sequence[str]) -> tuple[str, ...]:
     """Drop the weights of the top-level submodules ``names`` (each must hold some)."""
     if isinstance(names, str):
         raise TypeError("exclude_submodules takes a sequence of names, not a string")

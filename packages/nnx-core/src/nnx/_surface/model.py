@@ -29,9 +29,9 @@ from nnx._surface.model_inference import (
 from nnx.enums.precision import Precision
 from nnx.models.construct import build_net
 from nnx.models.reload_blockers import refuse_reload_blockers
-from nnx.params.descriptors import RuntimeModule
 from nnx.params._loaders import check_loader
 from nnx.params.compile import CompileSpec
+from nnx.params.descriptors import RuntimeModule
 from nnx.params.model import NNModelParams
 from nnx.params.net import NNParams
 from nnx.params.scheduler import NNSchedulerParams

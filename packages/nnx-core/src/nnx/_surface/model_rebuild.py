@@ -19,6 +19,7 @@ from torch import nn
 
 from nnx._contracts.batch_adapters import BatchAdapter
 from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.flattened_tensor import FlattenedTensor, restore_flattened
 from nnx._persistence.read_errors import BUILD_FAILURES, unbuildable
 from nnx.enums.nets import Nets
 from nnx.models.construct import check_checkpoint_module, check_rebuild_fits
@@ -64,7 +65,11 @@ def load_checkpoint_model(cls: Any, checkpoint: NNCheckpoint | str | os.PathLike
         raise unrecorded from None
     except BUILD_FAILURES as exc:  # recorded sizes torch cannot build (hidden_dims 2**62)
         raise unbuildable(checkpoint.path, what, exc) from exc
-    model.net.load_state_dict(checkpoint.state_dict)
+    weights: Mapping[str, Any] = checkpoint.state_dict
+    if any(isinstance(v, FlattenedTensor) for v in weights.values()):
+        # A bundle's quantized weights: rebuilt as the subclasses the replayed recipe made.
+        weights = restore_flattened(weights, model.net.state_dict(), what)
+    model.net.load_state_dict(weights)
     return model
 
 
