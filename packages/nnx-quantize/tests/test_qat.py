@@ -319,3 +319,27 @@ def test_an_interrupted_qat_run_resumes_from_its_float_last_and_converts(
             assert torch.equal(value.scale, other.scale)
         else:
             assert torch.equal(value, other)
+
+
+def test_a_calibrator_bound_to_the_converted_model_ships_in_its_bundle(tmp_path: Path) -> None:
+    # The fingerprint of a converted net hashes the inner tensors its bundle stores, so a
+    # calibrator bound to the live model validates against the bundled weights.
+    from nnx.bundles import export_bundle, validate_bundle
+    from nnx.calibration import model_fingerprint
+
+    class Bound:  # the bundle's calibrator protocol, nothing more
+        num_classes = 3
+
+        def __init__(self, model_id: str) -> None:
+            self.model_id = model_id
+
+        def to_json(self) -> dict[str, object]:
+            return {"format": "test.temperature/1", "labels": [0, 1, 2],
+                    "model_id": self.model_id, "temperature": 1.5}
+
+    model, run = _qat_run(tmp_path / "runs")
+    fingerprint = model_fingerprint(model)
+    info = export_bundle(run.id, tmp_path / "b", root=tmp_path / "runs",
+                         calibrators=[Bound(fingerprint)])
+    assert validate_bundle(tmp_path / "b") == info
+    assert fingerprint != model_fingerprint(_model())

@@ -65,8 +65,6 @@ PAYLOAD_NAMES = (STATE, MODEL, TRAINING, PREPROCESSING)
 #: A manifest or state document larger than these is refused before it is read.
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_JSON_BYTES = 64 * 1024 * 1024
-#: A tensor subclass's inner tensor is stored as ``<state key>#<inner name>``.
-FLAT_SEPARATOR = "#"
 #: The typed encodings' keys.
 TYPED = ("$tuple", "$intdict", "$float", "$tensor")
 

@@ -25,7 +25,6 @@ from nnx._foundation.bounded import load_json
 from nnx._persistence import safetensors_codec as codec
 from nnx._persistence.bundle_format import (
     CALIBRATOR,
-    FLAT_SEPARATOR,
     MAX_JSON_BYTES,
     MODEL,
     PREPROCESSING,
@@ -50,6 +49,7 @@ from nnx._persistence.bundle_records import (
     is_fingerprint,
     read_preprocessing,
 )
+from nnx._persistence.flattened_tensor import FLAT_SEPARATOR
 from nnx.preprocessing import Standardizer
 
 __all__ = ["inspect_bundle", "load_bundle", "validate_bundle"]

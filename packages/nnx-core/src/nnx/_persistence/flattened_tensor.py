@@ -18,8 +18,11 @@ from typing import Any
 
 import torch
 
-__all__ = ["FlattenedTensor", "FlattenedTensorError", "flatten_subclass", "is_subclass",
-           "restore_flattened", "type_name"]
+__all__ = ["FLAT_SEPARATOR", "FlattenedTensor", "FlattenedTensorError", "flatten_subclass",
+           "inner_tensors", "is_subclass", "restore_flattened", "type_name"]
+
+#: A tensor subclass's inner tensor is stored as ``<state key>#<inner name>``.
+FLAT_SEPARATOR = "#"
 
 
 class FlattenedTensorError(ValueError):
@@ -66,6 +69,20 @@ def flatten_subclass(tensor: torch.Tensor, where: str) -> FlattenedTensor:
         raise ValueError(f"{where}: the {type_name(tensor)}'s inner tensors {nested} are not "
                          "plain tensors")
     return FlattenedTensor(type_name(tensor), repr(meta), tuple(tensor.shape), inner)
+
+
+def inner_tensors(tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``tensors`` as stored: each subclass replaced by its inner tensors under
+    ``<key>#<name>`` (what a bundle's model.safetensors holds, so a fingerprint of a live
+    QAT-converted net equals its bundle's)."""
+    out: dict[str, torch.Tensor] = {}
+    for key, tensor in tensors.items():
+        if isinstance(tensor, torch.Tensor) and is_subclass(tensor):
+            for name, inner in flatten_subclass(tensor, key).inner.items():
+                out[f"{key}{FLAT_SEPARATOR}{name}"] = inner
+        else:
+            out[key] = tensor
+    return out
 
 
 def restore_flattened(state_dict: Mapping[str, Any], template: Mapping[str, Any],

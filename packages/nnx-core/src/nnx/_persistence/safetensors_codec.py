@@ -30,6 +30,7 @@ import torch
 
 from nnx._foundation.bounded import load_json
 from nnx._foundation.hashing import canonical_bytes
+from nnx._persistence.flattened_tensor import inner_tensors, is_subclass
 
 __all__ = ["MAX_HEADER_BYTES", "Entry", "decode", "encode", "payload_fingerprint",
            "read_header", "tensors_fingerprint", "unstorable"]
@@ -209,6 +210,9 @@ def payload_fingerprint(data: bytes, where: str) -> str:
 
 
 def tensors_fingerprint(tensors: Mapping[str, torch.Tensor]) -> str:
-    """:func:`payload_fingerprint` of ``encode(tensors)``, without encoding the file."""
+    """:func:`payload_fingerprint` of ``encode(tensors)``, without encoding the file; a
+    tensor subclass counts as the inner tensors a bundle stores for it."""
+    if any(is_subclass(t) for t in tensors.values()):
+        tensors = inner_tensors(tensors)
     return _digest([(name, _NAMES.get(t.dtype, str(t.dtype)), tuple(t.shape), _raw(t, name))
                     for name, t in tensors.items()])

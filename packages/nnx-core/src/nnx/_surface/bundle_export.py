@@ -27,7 +27,6 @@ from nnx._engine.training_state import loop_kind
 from nnx._foundation.bounded import load_json
 from nnx._persistence import safetensors_codec as codec
 from nnx._persistence.bundle_format import (
-    FLAT_SEPARATOR,
     MAX_JSON_BYTES,
     MODEL,
     PREPROCESSING,
@@ -47,7 +46,7 @@ from nnx._persistence.bundle_records import (
     read_preprocessing,
 )
 from nnx._persistence.checkpoint import NNCheckpoint
-from nnx._persistence.flattened_tensor import flatten_subclass, is_subclass
+from nnx._persistence.flattened_tensor import FLAT_SEPARATOR, flatten_subclass, is_subclass
 from nnx.enums.checkpoints import Checkpoints
 from nnx.enums.losses import Losses
 from nnx.enums.nets import Nets

@@ -31,7 +31,6 @@ from nnx._engine.resume import MemoryResumeSource, resume_from_memory
 from nnx._engine.training_state import saved_components
 from nnx._persistence import safetensors_codec as codec
 from nnx._persistence.bundle_format import (
-    FLAT_SEPARATOR,
     MODEL,
     TRAINING,
     BundleCapabilityError,
@@ -42,7 +41,11 @@ from nnx._persistence.bundle_format import (
 from nnx._persistence.bundle_info import BundleInfo, ValidatedBundle
 from nnx._persistence.bundle_read import load_bundle
 from nnx._persistence.checkpoint import NNCheckpoint
-from nnx._persistence.flattened_tensor import FlattenedTensor, FlattenedTensorError
+from nnx._persistence.flattened_tensor import (
+    FLAT_SEPARATOR,
+    FlattenedTensor,
+    FlattenedTensorError,
+)
 from nnx._surface.model import NNModel
 from nnx._surface.preprocessed_model import PreprocessedNNModel
 from nnx.enums.devices import Devices
