@@ -7,7 +7,9 @@ dynamic activations, int4 weights in groups of 32 inputs), and at the end of the
 net is converted (torchao ``QATConfig(step="convert")``). The final LAST records the
 ``nnx.qat`` recipe, so ``NNModel.from_checkpoint`` rebuilds the quantized net on its own.
 The script asserts that the reloaded model predicts exactly like the converted one in
-memory, and that it classifies about as well as a float run of the same net.
+memory, and that it classifies about as well as a float run of the same net. Last, the
+converted LAST ships as a run bundle (spec §22): the bundle rebuilds the quantized net for
+inference, bit for bit, and refuses to resume.
 
     uv run python examples/15_qat_classifier.py
 """
@@ -20,6 +22,7 @@ import tempfile
 import torch
 
 from nnx import NNCheckpoint, NNModel, NNOptimParams, NNParams, NNTrainParams, set_seed
+from nnx.bundles import BundleCapabilityError, export_bundle, reconstruct_bundle
 from nnx.quantize import QATLifecycleCallback, qat_train_step_factory
 
 
@@ -60,6 +63,17 @@ def main(root: str) -> None:
     print(f"accuracy fp32 {acc_fp32:.3f}, QAT 8da4w {acc_qat:.3f}")
     assert acc_fp32 is not None and acc_qat is not None
     assert acc_fp32 > 0.8 and acc_qat >= acc_fp32 - 0.03
+
+    bundle = os.path.join(root, "qat-bundle")
+    export_bundle(run_id, bundle, root=os.path.join(root, "qat"))
+    served = reconstruct_bundle(bundle)
+    assert torch.equal(served.model.predict(x).logits, converted.predict(x).logits)
+    try:
+        served.resume(NNTrainParams(n_epochs=5, train_loader=blobs(0)))
+    except BundleCapabilityError as refusal:
+        print("bundle: rebuilds for inference; resume refused:", str(refusal)[:60], "...")
+    else:
+        raise AssertionError("a QAT bundle must refuse to resume")
 
 
 if __name__ == "__main__":
