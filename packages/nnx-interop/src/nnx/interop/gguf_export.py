@@ -38,10 +38,10 @@ def write_gguf(model: object, path: str | os.PathLike[str], *, arch: str = "nnx_
     if not isinstance(name, str) or not name:
         raise TypeError(f"{_OWNER}: name must be a non-empty str; got {name!r}")
     params = source.net.params
-    entries = model_metadata(arch, params, name)
+    tensors = llama_tensors(source.net) if arch == "llama" else nnx_tensors(source.net)
+    entries = model_metadata(arch, params, name, tensors)
     if source.tokenizer is not None:
         entries += tokenizer_metadata(source.tokenizer, params.vocab_size)
-    tensors = llama_tensors(source.net) if arch == "llama" else nnx_tensors(source.net)
     written = write_document(dest, arch, entries, tensors)
     return GGUFExport(path=written, arch=arch,
                       tensors={k: tuple(v.shape) for k, v in tensors.items()},

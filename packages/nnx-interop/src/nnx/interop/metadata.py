@@ -7,16 +7,20 @@ float32), so the NNTransformerParams can be rebuilt exactly. The tokenizer, when
 one, goes in twice: its whole ``tokenizers`` JSON (``tokenizer.huggingface.json``) and
 llama.cpp's ``tokenizer.ggml.*`` vocabulary (tokens, their types, BPE merges, special
 ids), padded with unused placeholder tokens up to the net's vocabulary size.
+``general.file_type`` names the tensors' precision in llama.cpp's numbering.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import gguf
+import torch
 
-__all__ = ["HYPER_PARAMETERS", "Entry", "model_metadata", "tokenizer_metadata"]
+__all__ = ["HYPER_PARAMETERS", "Entry", "file_type", "model_metadata", "tokenizer_metadata"]
 
 #: (key, value, type); a list value is an array of the type.
 Entry = tuple[str, Any, gguf.GGUFValueType]
@@ -31,11 +35,32 @@ HYPER_PARAMETERS = {
 }
 
 
-def model_metadata(arch: str, params: Any, name: str) -> list[Entry]:
-    """The general keys, llama.cpp's ``<arch>.*`` shape keys and ``nnx.params.*``."""
+_F = gguf.LlamaFileType
+#: The file type a file of mostly this dtype's matrices declares (llama.cpp has no
+#: "mostly F32": a file whose matrices are float32 is ALL_F32, as its loader guesses).
+_FILE_TYPES = {torch.float32: _F.ALL_F32, torch.float16: _F.MOSTLY_F16,
+               torch.bfloat16: _F.MOSTLY_BF16}
+
+
+def file_type(tensors: Mapping[str, torch.Tensor]) -> gguf.LlamaFileType:
+    """``general.file_type`` for ``tensors``: ALL_F32 when every tensor is float32,
+    else the dtype of the matrices (MOSTLY_F16 / MOSTLY_BF16, whatever the 1-D norm
+    weights hold, as llama.cpp's "except 1d tensors" says); matrices of mixed dtypes
+    declare the dtype most of them have, the guess llama.cpp makes without the key."""
+    if all(t.dtype == torch.float32 for t in tensors.values()):
+        return _F.ALL_F32
+    matrices = Counter(t.dtype for t in tensors.values() if t.dim() >= 2)
+    return _FILE_TYPES[matrices.most_common(1)[0][0]]
+
+
+def model_metadata(arch: str, params: Any, name: str,
+                   tensors: Mapping[str, torch.Tensor]) -> list[Entry]:
+    """The general keys (the file type from ``tensors``, the export's), llama.cpp's
+    ``<arch>.*`` shape keys and ``nnx.params.*``."""
     k = gguf.Keys
     entries: list[Entry] = [
         (k.General.NAME, name, _V.STRING),
+        (k.General.FILE_TYPE, int(file_type(tensors)), _V.UINT32),
         (k.LLM.VOCAB_SIZE.format(arch=arch), params.vocab_size, _V.UINT32),
         (k.LLM.CONTEXT_LENGTH.format(arch=arch), params.max_seq_len, _V.UINT32),
         (k.LLM.EMBEDDING_LENGTH.format(arch=arch), params.d_model, _V.UINT32),
