@@ -6,7 +6,8 @@ under ``nnx.params.<field>`` at full precision (GGUF's standard epsilon and RoPE
 float32), so the NNTransformerParams can be rebuilt exactly. The tokenizer, when there is
 one, goes in twice: its whole ``tokenizers`` JSON (``tokenizer.huggingface.json``) and
 llama.cpp's ``tokenizer.ggml.*`` vocabulary (tokens, their types, BPE merges, special
-ids), padded with unused placeholder tokens up to the net's vocabulary size.
+ids, and ``tokenizer.ggml.pre``, see nnx.interop.vocab), padded with unused placeholder
+tokens up to the net's vocabulary size.
 ``general.file_type`` names the tensors' precision in llama.cpp's numbering.
 """
 
@@ -19,6 +20,8 @@ from typing import Any
 
 import gguf
 import torch
+
+from nnx.interop.vocab import ggml_tokenizer
 
 __all__ = ["HYPER_PARAMETERS", "Entry", "file_type", "model_metadata", "tokenizer_metadata"]
 
@@ -86,11 +89,13 @@ def _merges(model: dict[str, Any]) -> list[str]:
     return [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
 
 
-def tokenizer_metadata(tokenizer: Any, vocab_size: int) -> list[Entry]:
-    """``tokenizer`` (an NNTokenizerParams) as GGUF keys, for a net of ``vocab_size``."""
+def tokenizer_metadata(owner: str, tokenizer: Any, vocab_size: int) -> list[Entry]:
+    """``tokenizer`` (an NNTokenizerParams) as GGUF keys, for a net of ``vocab_size``;
+    a tokenizer llama.cpp would tokenize differently is refused (nnx.interop.vocab)."""
     tok = tokenizer.tokenizer
     document = tok.to_str()
     spec = json.loads(document)
+    ggml_model, pre = ggml_tokenizer(owner, spec)
     by_id = {i: t for t, i in tok.get_vocab(with_added_tokens=True).items()}
     special = {t["id"] for t in spec.get("added_tokens", []) if t.get("special")}
     added = {t["id"] for t in spec.get("added_tokens", [])}
@@ -103,17 +108,16 @@ def tokenizer_metadata(tokenizer: Any, vocab_size: int) -> list[Entry]:
         else:  # rows of the embedding no token reaches
             tokens.append(f"[PAD{i}]")
             types.append(gguf.TokenType.UNUSED)
-    model = spec.get("model", {})
+    model = spec["model"]
     k = gguf.Keys.Tokenizer
-    bpe = model.get("type") == "BPE"
     entries: list[Entry] = [
-        # "gpt2": llama.cpp's name for a byte-level BPE; "none": a vocabulary it cannot run.
-        (k.MODEL, "gpt2" if bpe else "none", _V.STRING),
+        (k.MODEL, ggml_model, _V.STRING),
+        (k.PRE, pre, _V.STRING),
         (k.LIST, tokens, _V.STRING),
         (k.TOKEN_TYPE, [int(t) for t in types], _V.INT32),
         (k.HF_JSON, document, _V.STRING),
     ]
-    if bpe and model.get("merges"):  # GGUF has no empty arrays
+    if model.get("merges"):  # GGUF has no empty arrays
         entries.append((k.MERGES, _merges(model), _V.STRING))
     for key, value in ((k.BOS_ID, tokenizer.bos_id), (k.EOS_ID, tokenizer.eos_id),
                        (k.PAD_ID, tokenizer.pad_id)):
