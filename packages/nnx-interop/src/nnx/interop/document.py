@@ -1,17 +1,26 @@
-"""Writing a GGUF file: gguf-py's GGUFWriter, then nnx-core's one atomic writer.
+"""Writing a GGUF file once, in place, through nnx-core's one atomic writer.
 
-GGUFWriter opens its destination by name, so it writes into a private temporary
-directory and the finished file is streamed to ``path`` through ``atomic_write``: a reader
-of ``path`` sees the previous file or the complete export, never a torn one, and a failed
-export leaves nothing behind.
+``atomic_write`` creates a temporary file beside the destination and renames it over the
+destination only once the export is complete and flushed: a reader of ``path`` sees the
+previous file or the whole export, never a torn one, and a failed export leaves neither a
+file nor a temporary behind.
+
+gguf-py's ``GGUFWriter`` takes a path, never an open file (it opens its output itself,
+``open(path, "wb")``, so that it can shard), so it is handed the temporary's own name:
+the file is opened a second time and gguf writes straight into it. Both descriptors
+reach one inode, so the writer's ``close`` (which flushes Python's buffer) followed by
+``atomic_write``'s fsync of its own descriptor puts every byte on disk before the rename
+(fsync flushes the file, whichever descriptor wrote it). Setting GGUFWriter's internal
+``fout`` / ``state`` instead would rely on gguf-py's private state machine.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
+import os
+import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 import gguf
 import numpy as np
@@ -31,27 +40,39 @@ def gguf_array(tensor: torch.Tensor) -> tuple[np.ndarray, gguf.GGMLQuantizationT
     return t.numpy(), None
 
 
+def _fill(writer: gguf.GGUFWriter, entries: Sequence[Entry],
+          tensors: Mapping[str, torch.Tensor]) -> None:
+    for key, value, kind in entries:
+        if isinstance(value, list):
+            writer.add_key_value(key, value, gguf.GGUFValueType.ARRAY, sub_type=kind)
+        else:
+            writer.add_key_value(key, value, kind)
+    for name, tensor in tensors.items():
+        array, raw = gguf_array(tensor)
+        writer.add_tensor(name, array, raw_dtype=raw)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+
+
 def write_document(path: Path, arch: str, entries: Sequence[Entry],
                    tensors: Mapping[str, torch.Tensor]) -> Path:
     """Write the GGUF file ``path`` (metadata ``entries``, ``tensors`` in order); returns
     the resolved destination."""
-    with tempfile.TemporaryDirectory(prefix="nnx-gguf-") as scratch:
-        staged = Path(scratch) / path.name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # atomic_write's own temp naming (".<name>.<8 hex>", beside the resolved destination),
+    # chosen here so that GGUFWriter can be given the name.
+    temp = f".{path.name}.{secrets.token_hex(4)}"
+    staged = Path(os.path.realpath(path)).parent / temp
+
+    def write(out: IO[bytes]) -> None:
+        # The name must reach the file atomic_write opened, never a second file.
+        if not os.path.samestat(os.fstat(out.fileno()), os.stat(staged)):
+            raise RuntimeError(f"write_gguf: {staged} is not the atomic writer's temp")
         writer = gguf.GGUFWriter(staged, arch)
         try:
-            for key, value, kind in entries:
-                if isinstance(value, list):
-                    writer.add_key_value(key, value, gguf.GGUFValueType.ARRAY, sub_type=kind)
-                else:
-                    writer.add_key_value(key, value, kind)
-            for name, tensor in tensors.items():
-                array, raw = gguf_array(tensor)
-                writer.add_tensor(name, array, raw_dtype=raw)
-            writer.write_header_to_file()
-            writer.write_kv_data_to_file()
-            writer.write_tensors_to_file()
+            _fill(writer, entries, tensors)
         finally:
             writer.close()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with staged.open("rb") as source:
-            return atomic_write(path, lambda out: shutil.copyfileobj(source, out))
+
+    return atomic_write(path, write, temp=temp)

@@ -28,8 +28,9 @@ def write_gguf(model: object, path: str | os.PathLike[str], *, arch: str = "nnx_
     (float32, float16 or bfloat16), bit for bit.
 
     Refused before anything is written: a model that is not a TransformerNN
-    (:class:`NotATransformerError`), an unknown ``arch``, another dtype or a tokenizer
-    larger than the vocabulary (:class:`UnsupportedExportError`), an existing ``path``
+    (:class:`NotATransformerError`), an unknown ``arch``, another dtype, a tokenizer
+    larger than the vocabulary or one llama.cpp would tokenize differently (anything but a
+    GPT-2-style byte-level BPE; :class:`UnsupportedExportError`), an existing ``path``
     without ``overwrite=True`` or a directory (:class:`ExportExistsError`).
     """
     source = export_source(_OWNER, model, tokenizer)
@@ -38,10 +39,10 @@ def write_gguf(model: object, path: str | os.PathLike[str], *, arch: str = "nnx_
     if not isinstance(name, str) or not name:
         raise TypeError(f"{_OWNER}: name must be a non-empty str; got {name!r}")
     params = source.net.params
-    entries = model_metadata(arch, params, name)
-    if source.tokenizer is not None:
-        entries += tokenizer_metadata(source.tokenizer, params.vocab_size)
     tensors = llama_tensors(source.net) if arch == "llama" else nnx_tensors(source.net)
+    entries = model_metadata(arch, params, name, tensors)
+    if source.tokenizer is not None:
+        entries += tokenizer_metadata(_OWNER, source.tokenizer, params.vocab_size)
     written = write_document(dest, arch, entries, tensors)
     return GGUFExport(path=written, arch=arch,
                       tensors={k: tuple(v.shape) for k, v in tensors.items()},

@@ -6,17 +6,24 @@ under ``nnx.params.<field>`` at full precision (GGUF's standard epsilon and RoPE
 float32), so the NNTransformerParams can be rebuilt exactly. The tokenizer, when there is
 one, goes in twice: its whole ``tokenizers`` JSON (``tokenizer.huggingface.json``) and
 llama.cpp's ``tokenizer.ggml.*`` vocabulary (tokens, their types, BPE merges, special
-ids), padded with unused placeholder tokens up to the net's vocabulary size.
+ids, and ``tokenizer.ggml.pre``, see nnx.interop.vocab), padded with unused placeholder
+tokens up to the net's vocabulary size.
+``general.file_type`` names the tensors' precision in llama.cpp's numbering.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import gguf
+import torch
 
-__all__ = ["HYPER_PARAMETERS", "Entry", "model_metadata", "tokenizer_metadata"]
+from nnx.interop.vocab import ggml_tokenizer
+
+__all__ = ["HYPER_PARAMETERS", "Entry", "file_type", "model_metadata", "tokenizer_metadata"]
 
 #: (key, value, type); a list value is an array of the type.
 Entry = tuple[str, Any, gguf.GGUFValueType]
@@ -31,11 +38,32 @@ HYPER_PARAMETERS = {
 }
 
 
-def model_metadata(arch: str, params: Any, name: str) -> list[Entry]:
-    """The general keys, llama.cpp's ``<arch>.*`` shape keys and ``nnx.params.*``."""
+_F = gguf.LlamaFileType
+#: The file type a file of mostly this dtype's matrices declares (llama.cpp has no
+#: "mostly F32": a file whose matrices are float32 is ALL_F32, as its loader guesses).
+_FILE_TYPES = {torch.float32: _F.ALL_F32, torch.float16: _F.MOSTLY_F16,
+               torch.bfloat16: _F.MOSTLY_BF16}
+
+
+def file_type(tensors: Mapping[str, torch.Tensor]) -> gguf.LlamaFileType:
+    """``general.file_type`` for ``tensors``: ALL_F32 when every tensor is float32,
+    else the dtype of the matrices (MOSTLY_F16 / MOSTLY_BF16, whatever the 1-D norm
+    weights hold, as llama.cpp's "except 1d tensors" says); matrices of mixed dtypes
+    declare the dtype most of them have, the guess llama.cpp makes without the key."""
+    if all(t.dtype == torch.float32 for t in tensors.values()):
+        return _F.ALL_F32
+    matrices = Counter(t.dtype for t in tensors.values() if t.dim() >= 2)
+    return _FILE_TYPES[matrices.most_common(1)[0][0]]
+
+
+def model_metadata(arch: str, params: Any, name: str,
+                   tensors: Mapping[str, torch.Tensor]) -> list[Entry]:
+    """The general keys (the file type from ``tensors``, the export's), llama.cpp's
+    ``<arch>.*`` shape keys and ``nnx.params.*``."""
     k = gguf.Keys
     entries: list[Entry] = [
         (k.General.NAME, name, _V.STRING),
+        (k.General.FILE_TYPE, int(file_type(tensors)), _V.UINT32),
         (k.LLM.VOCAB_SIZE.format(arch=arch), params.vocab_size, _V.UINT32),
         (k.LLM.CONTEXT_LENGTH.format(arch=arch), params.max_seq_len, _V.UINT32),
         (k.LLM.EMBEDDING_LENGTH.format(arch=arch), params.d_model, _V.UINT32),
@@ -61,11 +89,13 @@ def _merges(model: dict[str, Any]) -> list[str]:
     return [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
 
 
-def tokenizer_metadata(tokenizer: Any, vocab_size: int) -> list[Entry]:
-    """``tokenizer`` (an NNTokenizerParams) as GGUF keys, for a net of ``vocab_size``."""
+def tokenizer_metadata(owner: str, tokenizer: Any, vocab_size: int) -> list[Entry]:
+    """``tokenizer`` (an NNTokenizerParams) as GGUF keys, for a net of ``vocab_size``;
+    a tokenizer llama.cpp would tokenize differently is refused (nnx.interop.vocab)."""
     tok = tokenizer.tokenizer
     document = tok.to_str()
     spec = json.loads(document)
+    ggml_model, pre = ggml_tokenizer(owner, spec)
     by_id = {i: t for t, i in tok.get_vocab(with_added_tokens=True).items()}
     special = {t["id"] for t in spec.get("added_tokens", []) if t.get("special")}
     added = {t["id"] for t in spec.get("added_tokens", [])}
@@ -78,17 +108,16 @@ def tokenizer_metadata(tokenizer: Any, vocab_size: int) -> list[Entry]:
         else:  # rows of the embedding no token reaches
             tokens.append(f"[PAD{i}]")
             types.append(gguf.TokenType.UNUSED)
-    model = spec.get("model", {})
+    model = spec["model"]
     k = gguf.Keys.Tokenizer
-    bpe = model.get("type") == "BPE"
     entries: list[Entry] = [
-        # "gpt2": llama.cpp's name for a byte-level BPE; "none": a vocabulary it cannot run.
-        (k.MODEL, "gpt2" if bpe else "none", _V.STRING),
+        (k.MODEL, ggml_model, _V.STRING),
+        (k.PRE, pre, _V.STRING),
         (k.LIST, tokens, _V.STRING),
         (k.TOKEN_TYPE, [int(t) for t in types], _V.INT32),
         (k.HF_JSON, document, _V.STRING),
     ]
-    if bpe and model.get("merges"):  # GGUF has no empty arrays
+    if model.get("merges"):  # GGUF has no empty arrays
         entries.append((k.MERGES, _merges(model), _V.STRING))
     for key, value in ((k.BOS_ID, tokenizer.bos_id), (k.EOS_ID, tokenizer.eos_id),
                        (k.PAD_ID, tokenizer.pad_id)):
