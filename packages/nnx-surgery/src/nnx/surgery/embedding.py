@@ -59,10 +59,13 @@ def expand_embedding(net: nn.Module, *, layer_name: str,
     NNx built-in net, whose params record no vocabulary to rewrite),
     SurgeryShapeError (``new_num_embeddings`` not larger).
     """
-    transformer = is_transformer(net)
+    # Only a built-in net's params can make it a TransformerNN: a plain module never
+    # imports nnx-lm here.
+    builtin = isinstance(getattr(net, "params", None), NNParams)
+    transformer = builtin and is_transformer(net)
     if transformer:
         check_token_embedding(layer_name)
-    elif isinstance(getattr(net, "params", None), NNParams):
+    elif builtin:
         raise SurgeryTargetError(
             f"expand_embedding: {type(net).__name__} is an NNx built-in net whose params "
             f"expand_embedding does not rewrite; expand a plain module's embedding or an "
