@@ -164,6 +164,6 @@ def test_expand_embedding_refusals() -> None:
     tied["head"].weight = tied["emb"].weight
     with pytest.raises(SurgeryTargetError, match="tied"):
         expand_embedding(tied, layer_name="emb", new_num_embeddings=6)
-    with pytest.raises(SurgeryTargetError, match="params record"):
+    with pytest.raises(SurgeryTargetError, match="NNx built-in net"):
         expand_embedding(feedfwd(), layer_name="layers.0", new_num_embeddings=6)
     assert same(snapshot(net), before)

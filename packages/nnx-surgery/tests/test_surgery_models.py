@@ -152,19 +152,35 @@ def test_low_rank_factorize_refuses_a_model_before_copying_it() -> None:
         assert same(snapshot(target.net), before) and target.transforms == ()
 
 
-@pytest.mark.parametrize("cut", [
-    lambda net: widen(net, layer_name="layers.0", new_width=12),
-    lambda net: low_rank_factorize(net, layer_name="layers.0", rank=2),
-], ids=["widen", "low_rank"])
 def test_a_cut_net_assigned_to_the_old_model_is_refused_before_a_run_exists(
-        tmp_path: Path, cut: Callable[[nn.Module], nn.Module]) -> None:
+        tmp_path: Path) -> None:
     """The old model's params describe the old net; train refuses the mismatch rather
     than record a run id for a net it did not train (build a model over the new net)."""
     model = tiny_model(hidden=8)
-    model.net = cut(model.net)
+    model.net = widen(model.net, layer_name="layers.0", new_width=12)
     with pytest.raises(LiveTopologyError, match="not the net its params build"):
         model.train(plan(), verbose=False, root=tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+def test_a_low_rank_cut_assigned_to_the_model_is_recorded_as_the_recipe(
+        tmp_path: Path) -> None:
+    """model.net = low_rank_factorize(model.net, ...) is core's nnx.low_rank recipe made
+    in place: train records it (the run id is the one low_rank_factorize(model, ...)
+    gives for the same cut) and from_checkpoint rebuilds the trained net."""
+    first = tiny_model(hidden=8).train(plan(), verbose=False, root=tmp_path / "pre")
+    by_hand = NNModel.from_checkpoint(first.checkpoints_dir / "last.pt")
+    by_model = low_rank_factorize(by_hand, layer_name="layers.0", rank=2)
+    by_hand.net = low_rank_factorize(by_hand.net, layer_name="layers.0", rank=2)
+    assert same(snapshot(by_hand.net), snapshot(by_model.net)) and by_hand.transforms == ()
+    run = by_hand.train(plan(1), verbose=False, root=tmp_path / "hand")
+    reference = by_model.train(plan(1), verbose=False, root=tmp_path / "model")
+    assert by_hand.transforms == by_model.transforms == (low_rank("layers.0", 2),)
+    assert run.id == reference.id
+    assert torch.equal(by_hand.predict(X).logits, by_model.predict(X).logits)
+    rebuilt = NNModel.from_checkpoint(run.checkpoints_dir / "last.pt")
+    assert rebuilt.transforms == by_hand.transforms
+    assert torch.equal(rebuilt.predict(X).logits, by_hand.predict(X).logits)
 
 
 @pytest.mark.parametrize("how", ["widen", "low_rank"])

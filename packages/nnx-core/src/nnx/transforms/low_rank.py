@@ -6,21 +6,27 @@ the rank-``r`` truncated SVD of the original weight (exactly the weight at
 ``r = min(in, out)``), with the original bias. Replay (``source=False``)
 builds the same shapes without an SVD and without touching any RNG stream,
 because the checkpoint's weights are loaded right afterwards.
+
+The registered op is :data:`LOW_RANK_OP`, a :class:`RecognizingTransform`: a
+``LowRankLinear`` put into ``model.net`` by hand (``model.net =
+low_rank_factorize(model.net, ...)``) where the net the params build holds an
+``nn.Linear`` of the same in/out is recorded as this recipe when the model trains.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
 from nnx._foundation.validation import check_count
+from nnx.transforms.live import RecognizingTransform
 from nnx.transforms.recipe import config_targets
 
-__all__ = ["LowRankLinear", "materialize_low_rank"]
+__all__ = ["LOW_RANK_OP", "LowRankLinear", "materialize_low_rank"]
 
 _OP = "nnx.low_rank@v1"
 _KEYS = {"targets", "rank"}
@@ -128,3 +134,53 @@ def materialize_low_rank(net: nn.Module, config: Mapping[str, Any], *,
              for parent, attribute, linear in plan]
     for parent, attribute, module in built:
         setattr(parent, attribute, module)
+
+
+def recognize_low_rank(net: nn.Module, reference: nn.Module) -> list[dict[str, Any]]:
+    """The ``nnx.low_rank`` configs reproducing ``net``'s own LowRankLinears: one per
+    rank (read from the factors), targets in module order, at the paths where
+    ``reference`` holds an ``nn.Linear`` of the same in/out (anything else is left to
+    the tree check, which names it). ValueError for a factorization held under several
+    names: a replay would build one per name, untying what trained tied."""
+    uses = Counter(id(m) for _, m in net.named_modules(remove_duplicate=False))
+    by_rank: dict[int, list[str]] = {}
+    for path, module in net.named_modules():
+        if type(module) is not LowRankLinear:  # exactly: a subclass may compute otherwise
+            continue
+        try:
+            base = reference.get_submodule(path)
+        except AttributeError:
+            continue
+        if type(base) is not nn.Linear or (base.in_features, base.out_features) != (
+                module.in_features, module.out_features):
+            continue
+        if uses[id(module)] > 1:
+            raise ValueError(f"the LowRankLinear at {path!r} is shared under several names; "
+                             f"a recorded recipe would rebuild one per name")
+        by_rank.setdefault(module.rank, []).append(path)
+    return [{"targets": paths, "rank": rank} for rank, paths in by_rank.items()]
+
+
+def explain_low_rank_weights(missing: Sequence[str],
+                             unexpected: Mapping[str, tuple[int, ...]]) -> str | None:
+    """Saved factors ``<p>.down.weight`` / ``<p>.up.weight`` where the rebuilt net has
+    ``<p>.weight``: the recipe that rebuilds them, the rank read from ``down``."""
+    lacking = set(missing)
+    by_rank: dict[int, list[str]] = {}
+    for key, shape in unexpected.items():
+        path = key.removesuffix(".down.weight")
+        if path != key and f"{path}.up.weight" in unexpected and f"{path}.weight" in lacking:
+            by_rank.setdefault(shape[0], []).append(path)
+    if not by_rank:
+        return None
+    calls = " and ".join(f"TransformRecipe('nnx.low_rank', 1, {{'targets': {paths!r}, "
+                         f"'rank': {rank}}})" for rank, paths in by_rank.items())
+    return f"low-rank factors, rebuilt by {calls}"
+
+
+#: The ``nnx.low_rank@v1`` entry (nnx-core's pyproject): the op, recognising its own
+#: LowRankLinears in a net changed in place.
+LOW_RANK_OP = RecognizingTransform(
+    materialize_low_rank, recognize=recognize_low_rank,
+    explain_weights=explain_low_rank_weights,
+    recipe_api="TransformRecipe('nnx.low_rank', 1, {'targets': [...], 'rank': r})")
