@@ -6,6 +6,9 @@ state_dict is at most 0.30x the FP32 bytes."""
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -113,3 +116,39 @@ def test_a_quantized_model_is_for_inference_train_refuses_it(tmp_path: Path) -> 
     with pytest.raises(LiveTopologyError, match="Int8Tensor"):
         quantized.train(tiny_train_params(), root=tmp_path, verbose=False)
     assert not any(tmp_path.iterdir())
+
+
+_SERVE = """
+import torch
+import torch._inductor.config
+
+from nnx import NNModel, NNParams
+from nnx.quantize import quantize_int8
+
+torch.manual_seed(0)
+model = NNModel(net_params=NNParams(input_dim=64, output_dim=4, hidden_dims=(256,)))
+quantized = quantize_int8(model)
+x = torch.randn(8, 64)
+with torch.no_grad():
+    eager = quantized.net(x)
+
+torch._inductor.config.freezing = True
+served = torch.compile(quantized.net, mode="max-autotune-no-cudagraphs")
+with torch.no_grad():
+    logits = served(x)
+assert type(quantized.net.layers[0].weight).__name__ == "Int8Tensor"
+torch.testing.assert_close(logits, eager, rtol=1e-5, atol=1e-5)
+print("served", tuple(logits.shape))
+"""
+
+
+@pytest.mark.slow
+def test_the_documented_cpu_serving_recipe_compiles_and_equals_eager(tmp_path: Path) -> None:
+    # docs/quantize.md "Serving it on the CPU": freezing is process-wide, so the recipe runs
+    # in a fresh interpreter (never in this test process); inductor caches under tmp_path.
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
+           "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-c", _SERVE], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "served (8, 4)" in proc.stdout
