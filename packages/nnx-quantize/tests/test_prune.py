@@ -5,6 +5,8 @@ refused before anything changes; semi_structured_24 applies the 2:4 pattern on t
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -126,3 +128,30 @@ def test_semi_structured_refuses_an_input_width_not_a_multiple_of_four() -> None
     with pytest.raises(PruneError, match=r"2 \(in_features=6\)"):
         semi_structured_24(net)
     assert torch.equal(net[0].weight, before)  # refused before the first layer changed
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_the_cuda_kernel_is_refused_off_an_ampere_gpu_before_any_weight_changes(dtype) -> None:
+    net = _net().to(dtype)
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    with pytest.raises(PruneError, match=r"Ampere or newer GPUs .* is on cpu"):
+        semi_structured_24(net, accelerate=True)
+    assert all(torch.equal(v, net.state_dict()[k]) for k, v in before.items())
+    with pytest.raises(PruneError, match="accelerate must be a bool"):
+        semi_structured_24(net, accelerate="yes")  # type: ignore[arg-type]
+
+
+_AMPERE = torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
+
+
+@pytest.mark.skipif(not _AMPERE, reason="torchao's 2:4 kernel needs an Ampere+ CUDA GPU")
+def test_the_cuda_kernel_computes_what_the_masked_dense_net_computes() -> None:
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 128)).half().cuda()
+    net.eval()
+    dense = semi_structured_24(copy.deepcopy(net))
+    sparse = semi_structured_24(net, accelerate=True)
+    x = torch.randn(64, 128, dtype=torch.float16, device="cuda")
+    with torch.no_grad():
+        torch.testing.assert_close(sparse(x), dense(x), rtol=1e-2, atol=1e-2)
+    assert type(sparse[0].weight).__name__.startswith("SparseSemiStructuredTensor")
