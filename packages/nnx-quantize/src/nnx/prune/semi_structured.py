@@ -61,7 +61,7 @@ def semi_structured_24(net: nn.Module, *, accelerate: bool = False) -> nn.Module
     return net
 
 
-def _check_kernel_fits(layers: list[tuple[str, nn.Module]]) -> None:
+def _check_kernel_fits(layers: list[tuple[str, nn.Linear]]) -> None:
     """PruneError naming every Linear whose weight torchao's 2:4 kernel cannot take: not
     on a CUDA GPU of compute capability 8.0 (Ampere) or newer, or not float16 / bfloat16."""
     problems = []
