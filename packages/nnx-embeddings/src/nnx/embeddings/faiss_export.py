@@ -39,8 +39,8 @@ from nnx.extend import (
     sha256_hex,
 )
 
-__all__ = ["FORMAT", "INDEX_TYPES", "METRICS", "export_to_faiss", "read_faiss_ids",
-           "sidecar_paths"]
+__all__ = ["FORMAT", "INDEX_TYPES", "METRICS", "build_index", "export_to_faiss",
+           "read_faiss_ids", "sidecar_paths"]
 
 #: The JSON sidecar's format tag.
 FORMAT = "nnx.embeddings.faiss/1"
