@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ if __package__ in (None, ""):  # run as a script: make tools.bench importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from nnx.embeddings.faiss_export import build_index
-from tools.bench.spread import load, ratio_text
+from tools.bench.spread import interleaved, load, ratio_text
 
 K = 10
 
@@ -75,12 +74,6 @@ def setup(vectors: int, dim: int, queries: int,
     return sides, recall
 
 
-def timed(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vectors", type=int, default=100_000)
@@ -92,11 +85,7 @@ def main() -> None:
     torch.set_num_threads(1)
     faiss.omp_set_num_threads(1)
     sides, recall = setup(args.vectors, args.dim, args.queries, args.clusters)
-    times: dict[str, list[float]] = {name: [] for name in sides}
-    for i in range(args.repeats):
-        order = list(sides) if i % 2 == 0 else list(reversed(sides))
-        for name in order:
-            times[name].append(timed(sides[name]))
+    times = interleaved(sides, args.repeats)
     print(f"top-{K} of {args.queries} queries over {args.vectors} × {args.dim} unit vectors, "
           f"{args.clusters or 'no'} clusters ({args.repeats} rounds; load {load()}; "
           f"HNSW recall@{K} {recall:.3f})")

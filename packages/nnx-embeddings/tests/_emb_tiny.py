@@ -35,6 +35,16 @@ class BagEncoder(nn.Module):
         return self.proj(self.drop(self.embed(ids)))
 
 
+class Counting(BagEncoder):
+    """A BagEncoder that counts its forwards: a refusal must come before the first."""
+
+    calls = 0
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        Counting.calls += 1
+        return super().forward(ids)
+
+
 def embedder(vocab: int, seed: int = 0, dim: int = 16) -> NNModel:
     torch.manual_seed(seed)
     return NNModel(module=BagEncoder(vocab, dim), params=NNModelParams(device=Devices.CPU))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _emb_tiny import BagEncoder, WordTokenizer, embedder
+from _emb_tiny import Counting, WordTokenizer, embedder
 
 from nnx.embeddings import embed_texts
 
@@ -68,14 +68,6 @@ def test_modes_are_restored_when_the_body_raises():
     with pytest.raises(RuntimeError, match="boom"):
         embed_texts(model, TEXTS, tokenizer=TOK, batch_size=2)
     assert len(calls) == 2 and modes(model.net) == before
-
-
-class Counting(BagEncoder):
-    calls = 0
-
-    def forward(self, ids):
-        Counting.calls += 1
-        return super().forward(ids)
 
 
 @pytest.mark.parametrize("texts, kwargs, error, match", [

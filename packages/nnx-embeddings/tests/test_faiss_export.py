@@ -10,7 +10,7 @@ import faiss
 import numpy as np
 import pytest
 import torch
-from _emb_tiny import BagEncoder, WordTokenizer, embedder
+from _emb_tiny import Counting, WordTokenizer, embedder
 from safetensors import safe_open
 
 import nnx.embeddings.faiss_export as faiss_export
@@ -82,14 +82,6 @@ def test_a_mapping_never_pairs_with_another_index(tmp_path):
     with pytest.raises(ValueError, match="SHA-256 differs"):
         read_faiss_ids(a)
     assert read_faiss_ids(a, verify=False) == list(range(5))
-
-
-class Counting(BagEncoder):
-    calls = 0
-
-    def forward(self, ids):
-        Counting.calls += 1
-        return super().forward(ids)
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
