@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
+import sys
 
 import pytest
 import torch
 from _emb_tiny import WordTokenizer, embedder, recall_at_1, synonym_task
 
-from nnx import NNOptimParams, NNTrainParams
+from nnx import MissingDistributionError, NNOptimParams, NNTrainParams
 from nnx.embeddings import embed_texts, text_contrastive_train_step_factory, train_contrastive
 from nnx.paradigms import nt_xent_loss
 
@@ -80,6 +81,8 @@ def test_train_contrastive_is_seeded(tmp_path):
     ([("a", "b"), ("c", "d")], {"batch_size": 0}, ValueError, "batch_size"),
     ([("a", "b"), ("c", "d")], {"temperature": 0}, ValueError, "temperature"),
     ([("a", "b"), ("c", "d")], {"tokenizer": 3}, TypeError, "must have encode"),
+    ([("a", "b"), ("c", "d")], {"tokenizer": None}, TypeError, "needs tokenizer="),
+    ([("a", "b"), ("c", "")], {}, ValueError, r"text 3 \(''\) encodes to no tokens"),
     ([("a", "b"), ("c", "d")], {"train_step_fn": print}, TypeError, "owns the update"),
 ])
 def test_refusals_come_before_the_run_directory(tmp_path, pairs, kwargs, error, match):
@@ -88,6 +91,13 @@ def test_refusals_come_before_the_run_directory(tmp_path, pairs, kwargs, error, 
     with pytest.raises(error, match=match):
         train_contrastive(model, pairs, root=tmp_path, verbose=False, **kwargs)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_without_nnx_paradigms_the_factory_names_its_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "nnx.paradigms", None)  # as if not installed
+    with pytest.raises(MissingDistributionError, match=r"pip install nnx-paradigms") as err:
+        text_contrastive_train_step_factory(tokenizer=TOK)
+    assert "needed by text_contrastive_train_step_factory" in str(err.value)
 
 
 @pytest.mark.parametrize("batch, match", [

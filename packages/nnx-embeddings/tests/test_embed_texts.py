@@ -95,3 +95,22 @@ def test_the_model_tokenizer_and_max_length():
     model.tokenizer = TOK  # a GenerativeNNModel carries its own
     cut = embed_texts(model, ["red cat dog"], max_length=2)
     torch.testing.assert_close(cut, embed_texts(model, ["red cat"]))
+
+
+class EncodingTokenizer:
+    """Returns an object with ``.ids``, as ``tokenizers.Tokenizer.encode`` does."""
+
+    pad_id = 0
+
+    class Encoding:
+        def __init__(self, ids):
+            self.ids = ids
+
+    def encode(self, text):
+        return self.Encoding(TOK.encode(text))
+
+
+def test_a_tokenizer_returning_encodings_embeds_the_same():
+    model = embedder(len(TOK.vocab) + 2)
+    torch.testing.assert_close(embed_texts(model, TEXTS, tokenizer=EncodingTokenizer()),
+                               embed_texts(model, TEXTS, tokenizer=TOK))

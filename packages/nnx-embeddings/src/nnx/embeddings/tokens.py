@@ -17,7 +17,7 @@ import torch
 
 from nnx.extend import check_optional_count
 
-__all__ = ["check_texts", "encode_texts", "resolve_tokenizer"]
+__all__ = ["check_encodable", "check_texts", "encode_texts", "resolve_tokenizer"]
 
 
 def resolve_tokenizer(model: Any, tokenizer: Any, who: str) -> Any:
@@ -55,6 +55,13 @@ def _ids(tok: Any, text: str, who: str, position: int) -> list[int]:
         # A text of no tokens has no mean: refused rather than embedded as NaN.
         raise ValueError(f"{who}: text {position} ({text!r}) encodes to no tokens")
     return ids
+
+
+def check_encodable(tok: Any, texts: Sequence[str], who: str) -> None:
+    """Every text encodes to at least one token (the refusal a run would otherwise meet
+    at its first batch holding the text, after its directory exists)."""
+    for i, text in enumerate(texts):
+        _ids(tok, text, who, i)
 
 
 def encode_texts(tok: Any, texts: Sequence[str], max_length: int | None,

@@ -19,6 +19,7 @@ from torch.utils.data import DataLoader, Dataset
 from nnx import NNRun, NNTrainParams
 from nnx.embeddings.embed import embedder_net
 from nnx.embeddings.step import text_contrastive_train_step_factory, text_pairs
+from nnx.embeddings.tokens import check_encodable, resolve_tokenizer
 from nnx.extend import check_count, check_seed
 
 __all__ = ["collate_pairs", "train_contrastive"]
@@ -63,6 +64,8 @@ def train_contrastive(model: Any, pairs: Sequence[tuple[str, str]], *, n_epochs:
         raise TypeError(f"{_WHO} needs an NNModel; got {type(model).__name__}")
     rows = _check_pairs(pairs)
     size = check_count(f"{_WHO} batch_size", batch_size)
+    tok = resolve_tokenizer(model, tokenizer, _WHO)
+    check_encodable(tok, [text for pair in rows for text in pair], _WHO)
     step = text_contrastive_train_step_factory(tokenizer=tokenizer, temperature=temperature,
                                                max_length=max_length)
     generator = torch.Generator().manual_seed(check_seed(f"{_WHO} seed", seed))
