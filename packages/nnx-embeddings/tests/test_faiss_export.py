@@ -129,6 +129,33 @@ def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
     assert files(tmp_path) == set()
 
 
+def test_a_failed_re_export_never_leaves_a_mixed_set(tmp_path, monkeypatch):
+    model = embedder(len(WORDS) + 2)
+    old = export_to_faiss(model, corpus(5), tmp_path / "x.faiss", ids=list(range(5)),
+                          tokenizer=TOK)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    real = faiss_export.atomic_write_bytes
+
+    def fail_at(name):
+        def write(dest, data, **kw):
+            if dest.name == name:
+                raise OSError("disk full")
+            return real(dest, data, **kw)
+        return write
+
+    # Failing at the first write: the previous export stays whole and readable.
+    monkeypatch.setattr(faiss_export, "atomic_write_bytes", fail_at("x.faiss.ids.json"))
+    with pytest.raises(OSError):
+        export_to_faiss(model, corpus(7, seed=3), old, tokenizer=TOK)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    assert read_faiss_ids(old) == list(range(5))
+    # Failing later: the old index never sits beside the new mapping; nothing is left.
+    monkeypatch.setattr(faiss_export, "atomic_write_bytes", fail_at("x.faiss"))
+    with pytest.raises(OSError):
+        export_to_faiss(model, corpus(7, seed=3), old, tokenizer=TOK)
+    assert files(tmp_path) == set()
+
+
 def test_without_faiss_the_import_error_names_the_install_before_any_work(tmp_path,
                                                                            monkeypatch):
     monkeypatch.setitem(sys.modules, "faiss", None)  # `import faiss` now fails as if absent

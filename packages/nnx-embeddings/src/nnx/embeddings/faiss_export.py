@@ -12,9 +12,10 @@ Two sidecars beside the index make that mapping travel with it:
 
 Every argument is checked before the first forward and before any file (FAISS's own
 absence first: an ImportError naming ``pip install faiss-cpu``). The three files are
-serialised in memory, then each written by core's atomic writer; if a write fails,
-the files this call already wrote are removed, so no index is left without its
-mapping (nor a mapping without its index).
+serialised in memory, then each written by core's atomic writer; if a write fails
+after the first, every file of the set is removed, so no index is left without its
+mapping (nor a mapping without its index, nor one export's index beside another's
+mapping).
 """
 
 from __future__ import annotations
@@ -121,14 +122,18 @@ def build_index(faiss: Any, x: np.ndarray, index_type: str, metric: str, *, hnsw
 
 
 def _write_all(files: list[tuple[Path, bytes]]) -> None:
-    written: list[Path] = []
+    """Write each file atomically; once one is written, a later failure removes every
+    file of the set, a previous export's too (a mixed set would pair one export's index
+    with another's mapping). A failure at the first write leaves a previous set whole."""
+    written = False
     try:
         for dest, data in files:
             atomic_write_bytes(dest, data)
-            written.append(dest)
+            written = True
     except BaseException:
-        for dest in written:
-            dest.unlink(missing_ok=True)
+        if written:
+            for dest, _ in files:
+                dest.unlink(missing_ok=True)
         raise
 
 
