@@ -84,10 +84,11 @@ def _check_ids(ids: Any, count: int) -> list[int] | list[str]:
     out: list[Any] = [int(v) for v in values] if ints else values
     if ints and any(not -2**63 <= v < 2**63 for v in out):
         raise ValueError(f"{_WHO}: integer ids must fit in int64")
-    if len(set(out)) != len(out):
-        seen: set[Any] = set()
-        dup = next(v for v in out if v in seen or seen.add(v))  # type: ignore[func-returns-value]
-        raise ValueError(f"{_WHO}: id {dup!r} is given twice; ids must be unique")
+    seen: set[Any] = set()
+    for v in out:
+        if v in seen:
+            raise ValueError(f"{_WHO}: id {v!r} is given twice; ids must be unique")
+        seen.add(v)
     return out
 
 
