@@ -125,5 +125,6 @@ def test_gradient_flow_without_any_gradient_is_a_value_error():
 
 
 def test_a_non_model_is_refused():
-    with pytest.raises(TypeError, match=r"NNModel or a torch\.nn\.Module"):
+    with pytest.raises(TypeError, match=r"^nnx\.viz\.weight_histogram: expected an "
+                                        r"nn\.Module or a model with a \.net module"):
         weight_histogram(object())

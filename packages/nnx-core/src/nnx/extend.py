@@ -35,7 +35,8 @@ for what it reads: the run-file readers and the NumPy terms load no torch. Names
 * modes: :func:`preserved_state` (the §13.2 non-destructive contract: every
   submodule's train/eval flag restored, also on error), so an add-on's
   inference helper (``GenerativeNNModel.generate``) restores modes as core's do;
-* running a bare module as core does: :func:`default_batch_adapter` (the adapter
+* running a bare module as core does: :func:`module_of` (the module a helper taking
+  an NNModel or a module works on), :func:`default_batch_adapter` (the adapter
   ``NNModel`` gives a module: its ``batch_adapter()``, its ``unpack_batch``, else
   positional inputs) and :func:`export_onnx` (``NNModel.to_onnx``'s exporter for any
   module, its messages naming the ``owner`` call), so nnx-viz's ``summary(batch=...)``
@@ -126,6 +127,7 @@ _EXPORTS: dict[str, str] = {
     "ResolvedPrecision": "nnx._contracts.precision",
     "resolve_precision": "nnx._contracts.precision",
     "TrainableModel": "nnx._contracts.trainable",
+    "module_of": "nnx._contracts.trainable",
     "run_fit_loop": "nnx._engine.fit_run",
     "export_onnx": "nnx._engine.onnx_export",
     "register_optimizer_factory": "nnx._engine.optimizer_factories",
@@ -285,6 +287,7 @@ if _typing.TYPE_CHECKING:
     from nnx._contracts.precision import ResolvedPrecision as ResolvedPrecision
     from nnx._contracts.precision import resolve_precision as resolve_precision
     from nnx._contracts.trainable import TrainableModel as TrainableModel
+    from nnx._contracts.trainable import module_of as module_of
     from nnx._engine.fit_run import run_fit_loop as run_fit_loop
     from nnx._engine.onnx_export import export_onnx as export_onnx
     from nnx._engine.optimizer_factories import (

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from nnx.extend import module_of
 from nnx.viz.errors import UnknownLayerError
 
 __all__ = ["LISTED_NAMES", "as_tensor", "device_of", "find_module", "network"]
@@ -22,14 +23,9 @@ LISTED_NAMES = 20
 
 
 def network(owner: str, model: object) -> nn.Module:
-    """``model`` itself when it is a module, else its ``net`` (an NNModel's)."""
-    if isinstance(model, nn.Module):
-        return model
-    net = getattr(model, "net", None)
-    if isinstance(net, nn.Module):
-        return net
-    raise TypeError(f"{owner} takes an NNModel or a torch.nn.Module; got "
-                    f"{type(model).__name__}")
+    """``model`` itself when it is a module, else its ``net`` (an NNModel's): core's
+    ``module_of``, its TypeError naming ``owner``."""
+    return module_of(model, owner=owner)
 
 
 def device_of(net: nn.Module) -> torch.device:
