@@ -325,7 +325,7 @@ def test_a_calibrator_bound_to_the_converted_model_ships_in_its_bundle(tmp_path:
     # The fingerprint of a converted net hashes the inner tensors its bundle stores, so a
     # calibrator bound to the live model validates against the bundled weights.
     from nnx.bundles import export_bundle, validate_bundle
-    from nnx.calibration import model_fingerprint
+    from nnx.extend import model_fingerprint
 
     class Bound:  # the bundle's calibrator protocol, nothing more
         num_classes = 3
