@@ -132,10 +132,10 @@ x = torch.randn(8, 64)
 with torch.no_grad():
     eager = quantized.net(x)
 
-torch._inductor.config.freezing = True
 served = torch.compile(quantized.net, mode="max-autotune-no-cudagraphs")
-with torch.no_grad():
+with torch.no_grad(), torch._inductor.config.patch(freezing=True):
     logits = served(x)
+assert torch._inductor.config.freezing is False  # the patch leaves the process as it was
 assert type(quantized.net.layers[0].weight).__name__ == "Int8Tensor"
 torch.testing.assert_close(logits, eager, rtol=1e-5, atol=1e-5)
 print("served", tuple(logits.shape))
@@ -144,8 +144,8 @@ print("served", tuple(logits.shape))
 
 @pytest.mark.slow
 def test_the_documented_cpu_serving_recipe_compiles_and_equals_eager(tmp_path: Path) -> None:
-    # docs/quantize.md "Serving it on the CPU": freezing is process-wide, so the recipe runs
-    # in a fresh interpreter (never in this test process); inductor caches under tmp_path.
+    # docs/quantize.md "Serving it on the CPU", in a fresh interpreter so its compile and
+    # inductor cache (under tmp_path) stay out of this test process.
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
            "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-c", _SERVE], env=env, capture_output=True,
