@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import statistics
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-__all__ = ["load", "paired_ratio", "ratio_text"]
+__all__ = ["interleaved", "load", "paired_ratio", "ratio_text"]
 
 
 def paired_ratio(numerators: Sequence[float], denominators: Sequence[float]
@@ -34,3 +36,18 @@ def load() -> str:
         return " / ".join(f"{x:.2f}" for x in os.getloadavg())
     except (OSError, AttributeError):
         return "n/a"
+
+
+def interleaved(contenders: Mapping[str, Callable[[], Any]],
+                repeats: int) -> dict[str, list[float]]:
+    """Each contender's wall time (seconds) per round, ``repeats`` rounds; the order
+    alternates round by round, so neither side always runs on the other's warm caches."""
+    names = list(contenders)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(repeats):
+        order = names if i % 2 == 0 else names[::-1]
+        for name in order:
+            start = time.perf_counter()
+            contenders[name]()
+            times[name].append(time.perf_counter() - start)
+    return times
