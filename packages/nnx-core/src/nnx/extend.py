@@ -35,6 +35,12 @@ for what it reads: the run-file readers and the NumPy terms load no torch. Names
 * modes: :func:`preserved_state` (the §13.2 non-destructive contract: every
   submodule's train/eval flag restored, also on error), so an add-on's
   inference helper (``GenerativeNNModel.generate``) restores modes as core's do;
+* running a bare module as core does: :func:`module_of` (the module a helper taking
+  an NNModel or a module works on), :func:`default_batch_adapter` (the adapter
+  ``NNModel`` gives a module: its ``batch_adapter()``, its ``unpack_batch``, else
+  positional inputs) and :func:`export_onnx` (``NNModel.to_onnx``'s exporter for any
+  module, its messages naming the ``owner`` call), so nnx-viz's ``summary(batch=...)``
+  splits a batch and its ``netron_export`` writes ONNX exactly as core does;
 * nets: :class:`NetRegistration` (an ``nnx.nets`` entry point's value);
   :func:`net_class_axis` (a net's declared ``class_axis``: which output axis holds the
   classes, e.g. ``-1`` for ``(batch, seq, vocab)`` logits) and :func:`decode_on_axis`
@@ -117,10 +123,13 @@ _EXPORTS: dict[str, str] = {
     "unregister_calibrator_reader": "nnx._contracts.calibrators",
     "Component": "nnx._contracts.components",
     "ComponentSpec": "nnx._contracts.components",
+    "default_batch_adapter": "nnx._contracts.batch_adapters",
     "ResolvedPrecision": "nnx._contracts.precision",
     "resolve_precision": "nnx._contracts.precision",
     "TrainableModel": "nnx._contracts.trainable",
+    "module_of": "nnx._contracts.trainable",
     "run_fit_loop": "nnx._engine.fit_run",
+    "export_onnx": "nnx._engine.onnx_export",
     "register_optimizer_factory": "nnx._engine.optimizer_factories",
     "registered_optimizer_factories": "nnx._engine.optimizer_factories",
     "unregister_optimizer_factory": "nnx._engine.optimizer_factories",
@@ -262,6 +271,7 @@ def __dir__() -> list[str]:
 if _typing.TYPE_CHECKING:
     # Explicit re-exports for type checkers (runtime resolution is lazy, above); a test
     # ties this block to ``_EXPORTS`` name for name and module for module.
+    from nnx._contracts.batch_adapters import default_batch_adapter as default_batch_adapter
     from nnx._contracts.calibrators import BundleCalibrator as BundleCalibrator
     from nnx._contracts.calibrators import CalibratorReader as CalibratorReader
     from nnx._contracts.calibrators import model_fingerprint as model_fingerprint
@@ -277,7 +287,9 @@ if _typing.TYPE_CHECKING:
     from nnx._contracts.precision import ResolvedPrecision as ResolvedPrecision
     from nnx._contracts.precision import resolve_precision as resolve_precision
     from nnx._contracts.trainable import TrainableModel as TrainableModel
+    from nnx._contracts.trainable import module_of as module_of
     from nnx._engine.fit_run import run_fit_loop as run_fit_loop
+    from nnx._engine.onnx_export import export_onnx as export_onnx
     from nnx._engine.optimizer_factories import (
         register_optimizer_factory as register_optimizer_factory,
     )

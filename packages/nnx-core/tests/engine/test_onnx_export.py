@@ -237,3 +237,26 @@ def test_a_varargs_forward_keeps_every_input_batch_dynamic(tmp_path):
         expected = model.net(x, z).numpy()
     np.testing.assert_allclose(run(path, {"input_0": x, "input_1": z}), expected, rtol=1e-5,
                                atol=1e-5)
+
+
+@pytest.mark.parametrize(("kwargs", "example", "error", "message"), [
+    ({}, "not a tensor", TypeError, r"^acme\.draw: example_input must be a tensor"),
+    ({}, {"x": torch.randn(2, 4)}, ValueError, r"^acme\.draw takes positional"),
+    ({"input_names": ["a", "b"]}, torch.randn(2, 4), ValueError, r"^acme\.draw: input_names"),
+    ({"dynamic_batch": 1}, torch.randn(2, 4), TypeError, r"^acme\.draw: dynamic_batch"),
+])
+def test_the_extension_seam_exports_a_bare_module_naming_its_callers_owner(
+        tmp_path, kwargs, example, error, message):
+    # Issue 41: nnx.extend.export_onnx is to_onnx's exporter for an add-on (nnx-viz's
+    # netron_export); every message names the add-on's call, never NNModel.to_onnx.
+    from nnx.extend import export_onnx
+
+    net = feed_fwd().net
+    with pytest.raises(error, match=message):
+        export_onnx(net, example, tmp_path / "net.onnx", device=torch.device("cpu"),
+                    owner="acme.draw", **kwargs)
+    assert list(tmp_path.iterdir()) == []
+    written = export_onnx(net, torch.randn(2, 4), tmp_path / "net.onnx",
+                          device=torch.device("cpu"), owner="acme.draw")
+    (out,) = ort.InferenceSession(str(written)).run(None, {"input": np.ones((3, 4), np.float32)})
+    assert out.shape[0] == 3

@@ -4,6 +4,7 @@ return the recipes instead of recording them on the model (issue 14)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -194,3 +195,15 @@ def test_transforms_return_the_recipes_and_never_touch_a_model():
     recorded = tiny_model()
     recorded.apply_transform(recipe)
     assert recorded.transforms == (recipe,)
+
+
+def test_module_of_is_the_module_or_the_models_net_and_names_its_owner():
+    # Issue 41: one helper for "an NNModel or a module" (nnx.benchmarking, nnx-viz).
+    model = tiny_model()
+    assert extend.module_of(model) is model.net
+    assert extend.module_of(model.net) is model.net
+    with pytest.raises(TypeError, match=r"^acme\.draw: expected an nn\.Module or a model "
+                                        r"with a \.net module; got object$"):
+        extend.module_of(object(), owner="acme.draw")
+    with pytest.raises(TypeError, match=r"^expected an nn\.Module"):
+        extend.module_of(3)

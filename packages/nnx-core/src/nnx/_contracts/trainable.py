@@ -30,7 +30,21 @@ if TYPE_CHECKING:
     from nnx.tasks.runtime import TaskRuntime
     from nnx.transforms.recipe import TransformRecipe
 
-__all__ = ["TrainableModel", "TrainingContextBase", "step_model"]
+__all__ = ["TrainableModel", "TrainingContextBase", "module_of", "step_model"]
+
+
+def module_of(model_or_module: Any, *, owner: str | None = None) -> nn.Module:
+    """An ``nn.Module`` as given, or a model's ``net`` (an NNModel's): what a helper that
+    takes either works on (``nnx.benchmarking``, nnx-viz's helpers). TypeError otherwise,
+    prefixed with ``owner`` when given."""
+    if isinstance(model_or_module, nn.Module):
+        return model_or_module
+    net = getattr(model_or_module, "net", None)
+    if isinstance(net, nn.Module):
+        return net
+    where = f"{owner}: " if owner else ""
+    raise TypeError(f"{where}expected an nn.Module or a model with a .net module; got "
+                    f"{type(model_or_module).__name__}")
 
 
 class TrainableModel(Protocol):

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from nnx._contracts.trainable import module_of
 from nnx._foundation.modes import preserved_state
 from nnx._foundation.validation import check_count
 from nnx.params.compile import CompileSpec
@@ -77,17 +78,6 @@ class ProfileReport:
     traces: tuple[Path, ...]
     steps: int
     table: str  # the operators' key averages, most CPU time first
-
-
-def _module(model_or_module: Any) -> nn.Module:
-    """An nn.Module as given, or an NNModel's ``net``."""
-    if isinstance(model_or_module, nn.Module):
-        return model_or_module
-    net = getattr(model_or_module, "net", None)
-    if isinstance(net, nn.Module):
-        return net
-    raise TypeError(f"expected an nn.Module or a model with a .net module; got "
-                    f"{type(model_or_module).__name__}")
 
 
 def _call_args(example_input: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -143,7 +133,7 @@ def benchmark_forward(model_or_module: Any, example_input: Any, *, warmup: int =
     warmup = check_count("benchmark_forward: warmup", warmup, minimum=0)
     repeats = check_count("benchmark_forward: repeats", repeats, minimum=1)
     _refuse_while_profiling("benchmark_forward")
-    module = _module(model_or_module)
+    module = module_of(model_or_module)
     args, kwargs = _call_args(example_input)
     tensors = _tensors(args, kwargs)
     device = _device(module, tensors)
@@ -194,7 +184,7 @@ def compare_compile(model_or_module: Any, example_input: Any, *,
     spec = CompileSpec() if compile is None else compile
     if not isinstance(spec, CompileSpec):
         raise TypeError(f"compile= takes a CompileSpec; got {type(spec).__name__}")
-    source = _module(model_or_module)
+    source = module_of(model_or_module)
     eager, compiled = copy.deepcopy(source), copy.deepcopy(source)
     eager_state, compiled_state = eager.state_dict(), compiled.state_dict()
     same = eager_state.keys() == compiled_state.keys() and all(
@@ -225,7 +215,7 @@ def profile_forward(model_or_module: Any, example_input: Any, *,
     repeat = check_count("profile_forward: repeat", repeat, minimum=1)
     if output_dir is None:
         raise ValueError("profile_forward needs an explicit output_dir")
-    module = _module(model_or_module)  # every argument checked before output_dir exists
+    module = module_of(model_or_module)  # every argument checked before output_dir exists
     args, kwargs = _call_args(example_input)
     forward = _compiled(module, compile)
     out = Path(output_dir)

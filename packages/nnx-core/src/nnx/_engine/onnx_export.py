@@ -39,38 +39,39 @@ __all__ = ["export_onnx"]
 _OWNER = "NNModel.to_onnx"
 
 
-def _inputs(example: Any, device: torch.device) -> tuple[torch.Tensor, ...]:
+def _inputs(example: Any, device: torch.device, owner: str) -> tuple[torch.Tensor, ...]:
     if isinstance(example, Mapping):
         raise ValueError(
-            f"{_OWNER} takes positional example inputs; got a mapping of keyword inputs "
+            f"{owner} takes positional example inputs; got a mapping of keyword inputs "
             f"({sorted(map(str, example))}). ONNX export needs a forward that takes "
             f"positional tensors: wrap the module in one whose forward(*tensors) calls it "
             f"with keywords, and export NNModel(module=wrapper)")
     if isinstance(example, (torch.Tensor, np.ndarray)):
         example = (example,)
     if not isinstance(example, (tuple, list)) or not example:
-        raise TypeError(f"{_OWNER}: example_input must be a tensor or a non-empty tuple of "
+        raise TypeError(f"{owner}: example_input must be a tensor or a non-empty tuple of "
                         f"tensors; got {type(example).__name__}")
     found = []
     for i, value in enumerate(example):
         if isinstance(value, np.ndarray):
             value = torch.from_numpy(value)
         if not isinstance(value, torch.Tensor):
-            raise TypeError(f"{_OWNER}: example_input[{i}] must be a tensor; got "
+            raise TypeError(f"{owner}: example_input[{i}] must be a tensor; got "
                             f"{type(value).__name__}")
         found.append(value.to(device))
     return tuple(found)
 
 
-def _names(label: str, names: Sequence[str] | None, count: int, default: list[str]) -> list[str]:
+def _names(label: str, names: Sequence[str] | None, count: int, default: list[str],
+           owner: str) -> list[str]:
     if names is None:
         return default
     if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
-        raise TypeError(f"{_OWNER}: {label} must be a sequence of non-empty strings; got "
+        raise TypeError(f"{owner}: {label} must be a sequence of non-empty strings; got "
                         f"{names!r}")
     names = list(names)
     if len(names) != count or len(set(names)) != count:
-        raise ValueError(f"{_OWNER}: {label} must name each of the {count} tensor(s) once; "
+        raise ValueError(f"{owner}: {label} must name each of the {count} tensor(s) once; "
                          f"got {names}")
     return names
 
@@ -101,36 +102,39 @@ def _batch_axes(net: nn.Module, inputs: tuple[torch.Tensor, ...]) -> tuple[Any, 
 def export_onnx(net: nn.Module, example: Any, path: str | os.PathLike[str], *,
                 device: torch.device, opset_version: int | None = None,
                 dynamic_batch: bool = True, input_names: Sequence[str] | None = None,
-                output_names: Sequence[str] | None = None) -> Path:
-    """Write ``net`` traced on ``example`` to ``path`` as an ONNX model; the resolved path."""
+                output_names: Sequence[str] | None = None, owner: str = _OWNER) -> Path:
+    """Write ``net`` traced on ``example`` to ``path`` as an ONNX model; the resolved path.
+
+    ``owner`` is the call every message names: ``NNModel.to_onnx``, or an add-on's helper
+    exporting a bare module through this one exporter (nnx-viz's ``netron_export``)."""
     refuse = getattr(net, "refuse_onnx_export", None)
     if callable(refuse):
         refuse()
-    inputs = _inputs(example, device)
+    inputs = _inputs(example, device, owner)
     default_inputs = ["input"] if len(inputs) == 1 else [f"input_{i}" for i in range(len(inputs))]
-    in_names = _names("input_names", input_names, len(inputs), default_inputs)
-    out_names = _names("output_names", output_names, 1, ["output"])
+    in_names = _names("input_names", input_names, len(inputs), default_inputs, owner)
+    out_names = _names("output_names", output_names, 1, ["output"], owner)
     if not isinstance(dynamic_batch, bool):
-        raise TypeError(f"{_OWNER}: dynamic_batch must be a bool; got {dynamic_batch!r}")
+        raise TypeError(f"{owner}: dynamic_batch must be a bool; got {dynamic_batch!r}")
     if opset_version is not None and (isinstance(opset_version, bool)
                                       or not isinstance(opset_version, int)
                                       or opset_version < 1):
-        raise ValueError(f"{_OWNER}: opset_version must be a positive integer or None; got "
+        raise ValueError(f"{owner}: opset_version must be a positive integer or None; got "
                          f"{opset_version!r}")
     target = Path(os.fspath(path))
     if target.is_dir():
-        raise IsADirectoryError(f"{_OWNER}: {target} is a directory; name the .onnx file")
+        raise IsADirectoryError(f"{owner}: {target} is a directory; name the .onnx file")
     if not target.parent.is_dir():
-        raise FileNotFoundError(f"{_OWNER}: the directory {target.parent} does not exist")
+        raise FileNotFoundError(f"{owner}: the directory {target.parent} does not exist")
     for module in ("onnx", "onnxscript"):  # the exporter imports both
-        require_extra(_OWNER, module, "onnx")
+        require_extra(owner, module, "onnx")
     dynamic = _batch_axes(net, inputs) if dynamic_batch else None
     with preserved_state(net, mode="eval"):
         with torch.no_grad():
             probe = net(*inputs)
         if not isinstance(probe, torch.Tensor):
             raise TypeError(
-                f"{_OWNER} exports a module whose forward returns one tensor; "
+                f"{owner} exports a module whose forward returns one tensor; "
                 f"{type(net).__name__} returned {type(probe).__name__}: wrap it in a module "
                 f"that returns the tensor to export")
         with warnings.catch_warnings():
@@ -141,6 +145,6 @@ def export_onnx(net: nn.Module, example: Any, path: str | os.PathLike[str], *,
                                         dynamic_shapes=dynamic, external_data=False,
                                         verbose=False)
     if program is None:  # only the legacy exporter (dynamo=False) returns None
-        raise RuntimeError(f"{_OWNER}: torch.onnx.export returned no program")
+        raise RuntimeError(f"{owner}: torch.onnx.export returned no program")
     data = program.model_proto.SerializeToString()
     return atomic_write_bytes(target, data)
