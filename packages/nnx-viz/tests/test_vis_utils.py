@@ -70,6 +70,7 @@ def test_confusion_matrix_counts_true_rows_by_predicted_columns():
 
 
 def test_classification_report_matches_scikit_learn():
+    pytest.importorskip("pandas")  # the tabular extra: absent where nnx-viz is alone
     sklearn_metrics = pytest.importorskip("sklearn.metrics")
     report = VisUtils.classification_report(Y_TRUE, Y_PRED, target_names=list("abcd"))
     reference = sklearn_metrics.classification_report(
@@ -84,9 +85,10 @@ def test_classification_report_matches_scikit_learn():
                                                 ([[0, 1]], [[0, 1]]), ([-1, 0], [0, 0])])
 def test_labels_that_are_no_class_indices_are_refused(y_true, y_pred):
     with pytest.raises(LabelError):
-        VisUtils.classification_report(y_true, y_pred)
-    with pytest.raises(LabelError):
         VisUtils.confusion_matrix(y_true, y_pred)
+    pytest.importorskip("pandas")  # the tabular extra: absent where nnx-viz is alone
+    with pytest.raises(LabelError):
+        VisUtils.classification_report(y_true, y_pred)
 
 
 def test_tsne_embeds_one_point_per_row_of_the_checkpoint_logits():
@@ -120,3 +122,15 @@ def test_tsne_refuses_a_batch_of_whole_graphs_before_loading_weights():
             run.checkpoints_dir / "last.pt", [(FakeGraphBatch(), torch.zeros(2))],
             module=module)
     assert all(torch.equal(a, b) for a, b in zip(before, module.parameters(), strict=True))
+
+
+def test_tsne_refuses_a_graph_collection_loader():
+    pytest.importorskip("sklearn")
+    collection = pytest.importorskip("nnx.graph_tasks.collection")  # nnx-graph, if here
+    edges = torch.tensor([[0, 1], [1, 0]])
+    graphs = collection.GraphCollection([(torch.randn(2, 4), edges), (torch.randn(2, 4), edges)],
+                                        ids=[0, 1], targets=[0, 1])
+    run = monitored_run(1)
+    with pytest.raises(GraphBatchRefusedError, match="GraphBatch"):
+        VisUtils.two_dim_tsne_checkpoint_logits(run.checkpoints_dir / "last.pt",
+                                                graphs.loader(batch_size=2))

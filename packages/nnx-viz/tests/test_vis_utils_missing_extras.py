@@ -42,6 +42,7 @@ def test_a_missing_package_is_named_before_any_work(monkeypatch, tmp_path, name,
 
 
 def test_the_classification_report_needs_no_plotly(monkeypatch):
+    pytest.importorskip("pandas")  # the tabular extra: absent where nnx-viz is alone
     hide(monkeypatch, "plotly")
     report = VisUtils.classification_report([0, 1, 1], [0, 1, 0])
     assert list(report.index) == ["0", "1", "macro avg", "weighted avg"]
