@@ -134,3 +134,28 @@ def test_tsne_refuses_a_graph_collection_loader():
     with pytest.raises(GraphBatchRefusedError, match="GraphBatch"):
         VisUtils.two_dim_tsne_checkpoint_logits(run.checkpoints_dir / "last.pt",
                                                 graphs.loader(batch_size=2))
+
+
+def test_tsne_puts_a_mixed_module_back_also_when_the_forward_raises():
+    # §13.2 as nnx.viz's helpers keep it: the caller's module (given as module=) runs in
+    # eval mode, and every submodule's own mode and requires_grad flag come back.
+    pytest.importorskip("sklearn")
+    from _viz_tiny import mixed
+
+    from nnx import Losses, NNModel, NNModelParams
+    from nnx.testing import tiny_train_params
+
+    trained = NNModel(module=mixed(), params=NNModelParams(loss=Losses.CROSS_ENTROPY))
+    run = trained.train(tiny_train_params(n_epochs=1), verbose=False)
+    net = mixed()
+    modes = {n: m.training for n, m in net.named_modules()}
+    flags = {n: p.requires_grad for n, p in net.named_parameters()}
+    points, _ = VisUtils.two_dim_tsne_checkpoint_logits(
+        run.checkpoints_dir / "last.pt", tiny_batches(2), module=net, perplexity=3.0)
+    assert points.shape == (8, 2)
+    net.boom.armed = True
+    with pytest.raises(RuntimeError, match="boom"):
+        VisUtils.two_dim_tsne_checkpoint_logits(
+            run.checkpoints_dir / "last.pt", tiny_batches(2), module=net, perplexity=3.0)
+    assert {n: m.training for n, m in net.named_modules()} == modes
+    assert {n: p.requires_grad for n, p in net.named_parameters()} == flags
