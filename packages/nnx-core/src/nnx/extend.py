@@ -91,7 +91,8 @@ for what it reads: the run-file readers and the NumPy terms load no torch. Names
   :func:`read_provenance` with :class:`RunProvenance` and :class:`AttemptRecord` (a run's
   verified provenance.json and attempt.json, spec §4.4) and :func:`epoch_ends` (each
   epoch's last record from idps.csv or the journal, cut at an epoch the caller knows, no
-  checkpoint opened);
+  checkpoint opened), :func:`iter_history` (every committed record of a run, chunk by
+  chunk, as ``nnx.history`` reads it: nnx-viz's history curves);
 * crossing to another add-on: :func:`require_distribution` (the one install hint);
 * errors as values (spec §27): :class:`Ok`, :class:`Err`, :data:`Result` and
   :class:`BoundaryError`, so an add-on's boundary wrapper (nnx.decisions'
@@ -194,6 +195,7 @@ _EXPORTS: dict[str, str] = {
     "enum_spelling": "nnx._foundation.validation",
     "enum_spellings": "nnx._foundation.validation",
     "epoch_ends": "nnx._journal.reader",
+    "iter_history": "nnx.history.reader",
     "BUILD_FAILURES": "nnx._persistence.read_errors",
     "RUN_DOCUMENT_KEYS": "nnx._persistence.run_document",
     "RunDocument": "nnx._persistence.run_document",
@@ -373,6 +375,7 @@ if _typing.TYPE_CHECKING:
     from nnx._surface.plans import ExperimentPlan as ExperimentPlan
     from nnx._surface.plans import refuse_multi_rank as refuse_multi_rank
     from nnx.enums.nets import NetRegistration as NetRegistration
+    from nnx.history.reader import iter_history as iter_history
     from nnx.metrics.registry import TASK_METRIC_INPUT as TASK_METRIC_INPUT
     from nnx.metrics.registry import MetricRegistration as MetricRegistration
     from nnx.metrics.registry import metric_modes as metric_modes

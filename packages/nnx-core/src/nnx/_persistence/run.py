@@ -28,6 +28,7 @@ from nnx._foundation.bounded import load_yaml
 from nnx._foundation.environment import environment_snapshot
 from nnx._foundation.identity import check_salt, run_id, run_identity
 from nnx._foundation.locking import file_lock
+from nnx._foundation.plugins import require_distribution
 from nnx._foundation.records import NNIterationDataPoint
 from nnx._foundation.safe_paths import UnsafePathError
 from nnx._foundation.validation import check_run_id
@@ -387,6 +388,16 @@ class NNRun:
 
     def _repr_html_(self) -> str:
         return render_html(self)
+
+    def chart(self, path: str | os.PathLike[str]) -> Path:
+        """Write the run chart (spec §6.4: the whole-epoch training loss, the validation
+        loss, the monitor with its improving epochs marked, the LR) as one self-contained
+        HTML file at ``path``; the path written. Drawn by nnx-viz, imported here on call
+        (core never imports an add-on at import time): without it, the one install hint
+        (:class:`~nnx.MissingDistributionError`), before anything is read or written."""
+        charts = require_distribution("nnx-viz", "nnx.vis_utils", needed_by="NNRun.chart")
+        written: Path = charts.write_run_chart(self, path)
+        return written
 
     def __repr__(self) -> str:
         return f"NNRun(id={self.id!r}, epochs={len(self.epoch_records())})"

@@ -183,14 +183,18 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         return 1
     try:
         try:
-            run = NNRun.load(run_id, root=args.root, summary=True)
+            run: NNRun | None = NNRun.load(run_id, root=args.root, summary=True)
             text = str(run)  # rendering reads BEST and the history: damage surfaces here too
         except MissingDistributionError as missing:  # an add-on's run, shown without it
+            if args.plot is not None:  # its chart needs the run, so the add-on, loaded
+                raise
             from nnx._persistence.add_on_run import render_add_on_run  # lazy: loads torch
 
-            text = render_add_on_run(args.root, run_id, missing)
-    except (FileNotFoundError, ValueError) as exc:  # RunDamagedError is a ValueError
-        print(exc, file=sys.stderr)
+            run, text = None, render_add_on_run(args.root, run_id, missing)
+        if run is not None and args.plot is not None:
+            text += f"\nchart: {run.chart(args.plot)}"
+    except (FileNotFoundError, ValueError, MissingDistributionError) as exc:
+        print(exc, file=sys.stderr)  # RunDamagedError is a ValueError; no nnx-viz: its hint
         return 1
     print(text)
     return 0
@@ -412,6 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
                                "with one line naming the file if it is damaged)")
     show.add_argument("run_id", help="a run id, or a prefix of exactly one")
     show.add_argument("--root", default="runs")
+    show.add_argument("--plot", metavar="OUT.html", help="also write the run chart (losses, "
+                      "the monitor with improving epochs marked, the LR) as one "
+                      "self-contained HTML file; needs nnx-viz")
     show.set_defaults(func=cmd_runs_show)
     verify = runs_sub.add_parser("verify", help="check every resume point of a run, and "
                                  "that the run loads (exit 1 if a point is torn, mixed or "

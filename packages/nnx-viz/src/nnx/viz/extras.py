@@ -1,8 +1,9 @@
 """The optional packages nnx.viz draws with, imported by the call that needs them.
 
-Plotly (a dependency), torchinfo, Captum and Netron (the ``torchinfo``, ``captum`` and
-``netron`` extras) are imported only inside the entry point that uses them, so
-``import nnx.viz`` needs none of them and ``summary`` works without Plotly (spec §12).
+Plotly (a dependency), torchinfo, Captum, Netron, pandas and scikit-learn (the
+``torchinfo``, ``captum``, ``netron``, ``tabular`` and ``tsne`` extras) are imported only
+inside the entry point that uses them, so ``import nnx.viz`` / ``nnx.vis_utils`` needs
+none of them, and ``summary`` and ``classification_report`` work without Plotly (§12).
 Each entry point asks for all of its packages before it reads its arguments: a missing
 one is an ImportError naming the install, and the model is never touched.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["INSTALLS", "captum_attr", "netron", "plotly", "torchinfo"]
+__all__ = ["INSTALLS", "captum_attr", "netron", "pandas", "plotly", "sklearn_tsne", "torchinfo"]
 
 #: Each optional package → the install that provides it.
 INSTALLS = {
@@ -19,6 +20,8 @@ INSTALLS = {
     "torchinfo": 'pip install "nnx-viz[torchinfo]"',
     "captum": 'pip install "nnx-viz[captum]"',
     "netron": 'pip install "nnx-viz[netron]"',
+    "pandas": 'pip install "nnx-viz[tabular]"',
+    "scikit-learn": 'pip install "nnx-viz[tsne]"',
 }
 
 
@@ -65,3 +68,21 @@ def netron(owner: str) -> Any:
     except ImportError as exc:
         raise _missing(owner, "netron", exc) from exc
     return module
+
+
+def pandas(owner: str) -> Any:
+    """pandas, for ``classification_report``'s DataFrame (core's ``tabular`` extra)."""
+    try:
+        import pandas as module
+    except ImportError as exc:
+        raise _missing(owner, "pandas", exc) from exc
+    return module
+
+
+def sklearn_tsne(owner: str) -> Any:
+    """``sklearn.manifold.TSNE``, the embedding behind the t-SNE of checkpoint logits."""
+    try:
+        from sklearn.manifold import TSNE
+    except ImportError as exc:
+        raise _missing(owner, "scikit-learn", exc) from exc
+    return TSNE

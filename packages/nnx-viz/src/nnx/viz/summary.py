@@ -7,30 +7,13 @@ from typing import Any
 
 from torch import nn
 
-from nnx.extend import default_batch_adapter
 from nnx.viz.extras import torchinfo
 from nnx.viz.guard import untouched
-from nnx.viz.inputs import device_of, network
+from nnx.viz.inputs import device_of, network, split_batch
 
 __all__ = ["summary"]
 
 _OWNER = "nnx.viz.summary"
-
-
-def _batch_inputs(model: object, net: nn.Module, batch: Any,
-                  batch_adapter: Any) -> tuple[list[Any], dict[str, Any]]:
-    """The forward's ``(args, kwargs)`` of one loader batch, split as training splits it:
-    ``batch_adapter``, else the NNModel's own adapter, else core's default for the net."""
-    if batch_adapter is None:
-        batch_adapter = getattr(model, "batch_adapter", None) or default_batch_adapter(net)
-    split = getattr(batch_adapter, "split", None)
-    if not callable(split):
-        raise TypeError(f"{_OWNER}: batch_adapter must be a BatchAdapter (split(batch) -> "
-                        f"(args, kwargs, target)); got {type(batch_adapter).__name__}")
-    args, kwargs, _target = split(batch)
-    device = device_of(net)
-    return ([a.to(device) if hasattr(a, "to") else a for a in args],
-            {k: v.to(device) if hasattr(v, "to") else v for k, v in kwargs.items()})
 
 
 def _count_unique(stats: Any, net: nn.Module) -> Any:
@@ -69,7 +52,7 @@ def summary(model: object, input_size: Sequence[int] | Sequence[Sequence[int]] |
     # train(saved)); untouched() puts back every submodule's.
     with untouched(net, mode="eval"):
         if batch is not None:
-            args, kwargs = _batch_inputs(model, net, batch, batch_adapter)
+            args, kwargs, _target = split_batch(_OWNER, model, net, batch, batch_adapter)
             # torchinfo passes a dict input_data as keywords and a list as positionals.
             data: Any = kwargs if kwargs and not args else args
             if args and kwargs:
