@@ -13,10 +13,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from nnx.extend import module_of
+from nnx.extend import default_batch_adapter, module_of
 from nnx.viz.errors import UnknownLayerError
 
-__all__ = ["LISTED_NAMES", "as_tensor", "device_of", "find_module", "network"]
+__all__ = ["LISTED_NAMES", "as_tensor", "batch_splitter", "device_of", "find_module", "network",
+           "split_on_device"]
 
 #: How many available names an unknown layer's error lists.
 LISTED_NAMES = 20
@@ -33,6 +34,26 @@ def device_of(net: nn.Module) -> torch.device:
     for tensor in (*net.parameters(), *net.buffers()):
         return tensor.device
     return torch.device("cpu")
+
+
+def batch_splitter(owner: str, model: object, net: nn.Module, batch_adapter: Any) -> Any:
+    """What splits ``model``'s loader batches as training splits them: ``batch_adapter``,
+    else the NNModel's own adapter, else core's default for the net."""
+    if batch_adapter is None:
+        batch_adapter = getattr(model, "batch_adapter", None) or default_batch_adapter(net)
+    if not callable(getattr(batch_adapter, "split", None)):
+        raise TypeError(f"{owner}: batch_adapter must be a BatchAdapter (split(batch) -> "
+                        f"(args, kwargs, target)); got {type(batch_adapter).__name__}")
+    return batch_adapter
+
+
+def split_on_device(adapter: Any, batch: Any,
+                    device: torch.device) -> tuple[list[Any], dict[str, Any], Any]:
+    """``adapter.split(batch)`` with every tensor-like part moved to ``device``."""
+    args, kwargs, target = adapter.split(batch)
+    return ([a.to(device) if hasattr(a, "to") else a for a in args],
+            {k: v.to(device) if hasattr(v, "to") else v for k, v in kwargs.items()},
+            target.to(device) if hasattr(target, "to") else target)
 
 
 def as_tensor(owner: str, label: str, x: Any, device: torch.device, *,

@@ -7,10 +7,9 @@ from typing import Any
 
 from torch import nn
 
-from nnx.extend import default_batch_adapter
 from nnx.viz.extras import torchinfo
 from nnx.viz.guard import untouched
-from nnx.viz.inputs import device_of, network
+from nnx.viz.inputs import batch_splitter, device_of, network, split_on_device
 
 __all__ = ["summary"]
 
@@ -19,18 +18,10 @@ _OWNER = "nnx.viz.summary"
 
 def _batch_inputs(model: object, net: nn.Module, batch: Any,
                   batch_adapter: Any) -> tuple[list[Any], dict[str, Any]]:
-    """The forward's ``(args, kwargs)`` of one loader batch, split as training splits it:
-    ``batch_adapter``, else the NNModel's own adapter, else core's default for the net."""
-    if batch_adapter is None:
-        batch_adapter = getattr(model, "batch_adapter", None) or default_batch_adapter(net)
-    split = getattr(batch_adapter, "split", None)
-    if not callable(split):
-        raise TypeError(f"{_OWNER}: batch_adapter must be a BatchAdapter (split(batch) -> "
-                        f"(args, kwargs, target)); got {type(batch_adapter).__name__}")
-    args, kwargs, _target = split(batch)
-    device = device_of(net)
-    return ([a.to(device) if hasattr(a, "to") else a for a in args],
-            {k: v.to(device) if hasattr(v, "to") else v for k, v in kwargs.items()})
+    """The forward's ``(args, kwargs)`` of one loader batch, split as training splits it."""
+    adapter = batch_splitter(_OWNER, model, net, batch_adapter)
+    args, kwargs, _target = split_on_device(adapter, batch, device_of(net))
+    return args, kwargs
 
 
 def _count_unique(stats: Any, net: nn.Module) -> Any:
