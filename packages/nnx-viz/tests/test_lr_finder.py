@@ -6,16 +6,18 @@ their values before it."""
 from __future__ import annotations
 
 import inspect
+import json
 import random
 import subprocess
 import sys
 from typing import Any
 
 import numpy as np
+import plotly.io as pio
 import pytest
 import torch
 import torch.nn.functional as F
-from _viz_tiny import assert_same, hide, mixed, snapshot
+from _viz_tiny import assert_same, feed_forward, hide, mixed, snapshot
 from torch import nn
 from torch.utils.data import DataLoader, RandomSampler, TensorDataset
 
@@ -138,7 +140,7 @@ def test_the_suggested_lr_lies_where_the_smoothed_loss_falls():
     assert [t.name for t in traces][:2] == ["loss", "smoothed loss"]
     assert tuple(traces[1].y) == smoothed and traces[2].x == (result.suggested_lr,)
     assert result.figure.layout.xaxis.type == "log"
-    result.figure.to_json()  # Plotly's own validation accepts it
+    assert json.loads(pio.to_json(result.figure, validate=True))["data"]  # Plotly validates
 
 
 def test_divergence_stops_the_sweep_early():
@@ -234,3 +236,14 @@ def test_nnx_lr_finder_is_one_callable_object_whichever_import_comes_first(first
             "r = lr_finder(net, data, loss_fn=F.mse_loss, num_iter=3)\n"
             "assert len(r.lrs) == 3, r\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_an_nnmodel_is_swept_through_its_net_and_its_own_batch_adapter():
+    model = feed_forward()  # NNModel: the sweep works on model.net
+    g = torch.Generator().manual_seed(4)
+    data = TensorDataset(torch.randn(32, 8, generator=g), torch.randint(0, 3, (32,), generator=g))
+    loader = DataLoader(data, batch_size=8)
+    before = snapshot(model.net)
+    result = lr_finder(model, loader, loss_fn=F.cross_entropy, num_iter=6)
+    assert len(result.lrs) == 6 and result.lrs[0] == pytest.approx(1e-7)
+    assert_same(model.net, before)

@@ -1,4 +1,5 @@
-"""``lr_finder``: Smith's LR range test (spec §13.1), non-destructive.
+"""``lr_range_test``, what ``nnx.lr_finder(...)`` runs: Smith's LR range test (spec
+§13.1), non-destructive.
 
 The sweep is a plain step loop of its own, not a run of core's epoch loop
 (``nnx.extend.run_fit_loop`` with an ``UpdateOwner``): that loop's unit is a run (an
@@ -53,10 +54,10 @@ def _batches(loader: Iterable[Any], count: int) -> Iterator[Any]:
 
 
 def lr_range_test(net: Any, loader: Iterable[Any], *, loss_fn: Callable[..., torch.Tensor],
-              start_lr: float = 1e-7, end_lr: float = 10.0, num_iter: int = 100,
-              diverge_threshold: float = 4.0, smoothing: float = 0.98,
-              optimizer: OptimizerFactory | None = None,
-              batch_adapter: Any = None) -> LRFinderResult:
+                  start_lr: float = 1e-7, end_lr: float = 10.0, num_iter: int = 100,
+                  diverge_threshold: float = 4.0, smoothing: float = 0.98,
+                  optimizer: OptimizerFactory | None = None,
+                  batch_adapter: Any = None) -> LRFinderResult:
     """Train ``net`` (a module, or an NNModel's ``net``) for ``num_iter`` batches of
     ``loader`` at rates rising geometrically from ``start_lr`` to ``end_lr``, one rate per
     batch, and suggest the rate where the smoothed loss falls fastest (spec §13.1).
