@@ -35,6 +35,9 @@ for what it reads: the run-file readers and the NumPy terms load no torch. Names
 * modes: :func:`preserved_state` (the §13.2 non-destructive contract: every
   submodule's train/eval flag restored, also on error), so an add-on's
   inference helper (``GenerativeNNModel.generate``) restores modes as core's do;
+  :func:`capture_rng_state` / :func:`restore_rng_state` (every global RNG stream:
+  Python, NumPy, torch and CUDA), so an add-on's helper that draws random numbers
+  (nnx-viz's ``lr_finder``) puts them back as resume and model construction do;
 * running a bare module as core does: :func:`module_of` (the module a helper taking
   an NNModel or a module works on), :func:`default_batch_adapter` (the adapter
   ``NNModel`` gives a module: its ``batch_adapter()``, its ``unpack_batch``, else
@@ -97,7 +100,7 @@ for what it reads: the run-file readers and the NumPy terms load no torch. Names
 * errors as values (spec §27): :class:`Ok`, :class:`Err`, :data:`Result` and
   :class:`BoundaryError`, so an add-on's boundary wrapper (nnx.decisions'
   ``decide_result``) returns core's own Result types;
-* driving the epoch loop with a run of one's own (an LR sweep, a search trial):
+* driving the epoch loop with a run of one's own (a search trial):
   :func:`run_fit_loop` given an :class:`UpdateOwner` (it reads the loop through
   :class:`LoopView` and returns an :class:`OwnerBuild` of :class:`OptimizerSlot`\ s and
   a :class:`ResolvedPrecision` from :func:`resolve_precision`), never a subclass of the
@@ -172,6 +175,8 @@ _EXPORTS: dict[str, str] = {
     "Result": "nnx._foundation.result",
     "UnsafePathError": "nnx._foundation.safe_paths",
     "inside": "nnx._foundation.safe_paths",
+    "capture_rng_state": "nnx._foundation.seeding",
+    "restore_rng_state": "nnx._foundation.seeding",
     "MAX_SEED": "nnx._foundation.validation",
     "NON_NEGATIVE": "nnx._foundation.validation",
     "OPEN_UNIT": "nnx._foundation.validation",
@@ -341,6 +346,8 @@ if _typing.TYPE_CHECKING:
     from nnx._foundation.result import Result as Result
     from nnx._foundation.safe_paths import UnsafePathError as UnsafePathError
     from nnx._foundation.safe_paths import inside as inside
+    from nnx._foundation.seeding import capture_rng_state as capture_rng_state
+    from nnx._foundation.seeding import restore_rng_state as restore_rng_state
     from nnx._foundation.validation import MAX_SEED as MAX_SEED
     from nnx._foundation.validation import NON_NEGATIVE as NON_NEGATIVE
     from nnx._foundation.validation import OPEN_UNIT as OPEN_UNIT

@@ -87,8 +87,6 @@ def test_add_on_names_without_their_distribution_raise_one_clear_error():
         from nnx import VisUtils  # noqa: F401
     with pytest.raises(MissingDistributionAttributeError, match="pip install nnx-viz"):
         _ = nnx.VisUtils
-    with pytest.raises(ImportError, match="pip install nnx-viz"):
-        from nnx import lr_finder  # noqa: F401
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
         _ = nnx.NoSuchThing
 
@@ -111,7 +109,7 @@ def test_an_absent_add_on_name_is_no_attribute_but_its_import_names_the_distribu
     assert not isinstance(imported.value, AttributeError)
     # In a function body and through exec: the statement, not the caller, decides.
     with pytest.raises(MissingDistributionError, match="pip install nnx-viz"):
-        exec("from nnx import lr_finder, VisUtils", {})
+        exec("from nnx import VisUtils", {})
     assert "VisUtils" not in vars(nnx)  # a miss is never cached
 
 
@@ -135,16 +133,16 @@ def test_an_absent_net_member_is_no_attribute_but_item_access_names_the_distribu
 
 
 def test_an_absent_catalogued_subpackage_import_names_the_distribution():
-    # nnx-viz's nnx.vis_utils and nnx.lr_finder are catalogued (planned) but not built
-    # yet (issue 41 started nnx-viz with nnx.viz): an in-progress distribution's planned
+    # nnx-viz's nnx.vis_utils is catalogued (planned) but not built yet (issue 41 started
+    # nnx-viz with nnx.viz and nnx.lr_finder): an in-progress distribution's planned
     # subpackages keep naming it.
-    for statement in ("import nnx.vis_utils", "from nnx.lr_finder import lr_finder",
+    for statement in ("import nnx.vis_utils", "from nnx.vis_utils import VisUtils",
                       "import importlib; importlib.import_module('nnx.vis_utils')"):
         with pytest.raises(ModuleNotFoundError) as raised:
             exec(statement, {})
         err = raised.value
         assert isinstance(err, MissingSubpackageError) and isinstance(err, MissingDistributionError)
-        assert err.name in ("nnx.vis_utils", "nnx.lr_finder")
+        assert err.name == "nnx.vis_utils"
         assert str(err) == (f"{err.name} is provided by the {err.distribution} distribution, "
                             f"which is not installed; install it with: pip install "
                             f"{err.distribution}")

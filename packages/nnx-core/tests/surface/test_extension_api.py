@@ -60,6 +60,24 @@ def test_extend_reexports_the_one_validator_and_params_base_unchanged():
                                             and n != "annotations")
 
 
+def test_extend_offers_core_rng_snapshot_pair_for_non_destructive_add_ons():
+    # nnx-viz's lr_finder restores the caller's global streams with core's own pair
+    # (issue 41), not a second snapshot format.
+    import random
+
+    import numpy as np
+    import torch
+
+    import nnx._foundation.seeding as seeding
+
+    assert extend.capture_rng_state is seeding.capture_rng_state
+    assert extend.restore_rng_state is seeding.restore_rng_state
+    saved = extend.capture_rng_state()
+    drawn = (random.random(), float(np.random.rand()), float(torch.rand(())))
+    extend.restore_rng_state(saved)
+    assert drawn == (random.random(), float(np.random.rand()), float(torch.rand(())))
+
+
 def test_every_extend_name_is_documented_in_extending_md():
     page = (ROOT / "docs" / "extending.md").read_text()
     missing = [n for n in extend.__all__ if f"`{n}`" not in page]

@@ -14,8 +14,8 @@ object satisfying :class:`UpdateOwner`:
   through the shared update engine, which the loop drives itself).
 
 The optional members (``context``, ``begin``, ``begin_epoch``) have defaults
-in the loop. A coming tool that needs its own kind of run (an LR sweep, a
-search trial) passes its own owner to :func:`nnx.extend.run_fit_loop` instead
+in the loop. A tool that needs its own kind of run (a search trial) passes
+its own owner to :func:`nnx.extend.run_fit_loop` instead
 of subclassing the loop. Owners read the loop through :class:`LoopView`.
 """
 

@@ -16,7 +16,8 @@ from torch import nn
 from nnx.extend import default_batch_adapter, module_of
 from nnx.viz.errors import UnknownLayerError
 
-__all__ = ["LISTED_NAMES", "as_tensor", "device_of", "find_module", "network", "split_batch"]
+__all__ = ["LISTED_NAMES", "as_tensor", "batch_splitter", "device_of", "find_module", "network",
+           "split_batch", "split_on_device"]
 
 #: How many available names an unknown layer's error lists.
 LISTED_NAMES = 20
@@ -33,6 +34,34 @@ def device_of(net: nn.Module) -> torch.device:
     for tensor in (*net.parameters(), *net.buffers()):
         return tensor.device
     return torch.device("cpu")
+
+
+def batch_splitter(owner: str, model: object, net: nn.Module, batch_adapter: Any) -> Any:
+    """What splits ``model``'s loader batches as training splits them: ``batch_adapter``,
+    else the NNModel's own adapter, else core's default for the net."""
+    if batch_adapter is None:
+        batch_adapter = getattr(model, "batch_adapter", None) or default_batch_adapter(net)
+    if not callable(getattr(batch_adapter, "split", None)):
+        raise TypeError(f"{owner}: batch_adapter must be a BatchAdapter (split(batch) -> "
+                        f"(args, kwargs, target)); got {type(batch_adapter).__name__}")
+    return batch_adapter
+
+
+def split_on_device(adapter: Any, batch: Any,
+                    device: torch.device) -> tuple[list[Any], dict[str, Any], Any]:
+    """``adapter.split(batch)`` with every tensor-like part moved to ``device``."""
+    args, kwargs, target = adapter.split(batch)
+    return ([a.to(device) if hasattr(a, "to") else a for a in args],
+            {k: v.to(device) if hasattr(v, "to") else v for k, v in kwargs.items()},
+            target.to(device) if hasattr(target, "to") else target)
+
+
+def split_batch(owner: str, model: object, net: nn.Module, batch: Any,
+                batch_adapter: Any) -> tuple[list[Any], dict[str, Any], Any]:
+    """One loader batch split as training splits it (:func:`batch_splitter`), every part
+    on the net's device: ``(args, kwargs, target)``."""
+    return split_on_device(batch_splitter(owner, model, net, batch_adapter), batch,
+                           device_of(net))
 
 
 def as_tensor(owner: str, label: str, x: Any, device: torch.device, *,
@@ -61,20 +90,3 @@ def find_module(owner: str, net: nn.Module, name: object) -> nn.Module:
     more = f" (and {len(names) - LISTED_NAMES} more)" if len(names) > LISTED_NAMES else ""
     raise UnknownLayerError(f"{owner}: {type(net).__name__} has no submodule {name!r}; "
                             f"available: {shown or 'none'}{more}")
-
-
-def split_batch(owner: str, model: object, net: nn.Module, batch: Any,
-                batch_adapter: Any) -> tuple[list[Any], dict[str, Any], Any]:
-    """The forward's ``(args, kwargs)`` of one loader batch, on the net's device, and its
-    target, split as training splits it: ``batch_adapter``, else the NNModel's own
-    adapter, else core's default for the net."""
-    if batch_adapter is None:
-        batch_adapter = getattr(model, "batch_adapter", None) or default_batch_adapter(net)
-    split = getattr(batch_adapter, "split", None)
-    if not callable(split):
-        raise TypeError(f"{owner}: batch_adapter must be a BatchAdapter (split(batch) -> "
-                        f"(args, kwargs, target)); got {type(batch_adapter).__name__}")
-    args, kwargs, target = split(batch)
-    device = device_of(net)
-    return ([a.to(device) if hasattr(a, "to") else a for a in args],
-            {k: v.to(device) if hasattr(v, "to") else v for k, v in kwargs.items()}, target)
