@@ -1,12 +1,16 @@
 """One search worker process for the multi-process tests.
 
-    python _search_worker.py KIND WHERE STUDY TRIALS HANG_AT MARKER
+    python _search_worker.py KIND WHERE STUDY TRIALS HANG_AT MARKER [GRACE]
 
 KIND is ``sqlite`` (WHERE: the database file) or ``postgresql`` (WHERE: the database
 URL), both an RDB storage with a 1 s heartbeat, or ``journal`` (WHERE: the journal
 file). HANG_AT > 0 makes this worker's HANG_AT-th trial write MARKER from inside its
 fit, once its run exists (at the end of its first epoch), and then sleep until it is
-killed. Prints the outcomes as JSON lines.
+killed. GRACE (default 2 s) is how long a trial's heartbeat may be late before another
+worker fails it as stale: the tests that kill a worker keep it short, so its orphan is
+found quickly; the tests where every worker lives give it a wide margin, so a worker
+starved of CPU on a loaded machine is never taken for dead. Prints the outcomes as JSON
+lines.
 """
 
 from __future__ import annotations
@@ -24,13 +28,13 @@ from nnx import Callback
 from nnx.search import SearchBudget, search
 
 
-def storage(kind: str, where: str):
+def storage(kind: str, where: str, grace: int = 2):
     if kind == "sqlite":
         return optuna.storages.RDBStorage(
-            f"sqlite:///{where}", heartbeat_interval=1, grace_period=2,
+            f"sqlite:///{where}", heartbeat_interval=1, grace_period=grace,
             engine_kwargs={"connect_args": {"timeout": 60}})
     if kind == "postgresql":
-        return optuna.storages.RDBStorage(where, heartbeat_interval=1, grace_period=2)
+        return optuna.storages.RDBStorage(where, heartbeat_interval=1, grace_period=grace)
     return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(where))
 
 
@@ -45,6 +49,7 @@ class _Hang(Callback):
 
 def main() -> None:
     kind, path, study, trials, hang_at, marker = sys.argv[1:7]
+    grace = int(sys.argv[7]) if len(sys.argv) > 7 else 2
     started = [0]
 
     def apply(plan, params):
@@ -56,7 +61,7 @@ def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     result = search(make_plan(epochs=1), {"lr": FloatDistribution(0.01, 0.3, log=True)},
                     apply=apply, budget=SearchBudget(trials=int(trials)), study_name=study,
-                    storage=storage(kind, path))
+                    storage=storage(kind, path, grace))
     for o in result.outcomes:
         print(json.dumps({"number": o.number, "state": o.state, "run_id": o.run_id,
                           "attempt_id": o.attempt_id}))

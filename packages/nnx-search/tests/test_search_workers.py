@@ -29,6 +29,11 @@ from nnx.search import SearchBudget, search
 HERE = Path(__file__).resolve().parent
 pytestmark = pytest.mark.slow
 HEARTBEAT = ("sqlite", "postgresql")  # the worker's RDB storages carry a heartbeat
+# Seconds a worker's heartbeat may lag before another fails its trial as stale: wide where
+# every worker lives, so one starved of CPU on a loaded machine is never taken for dead;
+# shorter where a killed worker's orphan must be found, but still several heartbeats.
+LIVE_GRACE = 120
+ORPHAN_GRACE = 10
 
 
 @pytest.fixture
@@ -41,7 +46,7 @@ def where(request: pytest.FixtureRequest, tmp_path: Path, kind: str) -> str:
 
 
 def _worker(tmp_path: Path, kind: str, where: str, trials: int, hang_at: int = 0,
-            marker: str = "-") -> subprocess.Popen:
+            marker: str = "-", grace: int = 2) -> subprocess.Popen:
     # The database's schema is created once, before the workers start (as docs/search.md
     # says): Optuna's schema set-up is not safe against several first connections at
     # once. The study itself is created by whichever worker comes first.
@@ -50,7 +55,7 @@ def _worker(tmp_path: Path, kind: str, where: str, trials: int, hang_at: int = 0
         "PYTHONPATH", "")])}
     return subprocess.Popen(
         [sys.executable, str(HERE / "_search_worker.py"), kind, where, "w", str(trials),
-         str(hang_at), marker], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+         str(hang_at), marker, str(grace)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
 
 
@@ -130,7 +135,7 @@ def test_an_orphan_that_is_the_studys_last_trial_ends_failed(tmp_path, monkeypat
 
 @pytest.mark.parametrize("kind", ["sqlite", "journal", "postgresql"])
 def test_three_workers_share_one_budget(tmp_path, kind, where) -> None:
-    workers = [_worker(tmp_path, kind, where, 12) for _ in range(3)]
+    workers = [_worker(tmp_path, kind, where, 12, grace=LIVE_GRACE) for _ in range(3)]
     outcomes = [o for w in workers for o in _finish(w)]
     study = _study(kind, where)
     counted = _counted(study)
@@ -152,7 +157,7 @@ def test_a_worker_killed_mid_trial_leaves_its_trial_counted_once(tmp_path, kind,
     marker = tmp_path / "in-trial"
     doomed = _worker(tmp_path, kind, where, 12, hang_at=1, marker=str(marker))
     _kill_when_in_trial(doomed, marker)
-    others = [_worker(tmp_path, kind, where, 12) for _ in range(2)]
+    others = [_worker(tmp_path, kind, where, 12, grace=ORPHAN_GRACE) for _ in range(2)]
     outcomes = [o for w in others for o in _finish(w)]
     study = _study(kind, where)
     counted = _counted(study)
