@@ -130,10 +130,10 @@ def test_a_stale_row_is_named():
     stale = stale.replace("| nnx-lm | 0.1.0 |", "| nnx-lm | 0.0.9 |")
     stale = stale.replace("`nnx.generation`, ", "")
     # nnx-graph started but not complete (listed in planned_names.toml) yet marked built.
-    # nnx-future: planned, with no folder (issue 41 started the last real ones), yet
+    # nnx-future: planned, with no folder (issue 41 built the last real ones), yet
     # marked built.
-    stale = stale.replace("\n| nnx-viz | planned |",
-                          "\n| nnx-future | 0.1.0 | `nnx.future` | — |\n| nnx-viz | planned |")
+    stale = stale.replace("\n| nnx-viz |",
+                          "\n| nnx-future | 0.1.0 | `nnx.future` | — |\n| nnx-viz |")
     in_progress = {**_planned_table(), "nnx-graph": {"subpackages": [
         "nnx.graph", "nnx.graph_tasks", "nnx.link_tasks"]},
         "nnx-future": {"subpackages": ["nnx.future"]}}

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import nnx
+from nnx._foundation import catalog
 from nnx._foundation.plugins import (
     EntryPointRegistry,
     MissingDistributionAttributeError,
@@ -79,38 +80,47 @@ def test_process_registries_are_shared_per_group():
         assert versioned_registry(group).get("absent.id", 1) is None
 
 
-def test_add_on_names_without_their_distribution_raise_one_clear_error():
-    # Names of distributions the workspace does not install (nnx-lm, nnx-peft,
-    # nnx-diffusion, nnx-paradigms, nnx-search and nnx-graph are installed now).
+@pytest.fixture
+def future_add_on(monkeypatch):
+    """A catalogued distribution that is not installed: ``nnx-future``, exporting
+    ``FutureThing`` and shipping ``nnx.future``. Every distribution the design names is
+    built and the workspace installs them all (issue 41), so the install hint for a
+    missing one is checked on a catalog entry added here, as gen_catalog would write it."""
+    monkeypatch.setitem(catalog._INDEX, ("export", "FutureThing"), "nnx-future")
+    monkeypatch.setitem(catalog.SUBPACKAGES, "nnx.future", "nnx-future")
+    yield
+    assert "FutureThing" not in vars(nnx)  # a miss is never cached
+
+
+def test_add_on_names_without_their_distribution_raise_one_clear_error(future_add_on):
     with pytest.raises(MissingDistributionError,
-                       match=r"nnx\.VisUtils .* pip install nnx-viz"):
-        from nnx import VisUtils  # noqa: F401
-    with pytest.raises(MissingDistributionAttributeError, match="pip install nnx-viz"):
-        _ = nnx.VisUtils
+                       match=r"nnx\.FutureThing .* pip install nnx-future"):
+        from nnx import FutureThing  # noqa: F401
+    with pytest.raises(MissingDistributionAttributeError, match="pip install nnx-future"):
+        _ = nnx.FutureThing
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
         _ = nnx.NoSuchThing
 
 
-HINT = ("nnx.VisUtils is provided by the nnx-viz distribution, which is not installed; "
-        "install it with: pip install nnx-viz")
+HINT = ("nnx.FutureThing is provided by the nnx-future distribution, which is not "
+        "installed; install it with: pip install nnx-future")
 
 
-def test_an_absent_add_on_name_is_no_attribute_but_its_import_names_the_distribution():
-    # nnx-viz's VisUtils is catalogued (planned) but not built yet.
-    assert not hasattr(nnx, "VisUtils")
-    assert getattr(nnx, "VisUtils", None) is None
+def test_an_absent_add_on_name_is_no_attribute_but_its_import_names_the_distribution(
+        future_add_on):
+    assert not hasattr(nnx, "FutureThing")
+    assert getattr(nnx, "FutureThing", None) is None
     with pytest.raises(MissingDistributionAttributeError) as attr:
-        _ = nnx.VisUtils
-    assert str(attr.value) == HINT and attr.value.distribution == "nnx-viz"
+        _ = nnx.FutureThing
+    assert str(attr.value) == HINT and attr.value.distribution == "nnx-future"
     assert isinstance(attr.value, AttributeError) and not isinstance(attr.value, ImportError)
     with pytest.raises(MissingDistributionError) as imported:
-        from nnx import VisUtils  # noqa: F401
-    assert str(imported.value) == HINT and imported.value.distribution == "nnx-viz"
+        from nnx import FutureThing  # noqa: F401
+    assert str(imported.value) == HINT and imported.value.distribution == "nnx-future"
     assert not isinstance(imported.value, AttributeError)
     # In a function body and through exec: the statement, not the caller, decides.
-    with pytest.raises(MissingDistributionError, match="pip install nnx-viz"):
-        exec("from nnx import VisUtils", {})
-    assert "VisUtils" not in vars(nnx)  # a miss is never cached
+    with pytest.raises(MissingDistributionError, match="pip install nnx-future"):
+        exec("from nnx import FutureThing", {})
 
 
 # nnx-graph provides the only catalogued add-on nets; the workspace installs it, so these
@@ -132,30 +142,27 @@ def test_an_absent_net_member_is_no_attribute_but_item_access_names_the_distribu
         nnx.NNModelParams(net="graph_sage")  # a name in a configuration: the import form
 
 
-def test_an_absent_catalogued_subpackage_import_names_the_distribution():
-    # nnx-viz's nnx.vis_utils is catalogued (planned) but not built yet (issue 41 started
-    # nnx-viz with nnx.viz and nnx.lr_finder): an in-progress distribution's planned
-    # subpackages keep naming it.
-    for statement in ("import nnx.vis_utils", "from nnx.vis_utils import VisUtils",
-                      "import importlib; importlib.import_module('nnx.vis_utils')"):
+def test_an_absent_catalogued_subpackage_import_names_the_distribution(future_add_on):
+    for statement in ("import nnx.future", "from nnx.future import FutureThing",
+                      "import importlib; importlib.import_module('nnx.future')"):
         with pytest.raises(ModuleNotFoundError) as raised:
             exec(statement, {})
         err = raised.value
         assert isinstance(err, MissingSubpackageError) and isinstance(err, MissingDistributionError)
-        assert err.name == "nnx.vis_utils"
+        assert err.name == "nnx.future"
         assert str(err) == (f"{err.name} is provided by the {err.distribution} distribution, "
                             f"which is not installed; install it with: pip install "
                             f"{err.distribution}")
-    assert "nnx.vis_utils" not in sys.modules
+    assert "nnx.future" not in sys.modules
     # A name nnx does not know stays the plain miss.
     with pytest.raises(ModuleNotFoundError, match=r"^No module named 'nnx\.no_such_sub'$") as plain:
         import nnx.no_such_sub  # noqa: F401
     assert not isinstance(plain.value, MissingDistributionError)
     # A probe is no import: find_spec keeps answering None for the missing subpackage.
-    assert importlib.util.find_spec("nnx.vis_utils") is None
+    assert importlib.util.find_spec("nnx.future") is None
     # The one way an add-on reaches another keeps its own message.
-    with pytest.raises(MissingDistributionError, match=r"nnx\.vis_utils \(needed by x\)"):
-        require_distribution("nnx-viz", "nnx.vis_utils", needed_by="x")
+    with pytest.raises(MissingDistributionError, match=r"nnx\.future \(needed by x\)"):
+        require_distribution("nnx-future", "nnx.future", needed_by="x")
 
 
 def test_explicitly_registered_export_resolves():
