@@ -458,6 +458,19 @@ def test_a_sweep_of_compiled_fits_in_one_process_keeps_working(tmp_path):
         assert torch._dynamo.config.recompile_limit == 1  # restored after each fit
 
 
+def test_a_limit_the_users_own_compile_hit_earlier_does_not_make_the_fit_eager(tmp_path):
+    # The user's torch.compile of another FeedFwdNN hits dynamo's limit outside any fit:
+    # dynamo marks the class's forward "cached graphs only". The fit still compiles (its
+    # failing backend is called, so CompileFailed), never a silent eager run.
+    outside = torch.compile(tiny_model(hidden=33).net, backend="eager", dynamic=False)
+    with torch._dynamo.config.patch(recompile_limit=1), torch.no_grad():
+        for n in (5, 6, 7):
+            outside(torch.randn(n, 4))
+    with pytest.raises(CompileFailed, match="failed to compile"):
+        tiny_model(hidden=34).train(tiny_train_params(), verbose=False, root=tmp_path,
+                                    compile=CompileSpec(backend="nnx_test_boom"))
+
+
 def test_hitting_the_recompile_limit_is_a_failure_never_a_silent_fallback(tmp_path):
     sizes = [torch.randn(n, 4) for n in (4, 3, 2)]
     batches = [(x, torch.zeros(len(x), dtype=torch.long)) for x in sizes]

@@ -98,6 +98,12 @@ def _graph_counts() -> tuple[int, int]:
     return sum(counters["graph_break"].values()), int(counters["stats"]["unique_graphs"])
 
 
+def _forward_codes(net: nn.Module) -> set[Any]:
+    """The code objects of ``net``'s forwards: where dynamo keeps its per-code state."""
+    return {type(m).forward.__code__ for m in net.modules()
+            if hasattr(type(m).forward, "__code__")}
+
+
 def _cache_entries(net: nn.Module) -> int:
     """The most dynamo cache entries any forward code object of ``net`` holds: what
     earlier compiled fits of these classes left (the limit counts per code object)."""
@@ -105,9 +111,24 @@ def _cache_entries(net: nn.Module) -> int:
         from torch._dynamo.eval_frame import _debug_get_cache_entry_list
     except ImportError:  # pragma: no cover - the helper moved: count nothing held
         return 0
-    codes = {type(m).forward.__code__ for m in net.modules()
-             if hasattr(type(m).forward, "__code__")}
-    return max((len(_debug_get_cache_entry_list(code)) for code in codes), default=0)
+    return max((len(_debug_get_cache_entry_list(code)) for code in _forward_codes(net)),
+               default=0)
+
+
+def _allow_compiling(net: nn.Module) -> None:
+    """Let dynamo compile ``net``'s forwards again. A compile elsewhere in the process
+    that hit the recompile limit on one of these code objects (the user's own
+    ``torch.compile`` of another instance of the class) left it "run cached graphs
+    only": this fit would then run eager without a word, past the limit this fit
+    raised and past ``on_failure``. Dynamo sets the mark again at its next hit."""
+    try:
+        from torch._dynamo.eval_frame import set_code_exec_strategy
+        from torch._dynamo.types import FrameAction, FrameExecStrategy
+    except ImportError:  # pragma: no cover - torch 2.6 has no per-code strategy to clear
+        return
+    for code in _forward_codes(net):
+        set_code_exec_strategy(code, FrameExecStrategy(FrameAction.DEFAULT,
+                                                       FrameAction.DEFAULT))
 
 
 @dataclasses.dataclass
@@ -163,6 +184,7 @@ class CompileSession:
         # The limit is per code object and process-wide: this fit gets it afresh, on
         # top of the entries earlier fits of the same classes hold.
         limit = int(config.recompile_limit) + _cache_entries(self.net)
+        _allow_compiling(self.net)
         self._compiled = torch.compile(self.net, backend=self.spec.backend, mode=self.spec.mode,
                                        fullgraph=self.spec.fullgraph, dynamic=self.spec.dynamic)
         model._fit_forward = self
