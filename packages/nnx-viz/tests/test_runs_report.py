@@ -15,14 +15,18 @@ from nnx.vis_utils import VisUtils, runs_report_figure, write_runs_report
 from nnx.vis_utils.runs_report import FIGURE_ID
 from nnx.vis_utils.runs_table import config_diff, flatten, short_labels
 
+# A data id that would run as a script, were the page not to escape it.
+HOSTILE = "<img src=x onerror=\"window.owned=1\"><script>window.owned=1</script>"
+
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """Three tiny runs (lr 0.05 / 0.2, hidden 8 / 5) and their report, made once."""
+    """Three tiny runs (lr 0.05 / 0.2, hidden 8 / 5; a hostile data id) and their report,
+    made once."""
     where = tmp_path_factory.mktemp("report")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(where)  # runs/ lands in a scratch directory
-        runs = report_runs()
+        runs = report_runs(data_id=HOSTILE)
         page = write_runs_report([run.id for run in runs], where / "report.html",
                                  root=where / "runs")
     return runs, page
@@ -59,13 +63,15 @@ def test_the_report_is_one_self_contained_page(trained):
 
 
 def test_the_report_figure_validates_and_overlays_every_run(trained):
-    runs, _page = trained
+    runs, page = trained
     figure = json.loads(pio.to_json(runs_report_figure(runs), validate=True))
     traces = by_run_and_series(figure["data"])
     for run in runs:
         for series, (x, y) in expected_traces(run).items():
             assert traces[(run.id, series)] == (x, y)
-    # NNRun objects and run ids read the same runs; VisUtils names the same call.
+    # Run ids under a root read the same runs; VisUtils names the same call.
+    by_id = runs_report_figure([run.id for run in runs], root=page.parent / "runs")
+    assert json.loads(pio.to_json(by_id)) == figure
     assert VisUtils.runs_report_figure is runs_report_figure
 
 
@@ -92,6 +98,10 @@ def test_the_drawn_report_is_not_blank_and_shows_every_run_id(browser, trained):
     assert all(c.is_displayed() for c in cells)
     headers = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#config th")]
     assert headers[:1 + len(runs)] == ["field", *(run.id for run in runs)]
+    # The hostile data id is shown as text in each row, and none of it ran.
+    data_ids = browser.find_elements(By.CSS_SELECTOR, "#runs td:nth-child(8)")
+    assert [c.text for c in data_ids] == [HOSTILE] * len(runs)
+    assert browser.execute_script("return window.owned === undefined")
 
 
 def test_the_configuration_table_holds_exactly_the_differing_fields(trained):
