@@ -132,3 +132,16 @@ def test_no_runs_and_a_bad_runs_argument_are_refused(tmp_path):
     with pytest.raises(TypeError, match="sequence of NNRun objects or run ids"):
         write_runs_report("abc", tmp_path / "r.html")
     assert not (tmp_path / "r.html").exists()
+
+
+def test_runs_without_validation_or_monitor_are_drawn_with_gaps(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    from nnx.testing import tiny_model, tiny_train_params
+
+    plain = tiny_model().train(tiny_train_params(n_epochs=2), verbose=False)
+    figure = json.loads(pio.to_json(runs_report_figure([plain]), validate=True))
+    traces = by_run_and_series(figure["data"])
+    assert set(traces) == {(plain.id, "train"), (plain.id, "val")}  # no monitor row
+    assert traces[(plain.id, "val")] == ([0, 1], [None, None])  # no validation: gaps
+    page = write_runs_report([plain], tmp_path / "one.html").read_text(encoding="utf-8")
+    assert "No configuration field differs between the runs" in page
