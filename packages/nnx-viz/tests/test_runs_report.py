@@ -11,6 +11,7 @@ import pytest
 from _browser import open_drawn, screenshot_stats
 from _runs_tiny import report_runs, script_tags
 
+from nnx.testing import tiny_model, tiny_train_params
 from nnx.vis_utils import VisUtils, runs_report_figure, write_runs_report
 from nnx.vis_utils.runs_report import FIGURE_ID
 from nnx.vis_utils.runs_table import config_diff, flatten, short_labels
@@ -136,8 +137,6 @@ def test_no_runs_and_a_bad_runs_argument_are_refused(tmp_path):
 
 def test_runs_without_validation_or_monitor_are_drawn_with_gaps(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    from nnx.testing import tiny_model, tiny_train_params
-
     plain = tiny_model().train(tiny_train_params(n_epochs=2), verbose=False)
     figure = json.loads(pio.to_json(runs_report_figure([plain]), validate=True))
     traces = by_run_and_series(figure["data"])
