@@ -1,4 +1,5 @@
-"""A tiny trained run with a named monitor, and the figure JSON a written chart holds."""
+"""Tiny trained runs with a named monitor (one, or a few differing in lr and hidden
+dims for the runs report), and the figure JSON a written chart holds."""
 
 from __future__ import annotations
 
@@ -24,6 +25,18 @@ def monitored_run(n_epochs: int = 4, *, journal: bool = False) -> NNRun:
                                                    min_delta=0.002))
     history = HistoryJournal(retention=4, chunk_size=2) if journal else None
     return tiny_model().train(params, verbose=False, history=history)
+
+
+def report_runs(data_id: str | None = None) -> list[NNRun]:
+    """Three 2-epoch runs under runs/ of the current directory: two learning rates and
+    two hidden widths (so the report's configuration table has two differing keys)."""
+    runs = []
+    for lr, hidden in ((0.05, 8), (0.2, 8), (0.05, 5)):
+        params = tiny_train_params(tiny_batches(3), n_epochs=2, optim=sgd(lr),
+                                   val_loader=tiny_batches(2, seed=1), data_id=data_id,
+                                   monitor=MonitorSpec(metric="loss", split="val"))
+        runs.append(tiny_model(hidden=hidden).train(params, verbose=False))
+    return runs
 
 
 def html_figure(path: Path) -> dict[str, Any]:

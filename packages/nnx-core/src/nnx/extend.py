@@ -96,6 +96,9 @@ for what it reads: the run-file readers and the NumPy terms load no torch. Names
   epoch's last record from idps.csv or the journal, cut at an epoch the caller knows, no
   checkpoint opened), :func:`iter_history` (every committed record of a run, chunk by
   chunk, as ``nnx.history`` reads it: nnx-viz's history curves);
+  :func:`summarize_run` (a run's ``nnx runs list`` row: status, BEST and what it scores,
+  created, data id; called as ``summarize_run(root, run_id)``) and :func:`format_score`
+  (how the listing prints a score), so nnx-viz's runs report shows runs as the list does;
 * crossing to another add-on: :func:`require_distribution` (the one install hint);
 * errors as values (spec §27): :class:`Ok`, :class:`Err`, :data:`Result` and
   :class:`BoundaryError`, so an add-on's boundary wrapper (nnx.decisions'
@@ -204,6 +207,8 @@ _EXPORTS: dict[str, str] = {
     "BUILD_FAILURES": "nnx._persistence.read_errors",
     "RUN_DOCUMENT_KEYS": "nnx._persistence.run_document",
     "RunDocument": "nnx._persistence.run_document",
+    "summarize_run": "nnx._persistence.run_listing",
+    "format_score": "nnx._persistence.run_rows",
     "read_run_document": "nnx._persistence.run_document",
     "run_document_exists": "nnx._persistence.run_document",
     "cause_line": "nnx._persistence.read_errors",
@@ -378,6 +383,8 @@ if _typing.TYPE_CHECKING:
     from nnx._persistence.run_document import RunDocument as RunDocument
     from nnx._persistence.run_document import read_run_document as read_run_document
     from nnx._persistence.run_document import run_document_exists as run_document_exists
+    from nnx._persistence.run_listing import summarize_run as summarize_run
+    from nnx._persistence.run_rows import format_score as format_score
     from nnx._surface.plan_types import PlanError as PlanError
     from nnx._surface.plans import ExperimentPlan as ExperimentPlan
     from nnx._surface.plans import refuse_multi_rank as refuse_multi_rank

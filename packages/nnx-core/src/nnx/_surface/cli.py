@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from nnx._foundation.plugins import MissingDistributionError
 from nnx._foundation.validation import check_run_id
 from nnx._persistence.point_position import COMPLETED_EPOCH
+from nnx._surface.cli_report import add_report_parser
+from nnx._surface.cli_resolve import resolve_run_id
 
 if TYPE_CHECKING:
     from nnx._persistence.run_rows import RunSummary
@@ -155,22 +157,6 @@ def _full_path_note(reasons: list[str]) -> str | None:
             f"{'; '.join(why)}; each epoch commit writes a run's summary anew)")
 
 
-def _resolve(args: argparse.Namespace) -> str | None:
-    """The run ``args.run_id`` names: itself, or the one run it is a prefix of. An
-    ambiguous prefix prints its candidates on stderr and gives None; an id nothing
-    matches passes through, so the command reports "no run" as before."""
-    from nnx._persistence.run_rows import matching_run_ids  # lazy: torch-free
-
-    matches = matching_run_ids(args.root, args.run_id)
-    if len(matches) <= 1:
-        return matches[0] if matches else args.run_id
-    shown = ", ".join(matches[:10]) + (f" and {len(matches) - 10} more"
-                                       if len(matches) > 10 else "")
-    print(f"run id prefix {args.run_id!r} is ambiguous under {args.root}: "
-          f"{len(matches)} runs match ({shown}); give more of the id", file=sys.stderr)
-    return None
-
-
 def cmd_runs_show(args: argparse.Namespace) -> int:
     """One run (by its id or a unique prefix); a missing, damaged or malformed id, or an
     ambiguous prefix, is reported on stderr with exit 1."""
@@ -178,7 +164,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     # answers for LAST's and BEST's records; any other run is read from its checkpoints.
     from nnx._persistence.run import NNRun
 
-    run_id = _resolve(args)
+    run_id = resolve_run_id(args.root, args.run_id)
     if run_id is None:
         return 1
     try:
@@ -268,7 +254,7 @@ def cmd_runs_verify(args: argparse.Namespace) -> int:
         stray_files,
     )
 
-    run_id = _resolve(args)
+    run_id = resolve_run_id(args.root, args.run_id)
     if run_id is None:
         return 1
     run_dir = Path(args.root) / run_id
@@ -432,6 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "match, else removed), unpublished journal chunks, and the orphan "
                         "files of points that verify (sidecars no manifest names)")
     verify.set_defaults(func=cmd_runs_verify)
+    add_report_parser(runs_sub)
     return parser
 
 

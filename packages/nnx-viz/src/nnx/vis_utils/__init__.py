@@ -4,8 +4,10 @@
 ``history_curves`` (per record, from the run's history through ``nnx.history``),
 ``run_chart`` / ``write_run_chart`` (the §6.4 chart: whole-epoch training loss, the
 monitor with its improving epochs marked, the LR; ``NNRun.chart`` and ``nnx runs show
---plot`` write it), ``confusion_matrix``, ``classification_report`` (a pandas DataFrame,
-no Plotly) and ``two_dim_tsne_checkpoint_logits``. Optional packages are imported by
+--plot`` write it), ``runs_report`` / ``write_runs_report`` (several runs side by side on
+one self-contained page: ``nnx runs report``), ``confusion_matrix``,
+``classification_report`` (a pandas DataFrame, no Plotly) and
+``two_dim_tsne_checkpoint_logits``. Optional packages are imported by
 the call that needs them. See docs/viz.md.
 """
 
@@ -13,6 +15,7 @@ from nnx.vis_utils.chart import run_chart, write_run_chart
 from nnx.vis_utils.curves import EpochSeries, epoch_series, history_curves, training_curves
 from nnx.vis_utils.errors import GraphBatchRefusedError, LabelError
 from nnx.vis_utils.report import classification_report, confusion_matrix
+from nnx.vis_utils.runs_report import runs_report, runs_report_figure, write_runs_report
 from nnx.vis_utils.tsne import two_dim_tsne_checkpoint_logits
 from nnx.vis_utils.visutils import VisUtils
 
@@ -28,7 +31,10 @@ __all__ = [
     "epoch_series",
     "history_curves",
     "run_chart",
+    "runs_report",
+    "runs_report_figure",
     "training_curves",
     "two_dim_tsne_checkpoint_logits",
     "write_run_chart",
+    "write_runs_report",
 ]
