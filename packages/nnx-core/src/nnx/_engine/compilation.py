@@ -122,13 +122,15 @@ def _allow_compiling(net: nn.Module) -> None:
     only": this fit would then run eager without a word, past the limit this fit
     raised and past ``on_failure``. Dynamo sets the mark again at its next hit."""
     try:
-        from torch._dynamo.eval_frame import set_code_exec_strategy
-        from torch._dynamo.types import FrameAction, FrameExecStrategy
-    except ImportError:  # pragma: no cover - torch 2.6 has no per-code strategy to clear
+        from torch._C._dynamo import eval_frame
+
+        frames: Any = eval_frame
+        default = frames._FrameAction.DEFAULT
+        strategy = frames._FrameExecStrategy(default, default)
+    except (ImportError, AttributeError):  # pragma: no cover - no per-code strategy
         return
     for code in _forward_codes(net):
-        set_code_exec_strategy(code, FrameExecStrategy(FrameAction.DEFAULT,
-                                                       FrameAction.DEFAULT))
+        frames.set_code_exec_strategy(code, strategy)
 
 
 @dataclasses.dataclass
