@@ -10,7 +10,6 @@ one is an ImportError naming the install, and the model is never touched.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 __all__ = ["INSTALLS", "captum_attr", "netron", "pandas", "plotly", "sklearn_tsne", "torchinfo"]
@@ -33,41 +32,57 @@ def _missing(owner: str, package: str, exc: ImportError) -> ImportError:
     return error
 
 
-def _load(owner: str, module: str, package: str) -> Any:
-    """``module`` imported, or the ImportError naming the install of ``package``."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise _missing(owner, package, exc) from exc
-
-
-# Each package is imported by its function, on call, on purpose: it is optional (or, for
-# Plotly, unneeded by summary), and importing it at module level would make
-# `import nnx.viz` fail or pay for it where it is absent.
+# Each import below is inside its function on purpose: the package is optional (or, for
+# Plotly, unneeded by summary), and importing it here would make `import nnx.viz` fail
+# or pay for it where it is absent.
 def plotly(owner: str) -> tuple[Any, Any]:
     """``(plotly.graph_objects, plotly.subplots)``."""
-    return (_load(owner, "plotly.graph_objects", "plotly"),
-            _load(owner, "plotly.subplots", "plotly"))
+    try:
+        import plotly.graph_objects as go
+        import plotly.subplots as subplots
+    except ImportError as exc:
+        raise _missing(owner, "plotly", exc) from exc
+    return go, subplots
 
 
 def torchinfo(owner: str) -> Any:
-    return _load(owner, "torchinfo", "torchinfo")
+    try:
+        import torchinfo as module
+    except ImportError as exc:
+        raise _missing(owner, "torchinfo", exc) from exc
+    return module
 
 
 def captum_attr(owner: str) -> Any:
     """``captum.attr``, where the six attribution methods live."""
-    return _load(owner, "captum.attr", "captum")
+    try:
+        import captum.attr as module
+    except ImportError as exc:
+        raise _missing(owner, "captum", exc) from exc
+    return module
 
 
 def netron(owner: str) -> Any:
-    return _load(owner, "netron", "netron")
+    try:
+        import netron as module
+    except ImportError as exc:
+        raise _missing(owner, "netron", exc) from exc
+    return module
 
 
 def pandas(owner: str) -> Any:
     """pandas, for ``classification_report``'s DataFrame (core's ``tabular`` extra)."""
-    return _load(owner, "pandas", "pandas")
+    try:
+        import pandas as module
+    except ImportError as exc:
+        raise _missing(owner, "pandas", exc) from exc
+    return module
 
 
 def sklearn_tsne(owner: str) -> Any:
     """``sklearn.manifold.TSNE``, the embedding behind the t-SNE of checkpoint logits."""
-    return _load(owner, "sklearn.manifold", "scikit-learn").TSNE
+    try:
+        from sklearn.manifold import TSNE
+    except ImportError as exc:
+        raise _missing(owner, "scikit-learn", exc) from exc
+    return TSNE
