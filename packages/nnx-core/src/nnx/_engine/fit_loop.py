@@ -88,7 +88,8 @@ class FitLoop:
         # The fit's compiled forward; built and routed only while the fit runs.
         self.compiled: CompileSession | None = compiled_fit(compile, model)
         self.owner, self.model, self.eval_fn = owner, model, eval_fn
-        self.session = open_session(distributed, model.device)
+        self.session = open_session(distributed, model.device, params=params,
+                                    objective=objective)
         try:  # this process's shard: loaders are runtime-only, so the run id is unchanged
             shard = self.session.shard(params.train_loader, params.seed)
             self.params = params if shard is params.train_loader else (
@@ -282,6 +283,7 @@ class FitLoop:
                value: float | None) -> None:
         """The epoch transaction (:mod:`nnx._engine.epoch_commit`): staged here, written
         by the commit's writer (in the background unless ``async_commit=False``)."""
+        self.session.gather(self.model.net, [slot.optimizer for slot in self.state.slots.values()])
         self.committer.commit(epoch, idp, improved=improved, value=value)
 
     def epochs(self) -> None:

@@ -83,7 +83,8 @@ def _fit(loop: FitLoop) -> NNRun:
     ctx, run, session = loop.ctx, loop.run, loop.session
     loop.hist = session.history(run, loop.journal)
     ctx.idps = loop.hist.view
-    loop.train_net = session.wrap(loop.model.net)
+    optimizers = [slot.optimizer for slot in loop.state.slots.values()]
+    loop.train_net = session.wrap(loop.model.net, optimizers)
     if loop.engine is not None:  # its contexts carry the wrapper (ctx.train_net)
         loop.engine.train_net = loop.train_net
     if loop.provenance is not None:
@@ -93,7 +94,7 @@ def _fit(loop: FitLoop) -> NNRun:
             run.path, loop.provenance, parent=parent_attempt(run.root, loop.resume)),
             f"begin an attempt of run {run.id}")
     loop.committer = epoch_committer(
-        loop.state, persists=session.is_main, run=run, net=loop.model.net,
+        loop.state, persists=session.is_main, run=run, net=session.persisted(loop.model.net),
         params=loop.params, history=loop.hist, attempt=loop.attempt, phases=loop.phases,
         background=loop.params.async_commit)
     try:
@@ -132,6 +133,7 @@ def _fit(loop: FitLoop) -> NNRun:
                                                      loop.state.transforms)
         # Every process waits for the final LAST, so none goes on to read LAST (a
         # resume in the same process group) while it is being replaced.
+        session.gather(loop.model.net, optimizers)
         session.on_main(loop.committer.refresh_last, f"write the final LAST of run {run.id}")
         run_deferred(ctx)  # what on_train_end deferred sees the final LAST
     except BaseException as exc:

@@ -78,10 +78,18 @@ def slot_state(slot: OptimizerSlot, net: torch.nn.Module) -> dict[str, Any]:
     return {
         OPTIMIZER_CLASS: type(slot.optimizer).__name__,
         OPTIMIZER_FACTORY: optimizer_factory_state(slot.config),
-        OPTIMIZER: slot.optimizer.state_dict(),
+        OPTIMIZER: optimizer_state_dict(slot.optimizer, net),
         PARAM_NAMES: param_names(net, slot.optimizer),
         SCHEDULE: None if slot.schedule is None else slot.schedule.state_dict(),
     }
+
+
+def optimizer_state_dict(optimizer: torch.optim.Optimizer, net: Any) -> dict[str, Any]:
+    """The optimizer's state as a checkpoint holds it. A sharded fit's commit reads the
+    model through a full-state view (nnx._engine.fsdp.FullStateNet) that also holds
+    each optimizer's gathered full state; any other net's optimizer is read directly."""
+    gathered = getattr(net, "optimizer_state", None)
+    return optimizer.state_dict() if gathered is None else gathered(optimizer)
 
 
 def dump(state: LoopState, net: torch.nn.Module, epoch: int,

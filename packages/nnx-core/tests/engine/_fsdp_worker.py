@@ -1,0 +1,112 @@
+"""One rank of the FSDP tests (launched by torchrun through test_fsdp.py).
+
+Usage: python _fsdp_worker.py OUT MODE
+
+The worker creates the process group itself, so NNx joins it and leaves it open: the
+sharded ``model.net`` is still usable after the fit (its forward gathers the shards).
+Modes: ``fit`` (2 epochs of the default step under FSDP: the run id, this rank's full
+weights and the sharded model's gathered output on the validation inputs), and
+``agree-fsdp`` / ``agree-ddp`` (the same two fits under FSDP or DDP: accumulation over
+uneven, masked microbatches, then gradient clipping with a NaN on rank 1 only, under
+FSDP with named units, no resharding after forward and activation checkpointing).
+Each rank writes OUT/<mode><rank>.pt.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from _ddp_worker import data  # the DDP tests' data: run as a script, this directory is on sys.path
+from torch.utils.data import DataLoader, TensorDataset
+
+from nnx import NNModel, NNModelParams, NNOptimParams, NNParams, NNTrainParams, TaskSpec
+from nnx.distributed import DDP, FSDP
+
+
+def fresh_model(masked: bool = False) -> NNModel:
+    torch.manual_seed(0)
+    task = TaskSpec.categorical(3, ignore_index=-100) if masked else None
+    return NNModel(net_params=NNParams(input_dim=6, output_dim=3, hidden_dims=(16, 8)),
+                   params=NNModelParams(task=task))
+
+
+def fit_params(batch: int, n_epochs: int = 2, **changes) -> NNTrainParams:
+    train, val = data()
+    return NNTrainParams(n_epochs=n_epochs, seed=0,
+                         train_loader=DataLoader(train, batch_size=batch, shuffle=False),
+                         val_loader=DataLoader(val, batch_size=16),
+                         optim=NNOptimParams.builder().adamw(max_lr=0.01).build(), **changes)
+
+
+def accumulation_params(batch: int, accumulate: int) -> NNTrainParams:
+    """56 samples: each rank's 28 in microbatches of 8, 8, 8, 4, two to a window; the
+    union of a window over both ranks is one 32- (then 24-) sample batch of one process."""
+    train, val = data(masked=True)
+    subset = TensorDataset(*train[:56])
+    optim = NNOptimParams.builder().sgd(max_lr=0.2).accumulate_grad(accumulate).build()
+    return NNTrainParams(n_epochs=2, seed=0, optim=optim,
+                         train_loader=DataLoader(subset, batch_size=batch, shuffle=False),
+                         val_loader=DataLoader(val, batch_size=16))
+
+
+def clip_params() -> NNTrainParams:
+    """A NaN in sample 5, which only rank 1 draws (no shuffling: rank r takes r, r+2, ...)."""
+    train, val = data()
+    x, y = train[:]
+    x = x.clone()
+    x[5, 0] = float("nan")
+    optim = NNOptimParams.builder().sgd(max_lr=0.5).grad_clip(0.05).build()
+    return NNTrainParams(n_epochs=2, seed=0,
+                         train_loader=DataLoader(TensorDataset(x, y), batch_size=8),
+                         val_loader=DataLoader(val, batch_size=16), optim=optim)
+
+
+def full_weights(model: NNModel) -> dict[str, torch.Tensor]:
+    """Every parameter whole, on every rank (a sharded one is gathered)."""
+    out = {}
+    for name, p in model.net.named_parameters():
+        full = p.full_tensor() if hasattr(p, "full_tensor") else p
+        out[name] = full.detach().clone()
+    return out
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    out, mode = sys.argv[1], sys.argv[2]
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    result: dict = {}
+    if mode == "fit":
+        model = fresh_model()
+        run = model.train(fit_params(8), verbose=None, root=os.path.join(out, "runs"),
+                          distributed=FSDP(timeout_s=60))
+        _, val = data()
+        with torch.no_grad():  # every rank joins the sharded forward
+            output = model.net(val[:][0])
+        result = {"run_id": run.id, "weights": full_weights(model), "output": output,
+                  "sharded": type(model.net).__name__,
+                  "local": {n: tuple(p.to_local().shape) for n, p in
+                            model.net.named_parameters()}}
+    else:
+        spec = FSDP(timeout_s=60) if mode == "agree-fsdp" else DDP(backend="gloo", timeout_s=60)
+        root = os.path.join(out, mode)
+        accumulated = fresh_model(masked=True)
+        accumulated.train(accumulation_params(8, 2), verbose=False, root=root,
+                          distributed=spec)
+        if mode == "agree-fsdp":  # the other knobs change memory and traffic, not numbers
+            spec = FSDP(units=("layers.0", "layers.2"), reshard_after_forward=False,
+                        activation_checkpointing=True, timeout_s=60)
+        clipped = fresh_model()
+        run = clipped.train(clip_params(), verbose=False, root=root, distributed=spec)
+        result = {"accumulated": full_weights(accumulated), "clipped": full_weights(clipped),
+                  "clipped_run": run.id}
+    dist.barrier()  # as NNx's own close(): meet before tearing the group down
+    dist.destroy_process_group()
+    torch.save(result, os.path.join(out, f"{mode}{rank}.pt"))
+
+
+if __name__ == "__main__":
+    main()
