@@ -7,8 +7,9 @@ sharded ``model.net`` is still usable after the fit (its forward gathers the sha
 Modes: ``fit`` (2 epochs of the default step under FSDP: the run id, this rank's full
 weights and the sharded model's gathered output on the validation inputs), and
 ``agree-fsdp`` / ``agree-ddp`` (the same two fits under FSDP or DDP: accumulation over
-uneven, masked microbatches, then gradient clipping with a NaN on rank 1 only, under
-FSDP with named units, no resharding after forward and activation checkpointing).
+uneven, masked microbatches; gradient clipping with a NaN on rank 1 only, under FSDP
+with named units, no resharding after forward and activation checkpointing; a
+Trainer with a step function of its own).
 Each rank writes OUT/<mode><rank>.pt.
 """
 
@@ -22,7 +23,17 @@ import torch.distributed as dist
 from _ddp_worker import data  # the DDP tests' data: run as a script, this directory is on sys.path
 from torch.utils.data import DataLoader, TensorDataset
 
-from nnx import NNModel, NNModelParams, NNOptimParams, NNParams, NNTrainParams, TaskSpec
+from nnx import (
+    NNEvaluationDataPoint,
+    NNModel,
+    NNModelParams,
+    NNOptimParams,
+    NNParams,
+    NNTrainerParams,
+    NNTrainParams,
+    TaskSpec,
+    Trainer,
+)
 from nnx.distributed import DDP, FSDP
 
 
@@ -53,15 +64,36 @@ def accumulation_params(batch: int, accumulate: int) -> NNTrainParams:
 
 
 def clip_params() -> NNTrainParams:
-    """A NaN in sample 5, which only rank 1 draws (no shuffling: rank r takes r, r+2, ...)."""
+    """A NaN in sample 17, which only rank 1 draws (no shuffling: rank r takes r, r+2, ...),
+    in its second microbatch: the window's first one already left gradients behind."""
     train, val = data()
     x, y = train[:]
     x = x.clone()
-    x[5, 0] = float("nan")
-    optim = NNOptimParams.builder().sgd(max_lr=0.5).grad_clip(0.05).build()
+    x[17, 0] = float("nan")
+    optim = NNOptimParams.builder().sgd(max_lr=0.5).grad_clip(0.05).accumulate_grad(2).build()
     return NNTrainParams(n_epochs=2, seed=0,
                          train_loader=DataLoader(TensorDataset(x, y), batch_size=8),
                          val_loader=DataLoader(val, batch_size=16), optim=optim)
+
+
+def trainer_params() -> NNTrainerParams:
+    train, val = data()
+    return NNTrainerParams(n_epochs=2, seed=0,
+                           train_loader=DataLoader(train, batch_size=8, shuffle=False),
+                           val_loader=DataLoader(val, batch_size=16),
+                           optims={"all": NNOptimParams.builder().adamw(max_lr=0.01).build()})
+
+
+def trainer_step(ctx) -> NNEvaluationDataPoint:
+    """A Trainer step of its own, through the training forward (sharded or wrapped)."""
+    inputs, target = ctx.model.split_batch(ctx.batch)
+    loss = torch.nn.functional.cross_entropy(ctx.forward(inputs), target)
+    optimizer = ctx.optimizers["all"]
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    ctx.report_update("all")
+    return NNEvaluationDataPoint(loss=float(loss.detach()))
 
 
 def full_weights(model: NNModel) -> dict[str, torch.Tensor]:
@@ -101,8 +133,11 @@ def main() -> None:
                         activation_checkpointing=True, timeout_s=60)
         clipped = fresh_model()
         run = clipped.train(clip_params(), verbose=False, root=root, distributed=spec)
+        trained = fresh_model()
+        Trainer(trained).train(trainer_params(), trainer_step_fn=trainer_step, verbose=False,
+                               root=root, distributed=spec)
         result = {"accumulated": full_weights(accumulated), "clipped": full_weights(clipped),
-                  "clipped_run": run.id}
+                  "clipped_run": run.id, "trainer": full_weights(trained)}
     dist.barrier()  # as NNx's own close(): meet before tearing the group down
     dist.destroy_process_group()
     torch.save(result, os.path.join(out, f"{mode}{rank}.pt"))

@@ -96,7 +96,8 @@ def test_accumulation_clipping_and_a_nan_on_one_rank_agree_as_under_ddp(tmp_path
     """Uneven, masked microbatches accumulated two to a window equal one full-batch
     update under FSDP as under DDP; clipping the global norm of the sharded gradients and
     dropping the window a NaN on rank 1 poisoned give DDP's weights on both ranks (that
-    fit with named units, activation checkpointing and no resharding after forward)."""
+    fit with named units, activation checkpointing and no resharding after forward); a
+    Trainer's own step function trains as under DDP."""
     fsdp = torchrun(tmp_path, "agree-fsdp")
     ddp = torchrun(tmp_path, "agree-ddp")
     w = worker()
@@ -111,6 +112,9 @@ def test_accumulation_clipping_and_a_nan_on_one_rank_agree_as_under_ddp(tmp_path
         assert torch.isfinite(clipped).all()  # the poisoned window stepped nowhere
         assert torch.equal(clipped, fsdp[1]["clipped"][name])
         torch.testing.assert_close(clipped, ddp[0]["clipped"][name], atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(fsdp[0]["trainer"][name], ddp[0]["trainer"][name],
+                                   atol=1e-6, rtol=1e-5)
+        assert torch.equal(fsdp[0]["trainer"][name], fsdp[1]["trainer"][name])
 
 
 def test_fsdp_spec_validation():
@@ -139,6 +143,11 @@ def test_default_units_are_the_layers_and_named_units_are_checked():
     assert shard_units(model.net, (nn.Linear,)) == layers[::-1]
     with pytest.raises(ValueError, match=r"blocks\.0"):
         shard_units(model.net, ("blocks.0",))
+    from nnx import NNViTParams
+    from nnx.nets import ViTNN
+
+    vit = ViTNN(NNViTParams(output_dim=3, image_size=8, patch_size=4, d_model=16, n_heads=2))
+    assert shard_units(vit, None) == list(vit.blocks)[::-1]  # each transformer block
 
 
 @pytest.mark.parametrize("case", ["param_dtype", "cpu_offload", "resume", "objective"])
