@@ -8,8 +8,8 @@ Modes: ``fit`` (2 epochs of the default step under FSDP: the run id, this rank's
 weights and the sharded model's gathered output on the validation inputs), and
 ``agree-fsdp`` / ``agree-ddp`` (the same two fits under FSDP or DDP: accumulation over
 uneven, masked microbatches; gradient clipping with a NaN on rank 1 only, under FSDP
-with named units, no resharding after forward and activation checkpointing; a
-Trainer with a step function of its own).
+with named units, no resharding after forward and activation checkpointing; an
+objective over masked microbatches; a Trainer with a step function of its own).
 Each rank writes OUT/<mode><rank>.pt.
 """
 
@@ -33,6 +33,7 @@ from nnx import (
     NNTrainParams,
     TaskSpec,
     Trainer,
+    supervised_objective,
 )
 from nnx.distributed import DDP, FSDP
 
@@ -133,11 +134,15 @@ def main() -> None:
                         activation_checkpointing=True, timeout_s=60)
         clipped = fresh_model()
         run = clipped.train(clip_params(), verbose=False, root=root, distributed=spec)
+        objective = fresh_model(masked=True)  # masked unevenly: the ranks' denominators differ
+        objective.train(accumulation_params(8, 1), objective=supervised_objective(),
+                        verbose=False, root=root, distributed=spec)
         trained = fresh_model()
         Trainer(trained).train(trainer_params(), trainer_step_fn=trainer_step, verbose=False,
                                root=root, distributed=spec)
         result = {"accumulated": full_weights(accumulated), "clipped": full_weights(clipped),
-                  "clipped_run": run.id, "trainer": full_weights(trained)}
+                  "clipped_run": run.id, "trainer": full_weights(trained),
+                  "objective": full_weights(objective)}
     dist.barrier()  # as NNx's own close(): meet before tearing the group down
     dist.destroy_process_group()
     torch.save(result, os.path.join(out, f"{mode}{rank}.pt"))

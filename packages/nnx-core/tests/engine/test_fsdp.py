@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -97,7 +98,8 @@ def test_accumulation_clipping_and_a_nan_on_one_rank_agree_as_under_ddp(tmp_path
     update under FSDP as under DDP; clipping the global norm of the sharded gradients and
     dropping the window a NaN on rank 1 poisoned give DDP's weights on both ranks (that
     fit with named units, activation checkpointing and no resharding after forward); a
-    Trainer's own step function trains as under DDP."""
+    Trainer's own step function and an objective over masked microbatches (the ranks'
+    denominators differ) train as under DDP."""
     fsdp = torchrun(tmp_path, "agree-fsdp")
     ddp = torchrun(tmp_path, "agree-ddp")
     w = worker()
@@ -115,6 +117,9 @@ def test_accumulation_clipping_and_a_nan_on_one_rank_agree_as_under_ddp(tmp_path
         torch.testing.assert_close(fsdp[0]["trainer"][name], ddp[0]["trainer"][name],
                                    atol=1e-6, rtol=1e-5)
         assert torch.equal(fsdp[0]["trainer"][name], fsdp[1]["trainer"][name])
+        torch.testing.assert_close(fsdp[0]["objective"][name], ddp[0]["objective"][name],
+                                   atol=1e-6, rtol=1e-5)
+        assert torch.equal(fsdp[0]["objective"][name], fsdp[1]["objective"][name])
 
 
 def test_fsdp_spec_validation():
@@ -161,7 +166,10 @@ def test_refusals_come_before_anything_is_written_or_joined(tmp_path, monkeypatc
     spec = {"param_dtype": FSDP(param_dtype=torch.bfloat16),
             "cpu_offload": FSDP(cpu_offload=True)}.get(case, FSDP())
     changes = {"resume_from_run_id": "0" * 32} if case == "resume" else {}
-    params = NNTrainParams(n_epochs=1, train_loader=tiny_batches(2), optim=sgd(), **changes)
+    optim = sgd()
+    if case == "objective":  # an objective's window of several microbatches
+        optim = dataclasses.replace(optim, accumulate_grad_batches=2)
+    params = NNTrainParams(n_epochs=1, train_loader=tiny_batches(2), optim=optim, **changes)
     objective = supervised_objective() if case == "objective" else None
     match = {"param_dtype": "CUDA", "cpu_offload": "CUDA", "resume": "not in this release",
              "objective": "not in this release"}[case]

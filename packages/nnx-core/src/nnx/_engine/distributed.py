@@ -84,6 +84,9 @@ class DistributedSession:
     :class:`~nnx._engine.process_session.ProcessSession` under DDP)."""
 
     spec_type: ClassVar[type[Any]] = DDP  # FSDP's session takes an FSDP (nnx._engine.fsdp)
+    # Whether backward itself reduces the gradients over the ranks (FSDP's), or the
+    # update engine sums them at a window's close (DDP's, under no_sync).
+    reduces_in_backward: ClassVar[bool] = False
 
     def __init__(self, spec: Any, device: torch.device) -> None:
         if not isinstance(spec, self.spec_type):

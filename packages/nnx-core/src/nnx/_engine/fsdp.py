@@ -16,10 +16,13 @@ What differs from DDP, and where it is answered:
   before a commit (:meth:`FSDPSession.gather`); rank 0 writes it through
   :class:`FullStateNet`, so LAST holds full, unsharded tensors that a single process
   loads.
+* **Objectives.** The update engine's window is one microbatch under FSDP: its
+  denominators are agreed before the one backward, which FSDP reduces.
 * **Part 1's scope.** Resuming under FSDP (the sharded optimizer state through
-  torch.distributed.checkpoint) and objectives (the update engine's per-term
-  gradients) are not in this release yet: :func:`check_fsdp_fit` refuses them before
-  anything is reserved, as it refuses what needs a GPU on the CPU.
+  torch.distributed.checkpoint) and an objective accumulating over several
+  microbatches (the update engine's per-term gradients) are not in this release
+  yet: :func:`check_fsdp_fit` refuses them before anything is reserved, as it
+  refuses what needs a GPU on the CPU.
 """
 
 from __future__ import annotations
@@ -120,11 +123,19 @@ def check_fsdp_fit(spec: FSDP, device: torch.device, params: Any, objective: Any
             "resuming a run under distributed=FSDP(...) is not in this release yet (the "
             "sharded optimizer state comes with torch.distributed.checkpoint); resume in one "
             "process or under DDP(...), which read an FSDP run's full checkpoint")
-    if objective is not None:
+    if objective is not None and _accumulation(params) != 1:
         raise FSDPUnsupportedError(
-            "objectives under distributed=FSDP(...) are not in this release yet (the update "
-            "engine keeps per-term gradients, which FSDP's sharded parameters do not "
-            "receive); use the default step or a step function, or DDP(...)")
+            "an objective accumulating gradients (accumulate_grad_batches > 1) under "
+            "distributed=FSDP(...) is not in this release yet (the update engine keeps "
+            "per-term gradients across a window, which FSDP's sharded parameters do not "
+            "receive); accumulate with the default step, or use DDP(...)")
+
+
+def _accumulation(params: Any) -> int:
+    """The window length ``params`` ask for (NNTrainParams' optim, or the Trainer's)."""
+    optim = getattr(params, "optim", None)
+    configs = [optim] if optim is not None else list(getattr(params, "optims", {}).values())
+    return max((getattr(c, "accumulate_grad_batches", 1) for c in configs), default=1)
 
 
 def shard_units(net: nn.Module, units: Sequence[str | type[nn.Module]] | None
@@ -183,6 +194,7 @@ class FSDPSession(DistributedSession):
     :class:`~nnx._engine.process_session.ProcessSession` under FSDP)."""
 
     spec_type: ClassVar[type[Any]] = FSDP
+    reduces_in_backward: ClassVar[bool] = True
     spec: FSDP
 
     def __init__(self, spec: FSDP, device: torch.device) -> None:
