@@ -55,9 +55,13 @@ def fit_params(batch: int, n_epochs: int = 2, **changes) -> NNTrainParams:
 
 def accumulation_params(batch: int, accumulate: int) -> NNTrainParams:
     """56 samples: each rank's 28 in microbatches of 8, 8, 8, 4, two to a window; the
-    union of a window over both ranks is one 32- (then 24-) sample batch of one process."""
+    union of a window over both ranks is one 32- (then 24-) sample batch of one process.
+    Samples 48-55 (the last window's closing microbatch on both ranks) are all masked."""
     train, val = data(masked=True)
-    subset = TensorDataset(*train[:56])
+    x, y = train[:56]
+    y = y.clone()
+    y[48:] = -100
+    subset = TensorDataset(x, y)
     optim = NNOptimParams.builder().sgd(max_lr=0.2).accumulate_grad(accumulate).build()
     return NNTrainParams(n_epochs=2, seed=0, optim=optim,
                          train_loader=DataLoader(subset, batch_size=batch, shuffle=False),
