@@ -121,8 +121,8 @@ def check_fsdp_fit(spec: FSDP, device: torch.device, params: Any, objective: Any
     if getattr(params, "resume_from_run_id", None) is not None:
         raise FSDPUnsupportedError(
             "resuming a run under distributed=FSDP(...) is not in this release yet (the "
-            "sharded optimizer state comes with torch.distributed.checkpoint); resume in one "
-            "process or under DDP(...), which read an FSDP run's full checkpoint")
+            "sharded optimizer state comes with torch.distributed.checkpoint); resume it in one "
+            "process, which reads an FSDP run's full checkpoint")
     if objective is not None and _accumulation(params) != 1:
         raise FSDPUnsupportedError(
             "an objective accumulating gradients (accumulate_grad_batches > 1) under "
@@ -223,7 +223,6 @@ class FSDPSession(DistributedSession):
             kwargs["offload_policy"] = CPUOffloadPolicy()
         for unit in shard_units(net, spec.units):
             if spec.activation_checkpointing:
-
                 checkpoint(unit)
             fully_shard(unit, **kwargs)
         fully_shard(net, **kwargs)
