@@ -4,8 +4,9 @@ Usage: python _fsdp_worker.py OUT MODE
 
 The worker creates the process group itself, so NNx joins it and leaves it open: the
 sharded ``model.net`` is still usable after the fit (its forward gathers the shards).
-Modes: ``fit`` (2 epochs of the default step under FSDP: the run id, this rank's full
-weights and the sharded model's gathered output on the validation inputs), and
+Modes: ``fit`` (2 epochs of the default step under FSDP, rank 1 starting from other
+weights: the run id, this rank's full weights and the sharded model's gathered output on
+the validation inputs), and
 ``agree-fsdp`` / ``agree-ddp`` (the same two fits under FSDP or DDP: accumulation over
 uneven, masked microbatches; gradient clipping with a NaN on rank 1 only, under FSDP
 with named units, no resharding after forward and activation checkpointing; an
@@ -118,6 +119,10 @@ def main() -> None:
     result: dict = {}
     if mode == "fit":
         model = fresh_model()
+        if rank == 1:  # other initial weights here: the fit starts from rank 0's everywhere
+            with torch.no_grad():
+                for p in model.net.parameters():
+                    p.add_(1.0)
         run = model.train(fit_params(8), verbose=None, root=os.path.join(out, "runs"),
                           distributed=FSDP(timeout_s=60))
         _, val = data()
