@@ -6,7 +6,8 @@
 Trains a TransformerNN (nnx-lm, the causal-LM task) on gloo ranks on the CPU, launched by
 torchrun, once under ``DDP(...)`` and once under ``FSDP()``, for exactly one optimizer
 step: an update listener reads each rank's training state right after AdamW's first step
-(the gradients are still there; the window's zero_grad comes after) and stops the fit.
+(the gradients are still there; the window's zero_grad comes after), the moment all
+three below coexist, so their peak, and stops the fit.
 It counts the bytes this rank holds of
 
 * the parameters,
