@@ -10,6 +10,7 @@ import json
 import random
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -247,3 +248,26 @@ def test_an_nnmodel_is_swept_through_its_net_and_its_own_batch_adapter():
     result = lr_finder(model, loader, loss_fn=F.cross_entropy, num_iter=6)
     assert len(result.lrs) == 6 and result.lrs[0] == pytest.approx(1e-7)
     assert_same(model.net, before)
+
+
+def test_the_sweep_runs_in_core_loop_through_its_public_seam_and_leaves_no_run(
+        monkeypatch, tmp_path):
+    # The loop's seam (run_fit_loop with an UpdateOwner), never a subclass of the loop:
+    # the owner reaches the loop, which runs every step, and no run stays anywhere.
+    import nnx.lr_finder.sweep as sweep
+    from nnx.extend import UpdateOwner, run_fit_loop
+
+    seen: dict[str, Any] = {}
+
+    def watched(owner, model, params, **kwargs):
+        seen.update(owner=owner, root=kwargs["root"])
+        return run_fit_loop(owner, model, params, **kwargs)
+
+    monkeypatch.setattr(sweep, "run_fit_loop", watched)
+    monkeypatch.chdir(tmp_path)
+    result = lr_finder(linear(), regression(batch_size=32), loss_fn=F.mse_loss,
+                       num_iter=12, end_lr=1e-2)
+    assert isinstance(seen["owner"], UpdateOwner)
+    assert len(result.lrs) == 12 and list(result.lrs) == seen["owner"].swept
+    assert not Path(seen["root"]).exists()  # the scratch root is gone
+    assert list(tmp_path.iterdir()) == []  # nothing under the caller's directory

@@ -103,7 +103,7 @@ for what it reads: the run-file readers and the NumPy terms load no torch. Names
 * errors as values (spec §27): :class:`Ok`, :class:`Err`, :data:`Result` and
   :class:`BoundaryError`, so an add-on's boundary wrapper (nnx.decisions'
   ``decide_result``) returns core's own Result types;
-* driving the epoch loop with a run of one's own (a search trial):
+* driving the epoch loop with a run of one's own (nnx-viz's LR sweep):
   :func:`run_fit_loop` given an :class:`UpdateOwner` (it reads the loop through
   :class:`LoopView` and returns an :class:`OwnerBuild` of :class:`OptimizerSlot`\ s and
   a :class:`ResolvedPrecision` from :func:`resolve_precision`), never a subclass of the

@@ -14,7 +14,7 @@ object satisfying :class:`UpdateOwner`:
   through the shared update engine, which the loop drives itself).
 
 The optional members (``context``, ``begin``, ``begin_epoch``) have defaults
-in the loop. A tool that needs its own kind of run (a search trial) passes
+in the loop. A tool that needs its own kind of run (nnx-viz's LR sweep) passes
 its own owner to :func:`nnx.extend.run_fit_loop` instead
 of subclassing the loop. Owners read the loop through :class:`LoopView`.
 """

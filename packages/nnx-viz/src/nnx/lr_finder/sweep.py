@@ -1,29 +1,30 @@
 """``lr_range_test``, what ``nnx.lr_finder(...)`` runs: Smith's LR range test (spec
 §13.1), non-destructive.
 
-The sweep is a plain step loop of its own, not a run of core's epoch loop
-(``nnx.extend.run_fit_loop`` with an ``UpdateOwner``): that loop's unit is a run (an
-NNModel and its NNTrainParams, a reserved run directory, a committed epoch), while a
-sweep takes a bare module and a loss function, changes the rate every batch, stops
-mid-epoch and must leave no run behind (docs/architecture.md, "The loop is composed").
+The sweep's steps are driven by core's epoch loop through its public seam
+(``nnx.extend.run_fit_loop`` with :class:`~nnx.lr_finder.owner.SweepOwner`): one epoch
+of ``num_iter`` batches in a scratch runs root, ended by the owner before any commit, so
+no run and no file is left behind (docs/architecture.md, "The loop is composed").
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Iterator
+import contextlib
+import tempfile
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 from torch import nn
 
-from nnx.extend import POSITIVE, Domain, check_count, check_real
+from nnx import Devices, NNModel, NNModelParams, NNOptimParams, NNTrainParams
+from nnx.extend import POSITIVE, Domain, check_count, check_real, run_fit_loop
 from nnx.lr_finder.curve import Smoother, lr_schedule, steepest_descent
-from nnx.lr_finder.errors import LRSweepError
+from nnx.lr_finder.owner import OptimizerFactory, SweepBatches, SweepEnded, SweepOwner
 from nnx.lr_finder.report import LRFinderResult, sweep_figure
 from nnx.lr_finder.restore import sweep_guard
 from nnx.viz.extras import plotly
-from nnx.viz.inputs import batch_splitter, device_of, network, split_on_device
+from nnx.viz.inputs import batch_splitter, network
 
 __all__ = ["lr_range_test"]
 
@@ -31,26 +32,8 @@ _OWNER = "nnx.lr_finder"
 _ABOVE_ONE = Domain(low=1.0, low_inclusive=False)
 _SMOOTHING = Domain(low=0.0, high=1.0, high_inclusive=False)
 
-OptimizerFactory = Callable[[list[nn.Parameter], float], torch.optim.Optimizer]
-
-
 def _sgd(params: list[nn.Parameter], lr: float) -> torch.optim.Optimizer:
     return torch.optim.SGD(params, lr=lr)
-
-
-def _batches(loader: Iterable[Any], count: int) -> Iterator[Any]:
-    """``count`` batches, starting the loader over when it runs out."""
-    produced = 0
-    while True:
-        empty = True
-        for batch in loader:
-            empty = False
-            yield batch
-            produced += 1
-            if produced == count:
-                return
-        if empty:
-            raise LRSweepError(f"{_OWNER}: the loader yielded no batch")
 
 
 def lr_range_test(net: Any, loader: Iterable[Any], *, loss_fn: Callable[..., torch.Tensor],
@@ -91,46 +74,34 @@ def lr_range_test(net: Any, loader: Iterable[Any], *, loss_fn: Callable[..., tor
     params = [p for p in module.parameters() if p.requires_grad]
     if not params:
         raise ValueError(f"{_OWNER}: {type(module).__name__} has no trainable parameter")
-    build = optimizer or _sgd
     lrs = lr_schedule(start, end, count)
     with sweep_guard(module, loader):
         for param in params:
             param.grad = None  # the caller's gradients are kept aside, never accumulated into
-        seen = _sweep(module, loader, loss_fn, adapter, build(params, start), lrs,
-                      Smoother(beta, threshold))
-    swept, losses, smoothed, diverged = seen
-    suggested = steepest_descent(swept, smoothed)
-    return LRFinderResult(lrs=tuple(swept), losses=tuple(losses),
-                          smoothed_losses=tuple(smoothed), suggested_lr=suggested,
-                          diverged=diverged,
-                          figure=sweep_figure(go, swept, losses, smoothed, suggested))
+        owner = _sweep(module, loader, loss_fn, adapter, optimizer or _sgd, lrs,
+                       Smoother(beta, threshold))
+    suggested = steepest_descent(owner.swept, owner.smoothed)
+    return LRFinderResult(lrs=tuple(owner.swept), losses=tuple(owner.losses),
+                          smoothed_losses=tuple(owner.smoothed), suggested_lr=suggested,
+                          diverged=owner.diverged,
+                          figure=sweep_figure(go, owner.swept, owner.losses, owner.smoothed,
+                                              suggested))
 
 
 def _sweep(module: nn.Module, loader: Iterable[Any], loss_fn: Callable[..., torch.Tensor],
-           adapter: Any, opt: torch.optim.Optimizer, lrs: list[float],
-           smoother: Smoother) -> tuple[list[float], list[float], list[float], bool]:
-    """One optimizer step per rate; ``(lrs run, losses, smoothed losses, diverged)``."""
-    device = device_of(module)
-    swept: list[float] = []
-    losses: list[float] = []
-    smoothed: list[float] = []
-    for lr, batch in zip(lrs, _batches(loader, len(lrs)), strict=True):
-        for group in opt.param_groups:
-            group["lr"] = lr
-        args, kwargs, target = split_on_device(adapter, batch, device)
-        loss = loss_fn(adapter.output(module(*args, **kwargs)), target)
-        value = float(loss.detach())
-        if not math.isfinite(value):
-            if not swept:
-                raise LRSweepError(f"{_OWNER}: the loss at start_lr={lr:.3g} is {value}; "
-                                   "check the model and loss_fn before sweeping rates")
-            return swept, losses, smoothed, True
-        opt.zero_grad(set_to_none=True)
-        torch.autograd.backward(loss)
-        opt.step()
-        swept.append(lr)
-        losses.append(value)
-        smoothed.append(smoother.add(value))
-        if smoother.diverged(smoothed[-1]):
-            return swept, losses, smoothed, True
-    return swept, losses, smoothed, False
+           adapter: Any, optimizer: OptimizerFactory, lrs: list[float],
+           smoother: Smoother) -> SweepOwner:
+    """One epoch of core's loop over ``len(lrs)`` batches, one rate each; the owner holds
+    what was measured. The module is wrapped as it stands (its device, in place), the
+    loop writes only under a scratch root that is removed afterwards."""
+    model = NNModel(module=module, params=NNModelParams(device=Devices.AUTO))
+    train = NNTrainParams(n_epochs=1, train_loader=SweepBatches(loader, len(lrs), _OWNER),
+                          scheduler=None, seed=None,
+                          optim=NNOptimParams.builder().sgd(max_lr=lrs[0]).build())
+    owner = SweepOwner(owner=_OWNER, loss_fn=loss_fn, adapter=adapter, optimizer=optimizer,
+                       lrs=lrs, smoother=smoother, train_params=train)
+    # SweepEnded is how every sweep ends: before a commit, so the loop keeps nothing.
+    with (tempfile.TemporaryDirectory(prefix="nnx-lr-finder-") as scratch,
+          contextlib.suppress(SweepEnded)):
+        run_fit_loop(owner, model, train, root=scratch, verbose=False)
+    return owner
