@@ -6,7 +6,10 @@ The worker creates the process group itself, so NNx joins it and leaves it open:
 sharded ``model.net`` is still usable after the fit (its forward gathers the shards).
 Modes: ``fit`` (2 epochs of the default step under FSDP, rank 1 starting from other
 weights: the run id, this rank's full weights and the sharded model's gathered output on
-the validation inputs), and
+the validation inputs), ``resume SINGLE_RUN`` (sharded resumes: 2+1 against 3
+straight, from a single-process run, from a DDP run, and to DDP), ``reshard RUN`` (a
+2-rank run resumed at this world size), ``kill`` (rank 1 SIGKILLed in the sharded
+save of epoch 2) and ``after-kill RUN`` (that run resumed, and 3 epochs straight), and
 ``agree-fsdp`` / ``agree-ddp`` (the same two fits under FSDP or DDP: accumulation over
 uneven, masked microbatches; gradient clipping with a NaN on rank 1 only, under FSDP
 with named units, no resharding after forward and activation checkpointing; an
@@ -52,6 +55,100 @@ def fit_params(batch: int, n_epochs: int = 2, **changes) -> NNTrainParams:
                          train_loader=DataLoader(train, batch_size=batch, shuffle=False),
                          val_loader=DataLoader(val, batch_size=16),
                          optim=NNOptimParams.builder().adamw(max_lr=0.01).build(), **changes)
+
+
+def resumable_params(n_epochs: int, batch: int = 8, **changes) -> NNTrainParams:
+    """Shuffled batches (the loader's generator is part of the resumed state) and AdamW
+    (its moments are the optimizer state a resume must shard)."""
+    train, val = data()
+    loader = DataLoader(train, batch_size=batch, shuffle=True,
+                        generator=torch.Generator().manual_seed(4))
+    return NNTrainParams(n_epochs=n_epochs, seed=0, train_loader=loader,
+                         val_loader=DataLoader(val, batch_size=16),
+                         optim=NNOptimParams.builder().adamw(max_lr=0.01).build(), **changes)
+
+
+def resumes(out: str, single_run: str) -> dict:
+    """In one process group: 3 epochs straight under FSDP; 2, then a stateful resume of
+    1; a single-process run (``single_run``, 2 epochs under OUT/single) resumed sharded
+    and replicated; a DDP run resumed
+    sharded; and the 2-epoch FSDP run resumed under DDP."""
+    root = os.path.join(out, "runs")
+    sharded = FSDP(timeout_s=60)
+    straight = fresh_model()
+    straight_run = straight.train(resumable_params(3), verbose=False, root=root,
+                                  distributed=sharded)
+    first = fresh_model().train(resumable_params(2), verbose=False, root=root,
+                                distributed=sharded)
+    resumed = fresh_model()
+    resumed_run = resumed.train(resumable_params(1, resume_from_run_id=first.id),
+                                verbose=False, root=root, distributed=sharded)
+    from_single = fresh_model()
+    from_single.train(resumable_params(1, resume_from_run_id=single_run), verbose=False,
+                      root=os.path.join(out, "single"), distributed=sharded)
+    replicated = DDP(backend="gloo", timeout_s=60)
+    ddp_first = fresh_model().train(resumable_params(2), verbose=False,
+                                    root=os.path.join(out, "ddp"), distributed=replicated)
+    from_ddp = fresh_model()
+    from_ddp.train(resumable_params(1, resume_from_run_id=ddp_first.id), verbose=False,
+                   root=os.path.join(out, "ddp"), distributed=sharded)
+    single_ddp = fresh_model()
+    single_ddp.train(resumable_params(1, resume_from_run_id=single_run), verbose=False,
+                     root=os.path.join(out, "single"), distributed=replicated, salt="replicated")
+    to_ddp = fresh_model()
+    to_ddp.train(resumable_params(1, resume_from_run_id=first.id), verbose=False,
+                 root=root, distributed=replicated, salt="replicated")
+    return {"straight": full_weights(straight), "straight_run": straight_run.id,
+            "first_run": first.id, "resumed": full_weights(resumed),
+            "resumed_run": resumed_run.id, "mode": resumed_run.resume_status.mode,
+            "from_single": full_weights(from_single), "single_ddp": full_weights(single_ddp),
+            "from_ddp": full_weights(from_ddp),
+            "to_ddp": full_weights(to_ddp)}
+
+
+def reshard(out: str, source: str) -> dict:
+    """The 2-rank FSDP run ``source`` resumed for 1 epoch at this world size."""
+    model = fresh_model()
+    run = model.train(resumable_params(1, resume_from_run_id=source), verbose=False,
+                      root=os.path.join(out, "runs"), distributed=FSDP(timeout_s=60),
+                      salt="resharded")
+    return {"run": run.id, "mode": run.resume_status.mode, "weights": full_weights(model)}
+
+
+def killed(out: str) -> dict:
+    """A 3-epoch FSDP fit whose rank 1 is SIGKILLed in the sharded save of epoch 2 (the
+    gather of the optimizer state every rank joins, after the model's)."""
+    import signal
+
+    from nnx._engine import fsdp
+
+    if dist.get_rank() == 1:
+        gather, calls = fsdp.get_optimizer_state_dict, []
+
+        def dying(*args, **kwargs):
+            calls.append(1)
+            if len(calls) == 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return gather(*args, **kwargs)
+
+        fsdp.get_optimizer_state_dict = dying
+    fresh_model().train(resumable_params(3), verbose=False, root=os.path.join(out, "runs"),
+                        distributed=FSDP(timeout_s=30))
+    return {}
+
+
+def after_kill(out: str, run_id: str) -> dict:
+    """The killed run resumed statefully from its LAST for the 2 epochs it lost, and the
+    3 epochs straight, both sharded."""
+    root = os.path.join(out, "runs")
+    resumed = fresh_model()
+    run = resumed.train(resumable_params(2, resume_from_run_id=run_id), verbose=False,
+                        root=root, distributed=FSDP(timeout_s=60))
+    straight = fresh_model()
+    straight.train(resumable_params(3), verbose=False, root=os.path.join(out, "straight"),
+                   distributed=FSDP(timeout_s=60))
+    return {"mode": run.resume_status.mode, "resumed": full_weights(resumed),
+            "straight": full_weights(straight)}
 
 
 def accumulation_params(batch: int, accumulate: int) -> NNTrainParams:
@@ -132,6 +229,14 @@ def main() -> None:
                   "sharded": type(model.net).__name__,
                   "local": {n: tuple(p.to_local().shape) for n, p in
                             model.net.named_parameters()}}
+    elif mode == "resume":
+        result = resumes(out, sys.argv[3])
+    elif mode == "reshard":
+        result = reshard(out, sys.argv[3])
+    elif mode == "kill":
+        killed(out)
+    elif mode == "after-kill":
+        result = after_kill(out, sys.argv[3])
     else:
         spec = FSDP(timeout_s=60) if mode == "agree-fsdp" else DDP(backend="gloo", timeout_s=60)
         root = os.path.join(out, mode)

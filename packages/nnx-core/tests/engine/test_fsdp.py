@@ -21,20 +21,20 @@ pytestmark = pytest.mark.skipif(not torch.distributed.is_available(),
                                 reason="torch.distributed is not available")
 
 
-def torchrun(out: Path, mode: str) -> list[dict]:
+def torchrun(out: Path, mode: str, *args: str, ranks: int = 2) -> list[dict]:
     import subprocess
 
     out.mkdir(parents=True, exist_ok=True)
     for _ in range(3):  # free_port() closes its socket: another process may take the port
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+        cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={ranks}",
                "--master_addr=127.0.0.1", f"--master_port={free_port()}", str(WORKER),
-               str(out), mode]
+               str(out), mode, *args]
         done = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=240)
         if done.returncode == 0 or "address already in use" not in done.stderr.lower():
             break
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-8000:]
     assert done.stdout.count("Run saved to") == (1 if mode == "fit" else 0)  # rank 0 alone
-    return [torch.load(out / f"{mode}{r}.pt", weights_only=True) for r in (0, 1)]
+    return [torch.load(out / f"{mode}{r}.pt", weights_only=True) for r in range(ranks)]
 
 
 def worker():
@@ -90,6 +90,95 @@ def test_one_run_whose_id_and_last_are_the_single_process_ones(tmp_path):
     assert status.mode == "stateful"
     for name, value in own.net.state_dict().items():
         torch.testing.assert_close(resumed.net.state_dict()[name], value, atol=1e-6, rtol=1e-5)
+
+
+def _optimizer_state(root: Path, run_id: str) -> dict:
+    state = NNCheckpoint.load(run_id, "last", root=root).training_state()
+    assert state is not None
+    return state["optimizer"]
+
+
+@pytest.mark.slow
+def test_a_sharded_resume_is_bit_exact_and_crosses_world_sizes_and_ddp(tmp_path):
+    """2 + 1 sharded epochs equal 3 straight ones bit for bit (weights and AdamW state);
+    a single-process run and a DDP run resume sharded, and an FSDP run resumes under DDP,
+    at 3 ranks (resharded) and in one process."""
+    w = worker()
+    root = tmp_path / "fsdp" / "runs"
+    single_run = w.fresh_model().train(w.resumable_params(2), verbose=False,
+                                       root=tmp_path / "fsdp" / "single")
+    zero, one = torchrun(tmp_path / "fsdp", "resume", single_run.id)
+    assert zero["mode"] == "stateful"
+    for name, value in zero["straight"].items():
+        assert torch.equal(zero["resumed"][name], value), name
+        for result in (zero, one):  # every rank holds the same model
+            for key in ("resumed", "from_single", "from_ddp", "to_ddp"):
+                assert torch.equal(result[key][name], zero[key][name]), (key, name)
+        # A DDP run resumed sharded, and this run resumed replicated, go on as this one.
+        torch.testing.assert_close(zero["from_ddp"][name], value, atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(zero["to_ddp"][name], value, atol=1e-6, rtol=1e-5)
+    straight = _optimizer_state(root, zero["straight_run"])
+    resumed = _optimizer_state(root, zero["resumed_run"])
+    def listed(groups):  # a loaded state's tuples (AdamW's betas) come back as lists
+        return [{k: list(v) if isinstance(v, tuple) else v for k, v in g.items()}
+                for g in groups]
+
+    assert listed(straight["param_groups"]) == listed(resumed["param_groups"])
+    for key, state in straight["state"].items():
+        for field, value in state.items():  # AdamW's step and moments, whole, bit for bit
+            assert torch.equal(resumed["state"][key][field], value), (key, field)
+    # The single-process run resumed sharded goes on as it does resumed under DDP.
+    for name, value in zero["single_ddp"].items():
+        torch.testing.assert_close(zero["from_single"][name], value, atol=1e-6, rtol=1e-5)
+        assert not torch.equal(value, zero["straight"][name])  # (another trajectory)
+    # At another world size the point reshards: 3 ranks continue statefully (not bit
+    # for bit: the batches are split otherwise), and their LAST is whole.
+    three = torchrun(tmp_path / "fsdp", "reshard", zero["first_run"], ranks=3)
+    assert [r["mode"] for r in three] == ["stateful"] * 3
+    last = NNCheckpoint.load(three[0]["run"], "last", root=root)
+    two = NNCheckpoint.load(zero["first_run"], "last", root=root)
+    assert {k: v.shape for k, v in last.state_dict.items()} == {
+        k: v.shape for k, v in two.state_dict.items()}
+    for name, value in three[0]["weights"].items():
+        assert torch.equal(value, three[2]["weights"][name])
+        assert torch.equal(last.state_dict[name], value)
+        assert not torch.equal(value, two.state_dict[name])  # it trained on
+    steps = {int(s["step"]) for s in _optimizer_state(root, three[0]["run"])["state"].values()}
+    before = {int(s["step"]) for s in _optimizer_state(root, zero["first_run"])["state"].values()}
+    assert len(before) == 1
+    assert steps == {before.pop() + 3}  # 64 samples: 22 a rank (8, 8, 6), 3 updates
+
+
+@pytest.mark.slow
+def test_a_rank_killed_in_the_sharded_save_leaves_the_previous_last_resumable(tmp_path):
+    """Rank 1 is SIGKILLed inside epoch 2's gather: rank 0 never writes epoch 2, LAST of
+    epoch 1 verifies, and resuming it for the 2 lost epochs equals 3 straight bit for
+    bit."""
+    import subprocess
+
+    from nnx._persistence.checkpoint import checkpoint_path
+    from nnx._persistence.point_verify import verify_point
+
+    out = tmp_path / "fsdp"
+    out.mkdir()
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+           "--master_addr=127.0.0.1", f"--master_port={free_port()}", str(WORKER),
+           str(out), "kill"]
+    done = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=240)
+    assert done.returncode != 0
+    assert "Signal 9" in done.stderr or "SIGKILL" in done.stderr, done.stderr[-4000:]
+    assert not list(out.glob("kill*.pt"))  # neither rank finished
+    runs = [p for p in (out / "runs").iterdir()
+            if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")]
+    assert len(runs) == 1
+    point = verify_point(checkpoint_path(runs[0].name, "last", root=out / "runs"))
+    assert point is not None and point.position["completed_epoch"] == 0  # epoch 1 (0-based)
+    assert point.position["committed_updates"] == 4  # 32 samples a rank, 4 updates
+    zero, one = torchrun(out, "after-kill", runs[0].name)
+    assert zero["mode"] == "stateful"
+    for name, value in zero["straight"].items():
+        assert torch.equal(zero["resumed"][name], value), name
+        assert torch.equal(one["resumed"][name], value), name
 
 
 @pytest.mark.slow
@@ -155,7 +244,7 @@ def test_default_units_are_the_layers_and_named_units_are_checked():
     assert shard_units(vit, None) == list(vit.blocks)[::-1]  # each transformer block
 
 
-@pytest.mark.parametrize("case", ["param_dtype", "cpu_offload", "resume", "objective"])
+@pytest.mark.parametrize("case", ["param_dtype", "cpu_offload", "objective"])
 def test_refusals_come_before_anything_is_written_or_joined(tmp_path, monkeypatch, case):
     """Refused before a process group is joined (no launcher is needed to see it) and
     before the run is reserved."""
@@ -165,13 +254,12 @@ def test_refusals_come_before_anything_is_written_or_joined(tmp_path, monkeypatc
 
     spec = {"param_dtype": FSDP(param_dtype=torch.bfloat16),
             "cpu_offload": FSDP(cpu_offload=True)}.get(case, FSDP())
-    changes = {"resume_from_run_id": "0" * 32} if case == "resume" else {}
     optim = sgd()
     if case == "objective":  # an objective's window of several microbatches
         optim = dataclasses.replace(optim, accumulate_grad_batches=2)
-    params = NNTrainParams(n_epochs=1, train_loader=tiny_batches(2), optim=optim, **changes)
+    params = NNTrainParams(n_epochs=1, train_loader=tiny_batches(2), optim=optim)
     objective = supervised_objective() if case == "objective" else None
-    match = {"param_dtype": "CUDA", "cpu_offload": "CUDA", "resume": "not in this release",
+    match = {"param_dtype": "CUDA", "cpu_offload": "CUDA",
              "objective": "not in this release"}[case]
     with pytest.raises(FSDPUnsupportedError, match=match):
         tiny_model().train(params, distributed=spec, objective=objective, verbose=False,

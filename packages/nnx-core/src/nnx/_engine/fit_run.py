@@ -93,8 +93,10 @@ def _fit(loop: FitLoop) -> NNRun:
         loop.attempt = session.on_main(lambda: begin_attempt(
             run.path, loop.provenance, parent=parent_attempt(run.root, loop.resume)),
             f"begin an attempt of run {run.id}")
+    # The model as checkpoints see it: commits read it, a resume loads into it.
+    whole = session.persisted(loop.model.net)
     loop.committer = epoch_committer(
-        loop.state, persists=session.is_main, run=run, net=session.persisted(loop.model.net),
+        loop.state, persists=session.is_main, run=run, net=whole,
         params=loop.params, history=loop.hist, attempt=loop.attempt, phases=loop.phases,
         background=loop.params.async_commit)
     try:
@@ -106,7 +108,7 @@ def _fit(loop: FitLoop) -> NNRun:
         # Agreed once: whether a mid-epoch stop must be agreed in every batch.
         loop.agree_stops = session.any(bool(ctx.update_listeners))
         if loop.resume is not None:
-            apply_resume(loop.resume, loop.state, loop.model.net)
+            apply_resume(loop.resume, loop.state, loop.model.net, whole)
             run.resume_status = loop.resume.status
             run.metadata["resume"] = loop.resume.status.state()
             session.on_main(run.save_config, f"record the resume of run {run.id}")

@@ -16,13 +16,14 @@ What differs from DDP, and where it is answered:
   before a commit (:meth:`FSDPSession.gather`); rank 0 writes it through
   :class:`FullStateNet`, so LAST holds full, unsharded tensors that a single process
   loads.
+* **Resume.** Every rank reads the checkpoint and loads its full state through
+  :class:`FullStateNet`, keeping its shard: the same point resumes at any world size,
+  and a single-process or DDP run resumes sharded (and an FSDP run in one process).
 * **Objectives.** The update engine's window is one microbatch under FSDP: its
   denominators are agreed before the one backward, which FSDP reduces.
-* **Part 1's scope.** Resuming under FSDP (the sharded optimizer state through
-  torch.distributed.checkpoint) and an objective accumulating over several
-  microbatches (the update engine's per-term gradients) are not in this release
-  yet: :func:`check_fsdp_fit` refuses them before anything is reserved, as it
-  refuses what needs a GPU on the CPU.
+* **Not in this release.** An objective accumulating over several microbatches (the
+  update engine's per-term gradients) and the GPU-only policies on a CPU model:
+  :func:`check_fsdp_fit` refuses them before anything is reserved.
 """
 
 from __future__ import annotations
@@ -41,11 +42,14 @@ from torch.distributed.checkpoint.state_dict import (
     StateDictOptions,
     get_model_state_dict,
     get_optimizer_state_dict,
+    set_model_state_dict,
+    set_optimizer_state_dict,
 )
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
 
 from nnx._engine.distributed import BACKENDS, DistributedSession
+from nnx._engine.loop_state import param_names
 from nnx._foundation.validation import POSITIVE, check_choice, check_real
 
 __all__ = ["FSDP", "FSDPSession", "FSDPUnsupportedError", "FullStateNet", "check_fsdp_fit",
@@ -118,11 +122,6 @@ def check_fsdp_fit(spec: FSDP, device: torch.device, params: Any, objective: Any
                 f"FSDP({', '.join(needs_gpu)}=...) needs a CUDA model (torch's mixed-precision "
                 f"and offload policies move tensors to and from a GPU); the model is on "
                 f"{device}")
-    if getattr(params, "resume_from_run_id", None) is not None:
-        raise FSDPUnsupportedError(
-            "resuming a run under distributed=FSDP(...) is not in this release yet (the "
-            "sharded optimizer state comes with torch.distributed.checkpoint); resume it in one "
-            "process, which reads an FSDP run's full checkpoint")
     if objective is not None and _accumulation(params) != 1:
         raise FSDPUnsupportedError(
             "an objective accumulating gradients (accumulate_grad_batches > 1) under "
@@ -155,10 +154,15 @@ def shard_units(net: nn.Module, units: Sequence[str | type[nn.Module]] | None
     return [m for _, m in reversed(named) if id(m) in chosen and m is not net]
 
 
+_FULL = StateDictOptions(full_state_dict=True)
+
+
 class FullStateNet:
-    """What rank 0's commit reads the model from under FSDP: the full state the last
-    :meth:`FSDPSession.gather` collected, and the live net's parameter names (the
-    training state's optimizer topology)."""
+    """The sharded net as checkpoints see it: whole. A commit reads the full state the
+    last :meth:`FSDPSession.gather` collected (rank 0 writes it); a resume loads a
+    checkpoint's full state into it on every rank, each keeping its own shard, so one
+    checkpoint resumes at any world size, and a single-process or DDP run's under FSDP.
+    The parameter names are the live net's (the training state's optimizer topology)."""
 
     def __init__(self, net: nn.Module) -> None:
         self.net = net
@@ -175,6 +179,32 @@ class FullStateNet:
         """``optimizer``'s gathered full state in its own format (parameters numbered
         across its groups), as a single process's ``optimizer.state_dict()`` has it."""
         return self.optimizers[id(optimizer)]
+
+    def load_state_dict(self, weights: Mapping[str, torch.Tensor]) -> None:
+        """Every rank loads the full ``weights``; each parameter keeps this rank's shard."""
+        set_model_state_dict(self.net, dict(weights), options=_FULL)
+
+    def load_optimizer_state(self, optimizer: torch.optim.Optimizer,
+                             state: Mapping[str, Any]) -> None:
+        """``optimizer``'s full saved state (a single process's format), sharded as the
+        net's parameters are."""
+        named = _named(state, param_names(self.net, optimizer))
+        set_optimizer_state_dict(self.net, optimizer, named, options=_FULL)
+
+
+def _named(numbered: Mapping[str, Any], names: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """The inverse of :func:`_numbered`: a single process's optimizer state keyed by the
+    parameter names of each group (as torch.distributed.checkpoint reads a full state)."""
+    if len(names) != len(numbered["param_groups"]):
+        raise ValueError(f"the saved optimizer state has {len(numbered['param_groups'])} "
+                         f"parameter groups; the optimizer has {len(names)}")
+    name_of: dict[int, str] = {}
+    groups = []
+    for group, group_names in zip(numbered["param_groups"], names, strict=True):
+        name_of.update(zip(group["params"], group_names, strict=True))
+        groups.append({**group, "params": list(group_names)})
+    return {"state": {name_of[int(i)]: value for i, value in numbered["state"].items()},
+            "param_groups": groups}
 
 
 def _numbered(full: Mapping[str, Any]) -> dict[str, Any]:
@@ -227,8 +257,9 @@ class FSDPSession(DistributedSession):
             fully_shard(unit, **kwargs)
         fully_shard(net, **kwargs)
         # fully_shard registers new (DTensor) parameters: an optimizer still holding the
-        # replaced ones would step tensors the net no longer uses. A fresh fit's
-        # optimizers hold no state yet (resume is refused), so swapping is all it takes.
+        # replaced ones would step tensors the net no longer uses. The optimizers hold no
+        # state yet (a resume loads it later, sharded: FullStateNet), so swapping is all
+        # it takes.
         after = dict(net.named_parameters())
         for optimizer in optimizers:
             for group in optimizer.param_groups:

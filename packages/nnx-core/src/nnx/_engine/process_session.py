@@ -57,8 +57,9 @@ class ProcessSession(Protocol):
         ...
 
     def persisted(self, net: torch.nn.Module) -> Any:
-        """What the main process's commit reads the model's state from (``net``, or the
-        full state a sharded fit gathers)."""
+        """The model as checkpoints see it: what the main process's commit reads the
+        model's state from and a resume loads a checkpoint's state into (``net``, or a
+        sharded fit's full-state view)."""
         ...
 
     def gather(self, net: torch.nn.Module, optimizers: Sequence[torch.optim.Optimizer]

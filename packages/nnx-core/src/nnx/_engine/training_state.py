@@ -196,6 +196,8 @@ def optimizer_state(saved: Mapping[str, Any], slot: OptimizerSlot,
 
 # -- restore: the steps, in order -----------------------------------------------------------
 def restore_weights(net: torch.nn.Module, weights: Mapping[str, Any]) -> None:
+    """``net``: the model, or a sharded fit's full-state view of it
+    (nnx._engine.fsdp.FullStateNet), which loads the full ``weights`` shard by shard."""
     net.load_state_dict(weights)
 
 
@@ -205,7 +207,12 @@ def restore_optimizers(state: LoopState, saved: Mapping[str, Any], net: torch.nn
     slots = saved_slots(state, saved)
     for name, slot in state.slots.items():
         slot_saved = slots[name]
-        slot.optimizer.load_state_dict(optimizer_state(slot_saved, slot, net))
+        saved_state = optimizer_state(slot_saved, slot, net)
+        sharded = getattr(net, "load_optimizer_state", None)  # the full-state view's
+        if sharded is None:
+            slot.optimizer.load_state_dict(saved_state)
+        else:
+            sharded(slot.optimizer, saved_state)
         if slot.schedule is not None and slot_saved.get(SCHEDULE) is not None:
             slot.schedule.load_state_dict(slot_saved[SCHEDULE])
 
