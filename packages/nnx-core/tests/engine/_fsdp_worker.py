@@ -13,7 +13,7 @@ save of epoch 2) and ``after-kill RUN`` (that run resumed, and 3 epochs straight
 ``agree-fsdp`` / ``agree-ddp`` (the same two fits under FSDP or DDP: accumulation over
 uneven, masked microbatches; gradient clipping with a NaN on rank 1 only, under FSDP
 with named units, no resharding after forward and activation checkpointing; an
-objective over masked microbatches; a Trainer with a step function of its own).
+objective over masked microbatches, one microbatch and two to a window; a Trainer with a step function of its own).
 Each rank writes OUT/<mode><rank>.pt.
 """
 
@@ -251,12 +251,16 @@ def main() -> None:
         objective = fresh_model(masked=True)  # masked unevenly: the ranks' denominators differ
         objective.train(accumulation_params(8, 1), objective=supervised_objective(),
                         verbose=False, root=root, distributed=spec)
+        accumulating = fresh_model(masked=True)  # and two microbatches to a window
+        accumulating.train(accumulation_params(8, 2), objective=supervised_objective(),
+                           verbose=False, root=root, distributed=spec, salt="objective")
         trained = fresh_model()
         Trainer(trained).train(trainer_params(), trainer_step_fn=trainer_step, verbose=False,
                                root=root, distributed=spec)
         result = {"accumulated": full_weights(accumulated), "clipped": full_weights(clipped),
                   "clipped_run": run.id, "trainer": full_weights(trained),
-                  "objective": full_weights(objective)}
+                  "objective": full_weights(objective),
+                  "accumulating": full_weights(accumulating)}
     dist.barrier()  # as NNx's own close(): meet before tearing the group down
     dist.destroy_process_group()
     torch.save(result, os.path.join(out, f"{mode}{rank}.pt"))

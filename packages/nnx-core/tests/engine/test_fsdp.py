@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from nnx import NNCheckpoint, NNModel, NNTrainParams, supervised_objective
+from nnx import NNCheckpoint, NNModel, NNTrainParams
 from nnx.distributed import FSDP, FSDPUnsupportedError
 
 WORKER = Path(__file__).with_name("_fsdp_worker.py")
@@ -188,7 +187,8 @@ def test_accumulation_clipping_and_a_nan_on_one_rank_agree_as_under_ddp(tmp_path
     dropping the window a NaN on rank 1 poisoned give DDP's weights on both ranks (that
     fit with named units, activation checkpointing and no resharding after forward); a
     Trainer's own step function and an objective over masked microbatches (the ranks'
-    denominators differ) train as under DDP."""
+    denominators differ), in windows of one and of two microbatches, train as under
+    DDP."""
     fsdp = torchrun(tmp_path, "agree-fsdp")
     ddp = torchrun(tmp_path, "agree-ddp")
     w = worker()
@@ -206,9 +206,13 @@ def test_accumulation_clipping_and_a_nan_on_one_rank_agree_as_under_ddp(tmp_path
         torch.testing.assert_close(fsdp[0]["trainer"][name], ddp[0]["trainer"][name],
                                    atol=1e-6, rtol=1e-5)
         assert torch.equal(fsdp[0]["trainer"][name], fsdp[1]["trainer"][name])
-        torch.testing.assert_close(fsdp[0]["objective"][name], ddp[0]["objective"][name],
-                                   atol=1e-6, rtol=1e-5)
-        assert torch.equal(fsdp[0]["objective"][name], fsdp[1]["objective"][name])
+        for key in ("objective", "accumulating"):
+            torch.testing.assert_close(fsdp[0][key][name], ddp[0][key][name], atol=1e-6,
+                                       rtol=1e-5)
+            assert torch.equal(fsdp[0][key][name], fsdp[1][key][name])
+        # An objective's window of two uneven, masked microbatches on each rank is one
+        # full-batch update, as the default step's is.
+        torch.testing.assert_close(fsdp[0]["accumulating"][name], value, atol=1e-6, rtol=1e-5)
 
 
 def test_fsdp_spec_validation():
@@ -244,25 +248,21 @@ def test_default_units_are_the_layers_and_named_units_are_checked():
     assert shard_units(vit, None) == list(vit.blocks)[::-1]  # each transformer block
 
 
-@pytest.mark.parametrize("case", ["param_dtype", "cpu_offload", "objective"])
-def test_refusals_come_before_anything_is_written_or_joined(tmp_path, monkeypatch, case):
+@pytest.mark.parametrize("spec", [FSDP(param_dtype=torch.bfloat16),
+                                  FSDP(reduce_dtype=torch.float32), FSDP(cpu_offload=True)])
+def test_gpu_policies_on_a_cpu_model_are_refused_before_anything_is_written_or_joined(
+        tmp_path, monkeypatch, spec):
     """Refused before a process group is joined (no launcher is needed to see it) and
     before the run is reserved."""
     for var in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(var, raising=False)
     from _nnx_core_tiny import sgd, tiny_batches, tiny_model
 
-    spec = {"param_dtype": FSDP(param_dtype=torch.bfloat16),
-            "cpu_offload": FSDP(cpu_offload=True)}.get(case, FSDP())
-    optim = sgd()
-    if case == "objective":  # an objective's window of several microbatches
-        optim = dataclasses.replace(optim, accumulate_grad_batches=2)
-    params = NNTrainParams(n_epochs=1, train_loader=tiny_batches(2), optim=optim)
-    objective = supervised_objective() if case == "objective" else None
-    match = {"param_dtype": "CUDA", "cpu_offload": "CUDA",
-             "objective": "not in this release"}[case]
-    with pytest.raises(FSDPUnsupportedError, match=match):
-        tiny_model().train(params, distributed=spec, objective=objective, verbose=False,
-                           root=tmp_path / "runs")
+    model = tiny_model()
+    before = {k: v.clone() for k, v in model.net.state_dict().items()}
+    params = NNTrainParams(n_epochs=1, train_loader=tiny_batches(2), optim=sgd())
+    with pytest.raises(FSDPUnsupportedError, match="needs a CUDA model"):
+        model.train(params, distributed=spec, verbose=False, root=tmp_path / "runs")
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
     assert not torch.distributed.is_initialized()
+    assert all(torch.equal(v, before[k]) for k, v in model.net.state_dict().items())

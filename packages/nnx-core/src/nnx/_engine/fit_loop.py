@@ -88,8 +88,7 @@ class FitLoop:
         # The fit's compiled forward; built and routed only while the fit runs.
         self.compiled: CompileSession | None = compiled_fit(compile, model)
         self.owner, self.model, self.eval_fn = owner, model, eval_fn
-        self.session = open_session(distributed, model.device, params=params,
-                                    objective=objective)
+        self.session = open_session(distributed, model.device)
         try:  # this process's shard: loaders are runtime-only, so the run id is unchanged
             shard = self.session.shard(params.train_loader, params.seed)
             self.params = params if shard is params.train_loader else (

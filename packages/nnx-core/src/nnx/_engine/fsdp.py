@@ -19,11 +19,13 @@ What differs from DDP, and where it is answered:
 * **Resume.** Every rank reads the checkpoint and loads its full state through
   :class:`FullStateNet`, keeping its shard: the same point resumes at any world size,
   and a single-process or DDP run resumes sharded (and an FSDP run in one process).
-* **Objectives.** The update engine's window is one microbatch under FSDP: its
-  denominators are agreed before the one backward, which FSDP reduces.
-* **Not in this release.** An objective accumulating over several microbatches (the
-  update engine's per-term gradients) and the GPU-only policies on a CPU model:
-  :func:`check_fsdp_fit` refuses them before anything is reserved.
+* **Objectives.** A one-microbatch window agrees on its denominators before its one
+  backward, which FSDP reduces.
+* **Objectives accumulating** over several microbatches reduce each term's backward
+  at once and keep the reduced gradients apart until the window's close (the update
+  engine's per-term buffers).
+* **On the CPU** the GPU-only policies are refused (:func:`check_fsdp_fit`) before
+  anything is reserved.
 """
 
 from __future__ import annotations
@@ -59,8 +61,8 @@ _DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
 class FSDPUnsupportedError(NotImplementedError):
-    """What a fit under ``distributed=FSDP(...)`` cannot do (yet, or on this device),
-    raised before anything is reserved."""
+    """What a fit under ``distributed=FSDP(...)`` cannot do on its device, raised before
+    anything is reserved."""
 
 
 @dataclass(frozen=True)
@@ -110,31 +112,19 @@ class FSDP:
         check_real("FSDP.timeout_s", self.timeout_s, POSITIVE)
 
 
-def check_fsdp_fit(spec: FSDP, device: torch.device, params: Any, objective: Any) -> None:
-    """Refuse what this release cannot train under FSDP, before anything is reserved."""
-    if device.type != "cuda":
-        needs_gpu = [name for name, on in (
-            ("param_dtype", spec.param_dtype is not None),
-            ("reduce_dtype", spec.reduce_dtype is not None),
-            ("cpu_offload", spec.cpu_offload)) if on]
-        if needs_gpu:
-            raise FSDPUnsupportedError(
-                f"FSDP({', '.join(needs_gpu)}=...) needs a CUDA model (torch's mixed-precision "
-                f"and offload policies move tensors to and from a GPU); the model is on "
-                f"{device}")
-    if objective is not None and _accumulation(params) != 1:
+def check_fsdp_fit(spec: FSDP, device: torch.device) -> None:
+    """Refuse what FSDP cannot do on ``device``, before any process group is joined or
+    anything is reserved."""
+    if device.type == "cuda":
+        return
+    needs_gpu = [name for name, on in (
+        ("param_dtype", spec.param_dtype is not None),
+        ("reduce_dtype", spec.reduce_dtype is not None),
+        ("cpu_offload", spec.cpu_offload)) if on]
+    if needs_gpu:
         raise FSDPUnsupportedError(
-            "an objective accumulating gradients (accumulate_grad_batches > 1) under "
-            "distributed=FSDP(...) is not in this release yet (the update engine keeps "
-            "per-term gradients across a window, which FSDP's sharded parameters do not "
-            "receive); accumulate with the default step, or use DDP(...)")
-
-
-def _accumulation(params: Any) -> int:
-    """The window length ``params`` ask for (NNTrainParams' optim, or the Trainer's)."""
-    optim = getattr(params, "optim", None)
-    configs = [optim] if optim is not None else list(getattr(params, "optims", {}).values())
-    return max((getattr(c, "accumulate_grad_batches", 1) for c in configs), default=1)
+            f"FSDP({', '.join(needs_gpu)}=...) needs a CUDA model (torch's mixed-precision "
+            f"and offload policies move tensors to and from a GPU); the model is on {device}")
 
 
 def shard_units(net: nn.Module, units: Sequence[str | type[nn.Module]] | None

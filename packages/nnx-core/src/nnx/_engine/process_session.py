@@ -131,17 +131,15 @@ class SingleProcess:
         return None
 
 
-def open_session(distributed: Any, device: torch.device, *, params: Any = None,
-                 objective: Any = None) -> ProcessSession:
+def open_session(distributed: Any, device: torch.device) -> ProcessSession:
     """The session ``train(distributed=...)`` asks for: DDP's, FSDP's, or a single
-    process. FSDP's refusals (``params`` and ``objective`` it cannot train) come first,
-    before any process group."""
+    process. FSDP's refusals (what needs a GPU) come first, before any process group."""
     if distributed is None:
         return SingleProcess()
     from nnx._engine.distributed import DistributedSession  # on first use (issue 38)
     from nnx._engine.fsdp import FSDP, FSDPSession, check_fsdp_fit  # likewise: torch's FSDP
 
     if isinstance(distributed, FSDP):
-        check_fsdp_fit(distributed, device, params, objective)
+        check_fsdp_fit(distributed, device)
         return FSDPSession(distributed, device)
     return DistributedSession(distributed, device)

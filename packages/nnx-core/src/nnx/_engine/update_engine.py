@@ -109,8 +109,9 @@ class UpdateEngine:
         # built it (train_net), for the contexts to carry.
         self.session = session
         # Under FSDP the sharded parameters receive gradients only through FSDP's own
-        # reduction in backward: the window (one microbatch) agrees on its denominators
-        # first and back-propagates once, already normalized (_reduced_backward).
+        # reduction in backward: a one-microbatch window agrees on its denominators first
+        # and back-propagates once, already normalized (_reduced_backward); a longer one
+        # keeps each term's reduced gradients apart until its close (_term_backwards).
         self.reduced = bool(getattr(session, "reduces_in_backward", False))
         self.train_net: nn.Module | None = None
         self.skips = NonFiniteSkips()  # the epoch's non-finite windows (the loop's tally)
@@ -161,8 +162,10 @@ class UpdateEngine:
             raise TypeError(f"an objective must return an ObjectiveResult; got "
                             f"{type(result).__name__}")
         values = self._account(result, window, epoch, batch_idx)
-        if self.reduced:
+        if self.reduced and self.accumulate == 1:
             self._reduced_backward(result, window)
+        elif self.reduced:
+            self._term_backwards(result, window, params)
         elif not window.poisoned:
             self._backward(result, window, params)
         window.microbatches += 1
@@ -247,6 +250,33 @@ class UpdateEngine:
         if parts:
             loss = torch.stack([p.reshape(()) for p in parts]).sum()
             torch.autograd.backward(loss if self.scaler is None else self.scaler.scale(loss))
+
+    def _term_backwards(self, result: ObjectiveResult, window: _Window,
+                        params: list[torch.Tensor]) -> None:
+        """A window of several microbatches under FSDP, whose denominators are known only
+        at its close: each term's backward (of weight × numerator × world) is reduced by
+        FSDP at once, and its sharded gradient moves into the term's buffer, which the
+        close divides by the term's agreed denominator (:meth:`_coefficient`), as DDP's
+        per-term buffers are. Every rank runs the same backwards (a term masked here
+        goes in times zero), so whether the window is poisoned is agreed first, per
+        microbatch: once it is anywhere, no rank back-propagates the rest of it."""
+        if self.session.sum([float(window.poisoned)])[0] > 0:
+            window.cause = window.cause or "loss term (on some rank)"
+            window.poisoned = True
+            return
+        live = [t for t in result.terms if t.weight != 0 and t.numerator.requires_grad]
+        world = float(self.session.world_size)
+        scale = self.scaler.scale if self.scaler is not None else (lambda x: x)
+        for i, term in enumerate(live):
+            loss = (term.numerator.nan_to_num() * 0.0 if term.masked
+                    else term.weight * world * term.numerator)
+            torch.autograd.backward(scale(loss.reshape(())), retain_graph=i < len(live) - 1)
+            buffer = window.buffers.setdefault(term.name, {})
+            for p in params:
+                if p.grad is not None:
+                    held = buffer.get(id(p))
+                    buffer[id(p)] = p.grad if held is None else held.add_(p.grad)
+                    p.grad = None
 
     def _local_gradients(self) -> Any:
         ddp = self.train_net if self.session is not None else None
