@@ -20,6 +20,7 @@ the same place. Needs `pip install nnx-core nnx-lm`; runs in seconds.
 
 from __future__ import annotations
 
+import gc
 import tempfile
 import warnings
 from pathlib import Path
@@ -80,6 +81,10 @@ def rank(index: int, root: str) -> None:
     if index == 0:
         print(f"rank 0 of {WORLD} held {held} of the embedding's {whole} rows")
         torch.save({"run_id": run.id, "logits": logits}, f"{root}/sharded.pt")
+    # The sharded model goes before the group: one that outlives the group keeps gloo's
+    # threads to interpreter exit, whose teardown of them can abort the process.
+    del sharded, embedding
+    gc.collect()
     dist.barrier()
     dist.destroy_process_group()
 

@@ -13,12 +13,14 @@ save of epoch 2) and ``after-kill RUN`` (that run resumed, and 3 epochs straight
 ``agree-fsdp`` / ``agree-ddp`` (the same two fits under FSDP or DDP: accumulation over
 uneven, masked microbatches; gradient clipping with a NaN on rank 1 only, under FSDP
 with named units, no resharding after forward and activation checkpointing; an
-objective over masked microbatches, one microbatch and two to a window; a Trainer with a step function of its own).
+objective over masked microbatches, one microbatch and two to a window; a Trainer with
+a step function of its own).
 Each rank writes OUT/<mode><rank>.pt.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -208,11 +210,8 @@ def full_weights(model: NNModel) -> dict[str, torch.Tensor]:
     return out
 
 
-def main() -> None:
-    torch.set_num_threads(1)
-    out, mode = sys.argv[1], sys.argv[2]
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
+def run_mode(out: str, mode: str, rank: int) -> dict:
+    """The fits of ``mode``; what the test reads back (tensors and ids only)."""
     result: dict = {}
     if mode == "fit":
         model = fresh_model()
@@ -261,6 +260,20 @@ def main() -> None:
                   "clipped_run": run.id, "trainer": full_weights(trained),
                   "objective": full_weights(objective),
                   "accumulating": full_weights(accumulating)}
+    return result
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    out, mode = sys.argv[1], sys.argv[2]
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    result = run_mode(out, mode, rank)
+    # The sharded models (and their hooks' reference cycles) go while the group is alive:
+    # one that outlives it holds gloo's threads and work to interpreter finalization,
+    # whose teardown of them aborts the process now and then ("terminate called without
+    # an active exception"), as NNx's own close() collects before it destroys a group.
+    gc.collect()
     dist.barrier()  # as NNx's own close(): meet before tearing the group down
     dist.destroy_process_group()
     torch.save(result, os.path.join(out, f"{mode}{rank}.pt"))
