@@ -4,17 +4,17 @@ Usage: python _fsdp_worker.py OUT MODE
 
 The worker creates the process group itself, so NNx joins it and leaves it open: the
 sharded ``model.net`` is still usable after the fit (its forward gathers the shards).
-Modes: ``fit`` (2 epochs of the default step under FSDP, rank 1 starting from other
-weights: the run id, this rank's full weights and the sharded model's gathered output on
-the validation inputs), ``resume SINGLE_RUN`` (sharded resumes: 2+1 against 3
-straight, from a single-process run, from a DDP run, and to DDP), ``reshard RUN`` (a
-2-rank run resumed at this world size), ``kill`` (rank 1 SIGKILLed in the sharded
-save of epoch 2) and ``after-kill RUN`` (that run resumed, and 3 epochs straight), and
-``agree-fsdp`` / ``agree-ddp`` (the same two fits under FSDP or DDP: accumulation over
-uneven, masked microbatches; gradient clipping with a NaN on rank 1 only, under FSDP
-with named units, no resharding after forward and activation checkpointing; an
-objective over masked microbatches, one microbatch and two to a window; a Trainer with
-a step function of its own).
+Modes: ``fit`` (2 epochs of the default step under FSDP with a ModelCheckpoint, rank 1
+starting from other weights: the run id, this rank's full weights and the sharded
+model's gathered output on the validation inputs), ``resume SINGLE_RUN`` (sharded
+resumes: 2+1 against 3 straight, from a single-process run, from a DDP run, and to DDP),
+``reshard RUN`` (a 2-rank run resumed at this world size), ``kill`` (rank 1 SIGKILLed in
+the sharded save of epoch 2) and ``after-kill RUN`` (that run resumed, and 3 epochs
+straight), and ``agree-fsdp`` / ``agree-ddp`` (the same two fits under FSDP or DDP:
+accumulation over uneven, masked microbatches; gradient clipping with a NaN on rank 1
+only, under FSDP with named units, no resharding after forward and activation
+checkpointing; an objective over masked microbatches, one microbatch and two to a
+window; a Trainer with a step function of its own).
 Each rank writes OUT/<mode><rank>.pt.
 """
 
@@ -41,6 +41,7 @@ from nnx import (
     Trainer,
     supervised_objective,
 )
+from nnx.callbacks import ModelCheckpoint
 from nnx.distributed import DDP, FSDP
 
 
@@ -220,7 +221,8 @@ def run_mode(out: str, mode: str, rank: int) -> dict:
                 for p in model.net.parameters():
                     p.add_(1.0)
         run = model.train(fit_params(8), verbose=None, root=os.path.join(out, "runs"),
-                          distributed=FSDP(timeout_s=60))
+                          distributed=FSDP(timeout_s=60),
+                          callbacks=[ModelCheckpoint(format="safetensors")])
         _, val = data()
         with torch.no_grad():  # every rank joins the sharded forward
             output = model.net(val[:][0])

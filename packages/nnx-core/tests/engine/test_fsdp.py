@@ -63,6 +63,11 @@ def test_one_run_whose_id_and_last_are_the_single_process_ones(tmp_path):
     last = NNCheckpoint.load(zero["run_id"], "last", root=tmp_path / "fsdp" / "runs")
     assert {k: tuple(v.shape) for k, v in last.state_dict.items()} == {
         k: tuple(v.shape) for k, v in single.net.state_dict().items()}
+    # ModelCheckpoint's snapshots are whole too (what the commit gathered, not rank 0's
+    # shards): the last one holds LAST's weights.
+    snapshot = NNCheckpoint.load(zero["run_id"], "custom_e1", root=tmp_path / "fsdp" / "runs")
+    assert snapshot.state_dict.keys() == last.state_dict.keys()
+    assert all(torch.equal(snapshot.state_dict[k], v) for k, v in last.state_dict.items())
     loaded = NNModel.from_checkpoint(last)
     _, val = w.data()
     with torch.no_grad():

@@ -93,8 +93,10 @@ def _fit(loop: FitLoop) -> NNRun:
         loop.attempt = session.on_main(lambda: begin_attempt(
             run.path, loop.provenance, parent=parent_attempt(run.root, loop.resume)),
             f"begin an attempt of run {run.id}")
-    # The model as checkpoints see it: commits read it, a resume loads into it.
+    # The model as checkpoints see it: commits read it, a resume loads into it, and
+    # callbacks read its weights (ctx.model_state_dict: whole under FSDP too).
     whole = session.persisted(loop.model.net)
+    ctx.committed_state = whole.state_dict
     loop.committer = epoch_committer(
         loop.state, persists=session.is_main, run=run, net=whole,
         params=loop.params, history=loop.hist, attempt=loop.attempt, phases=loop.phases,
