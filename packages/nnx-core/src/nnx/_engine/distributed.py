@@ -31,7 +31,7 @@ import inspect
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 import torch
@@ -83,9 +83,14 @@ class DistributedSession:
     """One rank's view of the process group for the length of a fit (the loop's
     :class:`~nnx._engine.process_session.ProcessSession` under DDP)."""
 
-    def __init__(self, spec: DDP, device: torch.device) -> None:
-        if not isinstance(spec, DDP):
-            raise TypeError(f"distributed must be an nnx.distributed.DDP; got "
+    spec_type: ClassVar[type[Any]] = DDP  # FSDP's session takes an FSDP (nnx._engine.fsdp)
+    # Whether backward itself reduces the gradients over the ranks (FSDP's), or the
+    # update engine sums them at a window's close (DDP's, under no_sync).
+    reduces_in_backward: ClassVar[bool] = False
+
+    def __init__(self, spec: Any, device: torch.device) -> None:
+        if not isinstance(spec, self.spec_type):
+            raise TypeError(f"distributed must be an nnx.distributed.DDP or FSDP; got "
                             f"{type(spec).__name__}")
         if not dist.is_available():
             raise RuntimeError("this torch build has no torch.distributed")
@@ -95,7 +100,8 @@ class DistributedSession:
             missing = [v for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
                        if v not in os.environ]
             if missing:
-                raise RuntimeError(f"distributed=DDP(...) needs a launcher: run the script with "
+                raise RuntimeError(f"distributed={type(spec).__name__}(...) needs a launcher: run "
+                                   f"the script with "
                                    f"torchrun (missing {', '.join(missing)} in the environment)")
             backend = spec.backend or ("nccl" if device.type == "cuda" else "gloo")
             dist.init_process_group(backend,
@@ -153,9 +159,10 @@ class DistributedSession:
         return result
 
     # -- the model --------------------------------------------------------------------
-    def wrap(self, net: torch.nn.Module) -> torch.nn.Module:
+    def wrap(self, net: torch.nn.Module, optimizers: Any = ()) -> torch.nn.Module:
         """The DDP wrapper the training forward goes through (construction broadcasts
-        rank 0's parameters and buffers, so every rank starts from the same weights)."""
+        rank 0's parameters and buffers, so every rank starts from the same weights);
+        the ``optimizers`` keep ``net``'s own parameters."""
         from torch.nn.parallel import DistributedDataParallel
 
         kwargs: dict[str, Any] = {}
@@ -171,6 +178,20 @@ class DistributedSession:
             net, device_ids=device_ids, find_unused_parameters=self.spec.find_unused_parameters,
             static_graph=self.spec.static_graph,
             gradient_as_bucket_view=self.spec.gradient_as_bucket_view, **kwargs)
+
+    def window_backward(self, net: torch.nn.Module, closes: bool) -> bool:
+        """Prepare the default step's next backward; True when it must run even without a
+        loss. DDP's wrapper reduces every backward: nothing to prepare."""
+        return False
+
+    # -- checkpoints ------------------------------------------------------------------
+    def persisted(self, net: torch.nn.Module) -> Any:
+        """What rank 0's commit reads the model from: every replica is whole."""
+        return net
+
+    def gather(self, net: torch.nn.Module, optimizers: Any) -> None:
+        """Before a commit, on every rank: a replica has nothing to gather."""
+        return None
 
     # -- data -------------------------------------------------------------------------
     def shard(self, loader: Any, seed: int | None) -> Any:

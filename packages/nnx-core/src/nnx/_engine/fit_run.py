@@ -83,7 +83,8 @@ def _fit(loop: FitLoop) -> NNRun:
     ctx, run, session = loop.ctx, loop.run, loop.session
     loop.hist = session.history(run, loop.journal)
     ctx.idps = loop.hist.view
-    loop.train_net = session.wrap(loop.model.net)
+    optimizers = [slot.optimizer for slot in loop.state.slots.values()]
+    loop.train_net = session.wrap(loop.model.net, optimizers)
     if loop.engine is not None:  # its contexts carry the wrapper (ctx.train_net)
         loop.engine.train_net = loop.train_net
     if loop.provenance is not None:
@@ -92,8 +93,12 @@ def _fit(loop: FitLoop) -> NNRun:
         loop.attempt = session.on_main(lambda: begin_attempt(
             run.path, loop.provenance, parent=parent_attempt(run.root, loop.resume)),
             f"begin an attempt of run {run.id}")
+    # The model as checkpoints see it: commits read it, a resume loads into it, and
+    # callbacks read its weights (ctx.model_state_dict: whole under FSDP too).
+    whole = session.persisted(loop.model.net)
+    ctx.committed_state = whole.state_dict
     loop.committer = epoch_committer(
-        loop.state, persists=session.is_main, run=run, net=loop.model.net,
+        loop.state, persists=session.is_main, run=run, net=whole,
         params=loop.params, history=loop.hist, attempt=loop.attempt, phases=loop.phases,
         background=loop.params.async_commit)
     try:
@@ -105,7 +110,7 @@ def _fit(loop: FitLoop) -> NNRun:
         # Agreed once: whether a mid-epoch stop must be agreed in every batch.
         loop.agree_stops = session.any(bool(ctx.update_listeners))
         if loop.resume is not None:
-            apply_resume(loop.resume, loop.state, loop.model.net)
+            apply_resume(loop.resume, loop.state, loop.model.net, whole)
             run.resume_status = loop.resume.status
             run.metadata["resume"] = loop.resume.status.state()
             session.on_main(run.save_config, f"record the resume of run {run.id}")
@@ -132,6 +137,7 @@ def _fit(loop: FitLoop) -> NNRun:
                                                      loop.state.transforms)
         # Every process waits for the final LAST, so none goes on to read LAST (a
         # resume in the same process group) while it is being replaced.
+        session.gather(loop.model.net, optimizers)
         session.on_main(loop.committer.refresh_last, f"write the final LAST of run {run.id}")
         run_deferred(ctx)  # what on_train_end deferred sees the final LAST
     except BaseException as exc:

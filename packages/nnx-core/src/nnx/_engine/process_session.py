@@ -4,13 +4,13 @@ The fit loop never asks which rank it is: it holds one :class:`ProcessSession` a
 calls it at the few points where processes must agree. A single-process fit holds a
 :class:`SingleProcess`, whose every answer is the trivial one (its agreement is the
 process's own value, it persists everything, it wraps nothing); a DDP fit holds a
-:class:`~nnx._engine.distributed.DistributedSession`. A coming sharded (FSDP) fit is
-one more session, not a branch in the loop.
+:class:`~nnx._engine.distributed.DistributedSession`; a sharded fit holds an
+:class:`~nnx._engine.fsdp.FSDPSession`, one more session, not a branch in the loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from nnx._persistence.run_history import open_history
@@ -46,12 +46,25 @@ class ProcessSession(Protocol):
         """The progress display this process shows (only the main process prints)."""
         ...
 
-    def wrap(self, net: torch.nn.Module) -> torch.nn.Module | None:
-        """The module the training forward goes through, None for ``net`` itself."""
+    def wrap(self, net: torch.nn.Module, optimizers: Sequence[torch.optim.Optimizer] = ()
+             ) -> torch.nn.Module | None:
+        """The module the training forward goes through, None for ``net`` itself
+        (``optimizers``: the fit's, which a sharded net's new parameters replace in)."""
         ...
 
     def history(self, run: NNRun, journal: Any) -> Any:
         """The run's history as this process keeps it (only the main one writes it)."""
+        ...
+
+    def persisted(self, net: torch.nn.Module) -> Any:
+        """The model as checkpoints see it: what the main process's commit reads the
+        model's state from and a resume loads a checkpoint's state into (``net``, or a
+        sharded fit's full-state view)."""
+        ...
+
+    def gather(self, net: torch.nn.Module, optimizers: Sequence[torch.optim.Optimizer]
+               ) -> None:
+        """Called on every process before a commit reads the model's state."""
         ...
 
     def on_main(self, action: Callable[[], T], what: str) -> T | None:
@@ -88,11 +101,19 @@ class SingleProcess:
     def verbosity(self, verbose: bool | None) -> bool | None:
         return verbose
 
-    def wrap(self, net: torch.nn.Module) -> torch.nn.Module | None:
+    def wrap(self, net: torch.nn.Module, optimizers: Sequence[torch.optim.Optimizer] = ()
+             ) -> torch.nn.Module | None:
         return None
 
     def history(self, run: NNRun, journal: Any) -> Any:
         return open_history(run, journal)
+
+    def persisted(self, net: torch.nn.Module) -> Any:
+        return net
+
+    def gather(self, net: torch.nn.Module, optimizers: Sequence[torch.optim.Optimizer]
+               ) -> None:
+        return None
 
     def on_main(self, action: Callable[[], T], what: str) -> T | None:
         return action()
@@ -111,9 +132,14 @@ class SingleProcess:
 
 
 def open_session(distributed: Any, device: torch.device) -> ProcessSession:
-    """The session ``train(distributed=...)`` asks for: DDP's, or a single process."""
+    """The session ``train(distributed=...)`` asks for: DDP's, FSDP's, or a single
+    process. FSDP's refusals (what needs a GPU) come first, before any process group."""
     if distributed is None:
         return SingleProcess()
     from nnx._engine.distributed import DistributedSession  # on first use (issue 38)
+    from nnx._engine.fsdp import FSDP, FSDPSession, check_fsdp_fit  # likewise: torch's FSDP
 
+    if isinstance(distributed, FSDP):
+        check_fsdp_fit(distributed, device)
+        return FSDPSession(distributed, device)
     return DistributedSession(distributed, device)

@@ -355,14 +355,18 @@ def _schedule_problems(saved: Mapping[str, Any] | None, schedule: Any,
     return problems
 
 
-def apply_resume(plan: ResumePlan, state: LoopState, net: torch.nn.Module) -> None:
+def apply_resume(plan: ResumePlan, state: LoopState, net: torch.nn.Module,
+                 view: Any = None) -> None:
     """Restore ``net``'s weights and, when stateful, everything else ``state`` holds
     (:func:`training_state.restore`); roll the weights and every RNG stream back on
-    failure."""
+    failure. ``view``: what the checkpoint's full state is loaded through (the session's
+    :meth:`~nnx._engine.process_session.ProcessSession.persisted`; ``net`` itself unless
+    the net is sharded)."""
     model_before = {k: v.detach().clone() for k, v in net.state_dict().items()}
     rng_before = capture_rng_state()
     try:
-        restored, fresh = training_state.restore(state, net, plan.checkpoint.state_dict,
+        restored, fresh = training_state.restore(state, net if view is None else view,
+                                                 plan.checkpoint.state_dict,
                                                  plan.training_state)
     except BaseException:
         net.load_state_dict(model_before)

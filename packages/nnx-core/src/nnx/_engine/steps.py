@@ -143,15 +143,20 @@ def _distributed_backward(ctx: TrainStepContext, batch: Any, output: torch.Tenso
     window, weight = ctx.window, batch.weight
     bad = weight > 0 and not math.isfinite(batch.value)
     total, poisoned = ctx.distributed.sum([weight, float(bad)])
+    # FSDP reduces a window's gradients at its last backward only, which must then run
+    # on every rank even without a loss: it carries what the earlier ones left unsharded.
+    flush = ctx.distributed.window_backward(ctx.train_net, window.closes)
     if poisoned > 0 or window.poisoned:
         if poisoned > 0 and window.nonfinite is None:
             window.nonfinite = "training loss (on some rank)"
         window.poisoned = True
-        return
+        if not flush:
+            return
+        total = 0.0  # the dropped window's gradients are zeroed when it closes
     window.global_denominator += total
-    if total <= 0:
+    if total <= 0 and not flush:
         return  # masked on every rank: nobody back-propagates
-    loss = batch.numerator if weight > 0 else (output * 0).sum()
+    loss = batch.numerator if weight > 0 and total > 0 else (output * 0).sum()
     torch.autograd.backward(loss if ctx.scaler is None else ctx.scaler.scale(loss))
 
 

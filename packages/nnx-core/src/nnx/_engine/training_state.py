@@ -78,10 +78,18 @@ def slot_state(slot: OptimizerSlot, net: torch.nn.Module) -> dict[str, Any]:
     return {
         OPTIMIZER_CLASS: type(slot.optimizer).__name__,
         OPTIMIZER_FACTORY: optimizer_factory_state(slot.config),
-        OPTIMIZER: slot.optimizer.state_dict(),
+        OPTIMIZER: optimizer_state_dict(slot.optimizer, net),
         PARAM_NAMES: param_names(net, slot.optimizer),
         SCHEDULE: None if slot.schedule is None else slot.schedule.state_dict(),
     }
+
+
+def optimizer_state_dict(optimizer: torch.optim.Optimizer, net: Any) -> dict[str, Any]:
+    """The optimizer's state as a checkpoint holds it. A sharded fit's commit reads the
+    model through a full-state view (nnx._engine.fsdp.FullStateNet) that also holds
+    each optimizer's gathered full state; any other net's optimizer is read directly."""
+    gathered = getattr(net, "optimizer_state", None)
+    return optimizer.state_dict() if gathered is None else gathered(optimizer)
 
 
 def dump(state: LoopState, net: torch.nn.Module, epoch: int,
@@ -188,6 +196,8 @@ def optimizer_state(saved: Mapping[str, Any], slot: OptimizerSlot,
 
 # -- restore: the steps, in order -----------------------------------------------------------
 def restore_weights(net: torch.nn.Module, weights: Mapping[str, Any]) -> None:
+    """``net``: the model, or a sharded fit's full-state view of it
+    (nnx._engine.fsdp.FullStateNet), which loads the full ``weights`` shard by shard."""
     net.load_state_dict(weights)
 
 
@@ -197,7 +207,12 @@ def restore_optimizers(state: LoopState, saved: Mapping[str, Any], net: torch.nn
     slots = saved_slots(state, saved)
     for name, slot in state.slots.items():
         slot_saved = slots[name]
-        slot.optimizer.load_state_dict(optimizer_state(slot_saved, slot, net))
+        saved_state = optimizer_state(slot_saved, slot, net)
+        sharded = getattr(net, "load_optimizer_state", None)  # the full-state view's
+        if sharded is None:
+            slot.optimizer.load_state_dict(saved_state)
+        else:
+            sharded(slot.optimizer, saved_state)
         if slot.schedule is not None and slot_saved.get(SCHEDULE) is not None:
             slot.schedule.load_state_dict(slot_saved[SCHEDULE])
 

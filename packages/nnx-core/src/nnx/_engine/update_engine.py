@@ -108,6 +108,11 @@ class UpdateEngine:
         # objective's forward runs through the DDP wrapper, which the loop sets here once it
         # built it (train_net), for the contexts to carry.
         self.session = session
+        # Under FSDP the sharded parameters receive gradients only through FSDP's own
+        # reduction in backward: a one-microbatch window agrees on its denominators first
+        # and back-propagates once, already normalized (_reduced_backward); a longer one
+        # keeps each term's reduced gradients apart until its close (_term_backwards).
+        self.reduced = bool(getattr(session, "reduces_in_backward", False))
         self.train_net: nn.Module | None = None
         self.skips = NonFiniteSkips()  # the epoch's non-finite windows (the loop's tally)
         self.dropped: str | None = None  # why the window being closed was dropped
@@ -117,7 +122,7 @@ class UpdateEngine:
             tuple(s.optimizer for s in self.slots),
             tuple(s.config.grad_clip_norm for s in self.slots), scaler,
             report=self._report, nonfinite_norm="skip" if self.policy == "skip" else "fail",
-            session=session)
+            session=None if self.reduced else session)
         self._closing: tuple[_Window, int, int] = (self.window, 0, 0)
 
     # -- the epoch --------------------------------------------------------------------
@@ -157,7 +162,11 @@ class UpdateEngine:
             raise TypeError(f"an objective must return an ObjectiveResult; got "
                             f"{type(result).__name__}")
         values = self._account(result, window, epoch, batch_idx)
-        if not window.poisoned:
+        if self.reduced and self.accumulate == 1:
+            self._reduced_backward(result, window)
+        elif self.reduced:
+            self._term_backwards(result, window, params)
+        elif not window.poisoned:
             self._backward(result, window, params)
         window.microbatches += 1
         if closes:
@@ -217,6 +226,57 @@ class UpdateEngine:
                 if g is not None:
                     held = buffer.get(id(p))
                     buffer[id(p)] = g if held is None else held.add_(g)
+
+    def _reduced_backward(self, result: ObjectiveResult, window: _Window) -> None:
+        """One backward of Σ weight × numerator × world / global denominator (× world
+        for a summed term): FSDP averages it over the ranks into each shard's gradient.
+        Every rank takes the same decision, and every rank joins the backward (a term
+        masked here goes in times zero), as FSDP's reduction is collective."""
+        poisoned, denominators = self._denominators(window)
+        if poisoned or not any(s.reduction == "sum" or denominators[n] > 0
+                               for n, s in window.terms.items()):
+            return
+        world = float(self.session.world_size)
+        parts = []
+        for term in result.terms:
+            if term.weight == 0 or not term.numerator.requires_grad:
+                continue
+            total = denominators[term.name]
+            if term.masked or (term.reduction != "sum" and total <= 0):
+                parts.append(term.numerator.nan_to_num() * 0.0)
+                continue
+            factor = world if term.reduction == "sum" else world / total
+            parts.append(term.weight * factor * term.numerator)
+        if parts:
+            loss = torch.stack([p.reshape(()) for p in parts]).sum()
+            torch.autograd.backward(loss if self.scaler is None else self.scaler.scale(loss))
+
+    def _term_backwards(self, result: ObjectiveResult, window: _Window,
+                        params: list[torch.Tensor]) -> None:
+        """A window of several microbatches under FSDP, whose denominators are known only
+        at its close: each term's backward (of weight × numerator × world) is reduced by
+        FSDP at once, and its sharded gradient moves into the term's buffer, which the
+        close divides by the term's agreed denominator (:meth:`_coefficient`), as DDP's
+        per-term buffers are. Every rank runs the same backwards (a term masked here
+        goes in times zero), so whether the window is poisoned is agreed first, per
+        microbatch: once it is anywhere, no rank back-propagates the rest of it."""
+        if self.session.sum([float(window.poisoned)])[0] > 0:
+            window.cause = window.cause or "loss term (on some rank)"
+            window.poisoned = True
+            return
+        live = [t for t in result.terms if t.weight != 0 and t.numerator.requires_grad]
+        world = float(self.session.world_size)
+        scale = self.scaler.scale if self.scaler is not None else (lambda x: x)
+        for i, term in enumerate(live):
+            loss = (term.numerator.nan_to_num() * 0.0 if term.masked
+                    else term.weight * world * term.numerator)
+            torch.autograd.backward(scale(loss.reshape(())), retain_graph=i < len(live) - 1)
+            buffer = window.buffers.setdefault(term.name, {})
+            for p in params:
+                if p.grad is not None:
+                    held = buffer.get(id(p))
+                    buffer[id(p)] = p.grad if held is None else held.add_(p.grad)
+                    p.grad = None
 
     def _local_gradients(self) -> Any:
         ddp = self.train_net if self.session is not None else None

@@ -49,10 +49,22 @@ class CallbackContext:
     error: BaseException | None = None  # set when training raised; on_train_end still runs
     rank: int = 0  # this process's rank under DDP (0 otherwise): only rank 0 writes files
     world_size: int = 1
+    # Internal: the model's weights as commits read them (the process session's view).
+    committed_state: Callable[[], dict[str, Any]] | None = None
 
     @property
     def update_count(self) -> int:
         return self.committed_updates
+
+    def model_state_dict(self) -> dict[str, Any]:
+        """The model's whole weights, as LAST holds them: ``model.net.state_dict()`` in one
+        process and under DDP. Under FSDP ``model.net`` holds this rank's shards, and this
+        is the full state gathered for the epoch's commit, on rank 0 (the rank that
+        writes files); read it from work :meth:`defer` queued, which runs after that
+        commit (in ``on_epoch_end`` itself it is still the previous commit's)."""
+        if self.committed_state is None:
+            return dict(self.model.net.state_dict())
+        return self.committed_state()
 
     def defer(self, action: Callable[[CallbackContext], None]) -> None:
         """Run ``action(ctx)`` once the epoch has committed: the epoch transaction's last

@@ -59,7 +59,7 @@ class ModelCheckpoint(Callback):
         run, model = ctx.run, ctx.model
         tag = f"{self.prefix}_e{ctx.epoch}"
         checkpoint = NNCheckpoint(
-            tag=tag, epoch=ctx.epoch, run_id=run.id, state_dict=model.net.state_dict(),
+            tag=tag, epoch=ctx.epoch, run_id=run.id, state_dict=ctx.model_state_dict(),
             model=run.model_params.state(),
             net=None if run.net_params is None else run.net_params.state(),
             train=run.loop_params.state(), idp=ctx.idp,
