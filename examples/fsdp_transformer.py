@@ -61,10 +61,9 @@ def model() -> GenerativeNNModel:
 def rank(index: int, root: str) -> None:
     """One of the WORLD processes: the fit under FSDP, then the sharded forward."""
     torch.set_num_threads(1)
-    # Each block also returns its attention keys and values (the generation cache), which
-    # are views; FSDP2 warns that an in-place op on a view would skip its hooks. Training
-    # never changes them in place, so the warning says nothing about this fit.
-    warnings.filterwarnings("ignore", message=r"FSDP2-wrapped module .* returned a view")
+    # TransformerNN's forward keeps no generation cache, so no block (a shard unit) returns
+    # a view, which FSDP2 would warn about: this example fails if one ever does.
+    warnings.filterwarnings("error", message=r"FSDP2-wrapped module .* returned a view")
     dist.init_process_group("gloo", init_method=Path(root, "rendezvous").as_uri(),
                             rank=index, world_size=WORLD)
     rows = counting(128, seed=1)

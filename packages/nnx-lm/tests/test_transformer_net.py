@@ -154,3 +154,21 @@ def test_predict_takes_the_argmax_over_the_vocabulary_not_the_sequence(generativ
     assert tuple(result.logits.shape) == (2, 4, 32)
     assert tuple(result.classes.shape) == (2, 4)
     assert torch.equal(result.classes, result.logits.argmax(-1))
+
+
+def test_the_plain_forward_keeps_no_cache_and_no_block_returns_a_view() -> None:
+    """forward() is forward_with_cache()'s logits, but no block hands back its keys and
+    values: they are views, which FSDP2 warns about when a shard unit returns one."""
+    net = _tiny()
+    ids = torch.randint(0, 50, (2, 9), generator=torch.Generator().manual_seed(3))
+    returned: list = []
+    hooks = [b.register_forward_hook(lambda m, a, out: returned.append(out))
+             for b in net.blocks]
+    logits = net(ids)
+    for hook in hooks:
+        hook.remove()
+    assert len(returned) == len(net.blocks)
+    assert all(kv is None and x._base is None for x, kv in returned)
+    assert torch.equal(logits, net.forward_with_cache(ids)[0])
+    with pytest.raises(ValueError, match=r"shape \(batch, T\)"):
+        net(ids[0])

@@ -88,11 +88,15 @@ class _Block(nn.Module):
         self.ffn = _SwiGLU(params.d_model, params.ffn_width)
         self.drop = nn.Dropout(params.resid_dropout)
 
-    def forward(self, x: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None
-                ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    def forward(self, x: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None,
+                keep_cache: bool = True
+                ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor] | None]:
+        """The block's output, and its keys and values for the cache (None unless
+        ``keep_cache``: they are views, which a sharding wrapper such as FSDP2 warns about
+        when a block returns them)."""
         h, kv = self.attn(self.attn_norm(x), past)
         x = x + self.drop(h)
-        return x + self.drop(self.ffn(self.ffn_norm(x))), kv
+        return x + self.drop(self.ffn(self.ffn_norm(x))), (kv if keep_cache else None)
 
 
 class TransformerNN(nn.Module):
@@ -125,7 +129,9 @@ class TransformerNN(nn.Module):
         self.apply(_init)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.forward_with_cache(ids)[0]
+        """Next-token logits for ``ids``, keeping no cache (training, scoring)."""
+        self._check_ids(ids, None)
+        return self._run(self.embed(ids), None, keep_cache=False)[0]
 
     def forward_with_cache(self, ids: torch.Tensor, cache: KVCache | None = None
                            ) -> tuple[torch.Tensor, KVCache]:
@@ -134,11 +140,14 @@ class TransformerNN(nn.Module):
         Call it once on the prompt (prefill, ``cache=None``), then with one new
         token at a time; each call's positions start at the cache length.
         """
+        self._check_ids(ids, cache)
+        return self._run(self.embed(ids), cache)
+
+    def _check_ids(self, ids: torch.Tensor, cache: KVCache | None) -> None:
         if ids.dim() != 2:
             raise ValueError(f"TransformerNN takes token ids of shape (batch, T); got "
                              f"{tuple(ids.shape)}")
         self._check_room(cache, ids.shape[1])
-        return self._run(self.embed(ids), cache)
 
     def forward_embeddings(self, embeds: torch.Tensor, cache: KVCache | None = None
                            ) -> tuple[torch.Tensor, KVCache]:
@@ -158,12 +167,14 @@ class TransformerNN(nn.Module):
             raise ValueError(f"TransformerNN: {length} cached + {new} new tokens is "
                              f"past max_seq_len ({self.params.max_seq_len})")
 
-    def _run(self, embeds: torch.Tensor, cache: KVCache | None) -> tuple[torch.Tensor, KVCache]:
+    def _run(self, embeds: torch.Tensor, cache: KVCache | None, keep_cache: bool = True
+             ) -> tuple[torch.Tensor, KVCache]:
         x = self.drop(embeds)
         new: list[tuple[torch.Tensor, torch.Tensor]] = []
         for i, block in enumerate(self.blocks):
-            x, kv = block(x, None if cache is None else cache[i])
-            new.append(kv)
+            x, kv = block(x, None if cache is None else cache[i], keep_cache)
+            if kv is not None:
+                new.append(kv)
         x = self.norm(x)
         weight = self.embed.weight if self.lm_head is None else self.lm_head.weight
         return F.linear(x, weight), tuple(new)
