@@ -271,3 +271,18 @@ def test_gpu_policies_on_a_cpu_model_are_refused_before_anything_is_written_or_j
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
     assert not torch.distributed.is_initialized()
     assert all(torch.equal(v, before[k]) for k, v in model.net.state_dict().items())
+
+
+def test_the_full_state_view_refuses_what_it_has_not_gathered():
+    """ctx.model_state_dict() under FSDP: rank 0 only, and only once a commit gathered the
+    full weights; never an empty dict that would pass for a model."""
+    from nnx._engine.fsdp import FullStateNet
+
+    net = nn.Linear(3, 2)
+    with pytest.raises(RuntimeError, match="rank 0 only"):
+        FullStateNet(net, main=False).state_dict()
+    view = FullStateNet(net, main=True)
+    with pytest.raises(RuntimeError, match=r"ctx\.defer"):
+        view.state_dict()
+    view.weights = {k: v.clone() for k, v in net.state_dict().items()}
+    assert view.state_dict().keys() == net.state_dict().keys()

@@ -154,12 +154,21 @@ class FullStateNet:
     checkpoint resumes at any world size, and a single-process or DDP run's under FSDP.
     The parameter names are the live net's (the training state's optimizer topology)."""
 
-    def __init__(self, net: nn.Module) -> None:
-        self.net = net
+    def __init__(self, net: nn.Module, main: bool) -> None:
+        self.net, self.main = net, main
         self.weights: dict[str, torch.Tensor] = {}
         self.optimizers: dict[int, dict[str, Any]] = {}
 
     def state_dict(self) -> dict[str, torch.Tensor]:
+        """The full weights the last commit gathered (rank 0's commit, and the callbacks'
+        ``ctx.model_state_dict()``); refused where there are none, rather than empty."""
+        if not self.main:
+            raise RuntimeError("under FSDP the full weights are gathered on rank 0 only (the "
+                               "rank that writes files); read them there")
+        if not self.weights:
+            raise RuntimeError("under FSDP no commit has gathered the full weights yet: read "
+                               "them from work queued with ctx.defer, which runs after the "
+                               "epoch's commit")
         return self.weights
 
     def named_parameters(self) -> Iterator[tuple[str, nn.Parameter]]:
@@ -265,7 +274,7 @@ class FSDPSession(DistributedSession):
 
     # -- checkpoints ------------------------------------------------------------------
     def persisted(self, net: nn.Module) -> Any:
-        self.full = FullStateNet(net)
+        self.full = FullStateNet(net, self.is_main)
         return self.full
 
     def gather(self, net: nn.Module, optimizers: Sequence[torch.optim.Optimizer]) -> None:
