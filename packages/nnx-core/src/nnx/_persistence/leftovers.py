@@ -15,7 +15,10 @@ NNx names every temp it writes, so a stranded one is recognizable by name:
   settled as the tag's next save settles it
   (:func:`~nnx._persistence.resume_point.settle_staged`);
 * ``history/chunk-<n>.jsonl`` past what journal.json publishes: an epoch's
-  chunks written before a kill, which no reader reads and no writer continues.
+  chunks written before a kill, which no reader reads and no writer continues;
+* ``checkpoints/.optim-staging.<32 hex>/``: the optimizer shards a sharded fit's ranks
+  wrote for a commit that a kill stopped before a point took them
+  (:mod:`nnx._persistence.optimizer_shards`).
 
 :func:`remove_leftovers` removes them only under the run's lease (held by the
 taken here without waiting), so a live writer of the run, which holds the lease
@@ -38,6 +41,7 @@ from nnx._journal.errors import HistoryCorruptionError
 from nnx._journal.format import HISTORY_DIR, chunk_name
 from nnx._journal.store import load_manifest
 from nnx._persistence.last_epoch import committed_epoch
+from nnx._persistence.optimizer_shards import STAGING_PREFIX, remove_tree
 from nnx._persistence.resume_point import settle_staged
 
 __all__ = ["find_best_temps", "find_leftovers", "remove_best_temps", "remove_leftovers"]
@@ -45,6 +49,7 @@ __all__ = ["find_best_temps", "find_leftovers", "remove_best_temps", "remove_lef
 _TEMP = re.compile(r"^\.[^/\\]+\.[0-9a-f]{8}$")
 _CHUNK = re.compile(r"^chunk-(\d{8})\.jsonl$")
 _STAGED = ".manifest.json.staged"
+_SHARD_STAGING = re.compile(rf"^{re.escape(STAGING_PREFIX)}[0-9a-f]{{32}}$")
 _PLACES = ("", "checkpoints", HISTORY_DIR)  # where a run's writers write
 #: runs/best's hand-over temps in the root (nnx._persistence.best, best_score): the
 #: pointer's ``.best.<pid>.<32 hex>`` link and the score's ``.best.<pid>.score.<16 hex>``.
@@ -58,6 +63,15 @@ def _plain_files(directory: Path) -> list[str]:
     except (FileNotFoundError, NotADirectoryError):
         return []
     return sorted(e.name for e in entries if e.is_file(follow_symlinks=False))
+
+
+def _plain_dirs(directory: Path) -> list[str]:
+    """The directories directly in ``directory`` (links left out)."""
+    try:
+        entries = list(os.scandir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
 
 
 def _unpublished_chunks(hdir: Path, names: list[str]) -> list[str]:
@@ -89,6 +103,7 @@ def find_leftovers(root: str | os.PathLike[str], run_id: str) -> list[str]:
         found += [prefix + n for n in names if _TEMP.match(n)]
         if place == "checkpoints":
             found += [prefix + n for n in names if n.endswith(_STAGED)]
+            found += [prefix + n for n in _plain_dirs(directory) if _SHARD_STAGING.match(n)]
         if place == HISTORY_DIR:
             found += [prefix + n for n in _unpublished_chunks(directory, names)]
     return sorted(found)
@@ -102,6 +117,11 @@ def _remove(run_dir: Path, names: list[str]) -> list[str]:
             outcome = settle_staged(path.with_name(path.name.removesuffix(_STAGED)))
             if outcome is not None:
                 removed.append(f"{name} ({outcome})")
+            continue
+        if _SHARD_STAGING.match(path.name) and path.is_dir() and not path.is_symlink():
+            remove_tree(path)
+            removed.append(name)
+            touched.add(path.parent)
             continue
         with contextlib.suppress(FileNotFoundError):
             if stat.S_ISREG(os.lstat(path).st_mode):
