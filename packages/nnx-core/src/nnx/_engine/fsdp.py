@@ -12,10 +12,12 @@ What differs from DDP, and where it is answered:
   all-reduces (averages) them, so the default step's rescaling is the same. Inside an
   accumulation window gradient sync is off and the window's last backward reduces
   what the earlier ones left unsharded (:meth:`FSDPSession.window_backward`).
-* **Checkpoints.** Every rank joins the gather of the full model and optimizer state
-  before a commit (:meth:`FSDPSession.gather`); rank 0 writes it through
-  :class:`FullStateNet`, so LAST holds full, unsharded tensors that a single process
-  loads.
+* **Checkpoints.** Every rank joins the gather of the full model state before a
+  commit (:meth:`FSDPSession.gather`); rank 0 writes it through :class:`FullStateNet`,
+  so LAST holds full, unsharded weights that a single process loads. The optimizer
+  state is saved sharded: every rank writes its part with torch.distributed.checkpoint,
+  and rank 0's commit makes the directory part of the point
+  (:mod:`nnx._persistence.optimizer_shards`).
 * **Resume.** Every rank reads the checkpoint and loads its full state through
   :class:`FullStateNet`, keeping its shard: the same point resumes at any world size,
   and a single-process or DDP run resumes sharded (and an FSDP run in one process).
