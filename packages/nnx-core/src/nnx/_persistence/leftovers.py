@@ -56,22 +56,15 @@ _PLACES = ("", "checkpoints", HISTORY_DIR)  # where a run's writers write
 _BEST_TEMP = re.compile(r"^\.best\.\d+\.(?:score\.[0-9a-f]{16}|[0-9a-f]{32})$")
 
 
-def _plain_files(directory: Path) -> list[str]:
-    """The regular files directly in ``directory`` (links and directories left out)."""
+def _plain_entries(directory: Path, *, dirs: bool = False) -> list[str]:
+    """The regular files (or, with ``dirs``, the directories) directly in ``directory``;
+    links are left out."""
     try:
         entries = list(os.scandir(directory))
     except (FileNotFoundError, NotADirectoryError):
         return []
-    return sorted(e.name for e in entries if e.is_file(follow_symlinks=False))
-
-
-def _plain_dirs(directory: Path) -> list[str]:
-    """The directories directly in ``directory`` (links left out)."""
-    try:
-        entries = list(os.scandir(directory))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+    return sorted(e.name for e in entries if (e.is_dir(follow_symlinks=False) if dirs
+                                               else e.is_file(follow_symlinks=False)))
 
 
 def _unpublished_chunks(hdir: Path, names: list[str]) -> list[str]:
@@ -98,12 +91,13 @@ def find_leftovers(root: str | os.PathLike[str], run_id: str) -> list[str]:
     found = []
     for place in _PLACES:
         directory = check_inside(root, run_dir / place) if place else run_dir
-        names = _plain_files(directory)
+        names = _plain_entries(directory)
         prefix = f"{place}/" if place else ""
         found += [prefix + n for n in names if _TEMP.match(n)]
         if place == "checkpoints":
             found += [prefix + n for n in names if n.endswith(_STAGED)]
-            found += [prefix + n for n in _plain_dirs(directory) if _SHARD_STAGING.match(n)]
+            staging = _plain_entries(directory, dirs=True)
+            found += [prefix + n for n in staging if _SHARD_STAGING.match(n)]
         if place == HISTORY_DIR:
             found += [prefix + n for n in _unpublished_chunks(directory, names)]
     return sorted(found)
