@@ -41,7 +41,7 @@ from nnx import (
     Trainer,
     supervised_objective,
 )
-from nnx.callbacks import ModelCheckpoint
+from nnx.callbacks import Callback, ModelCheckpoint
 from nnx.distributed import DDP, FSDP
 
 
@@ -116,6 +116,17 @@ def reshard(out: str, source: str) -> dict:
                       root=os.path.join(out, "runs"), distributed=FSDP(timeout_s=60),
                       salt="resharded")
     return {"run": run.id, "mode": run.resume_status.mode, "weights": full_weights(model)}
+
+
+class StopInEpoch2(Callback):
+    """Stops the fit right after its 6th update, inside epoch 2 (4 updates an epoch)."""
+
+    def on_train_begin(self, ctx) -> None:
+        ctx.update_listeners.append(self.listen)
+
+    def listen(self, ctx) -> None:
+        if ctx.committed_updates == 6:
+            ctx.stop_at_update = True
 
 
 def killed(out: str, where: str) -> dict:
@@ -229,7 +240,11 @@ def run_mode(out: str, mode: str, rank: int) -> dict:
         _, val = data()
         with torch.no_grad():  # every rank joins the sharded forward
             output = model.net(val[:][0])
+        stopped = fresh_model().train(  # a mid-epoch stop: its final LAST is not rewritten
+            fit_params(8, 3), verbose=False, root=os.path.join(out, "stopped"),
+            distributed=FSDP(timeout_s=60), callbacks=[StopInEpoch2()])
         result = {"run_id": run.id, "weights": full_weights(model), "output": output,
+                  "stopped": stopped.id,
                   "sharded": type(model.net).__name__,
                   "local": {n: tuple(p.to_local().shape) for n, p in
                             model.net.named_parameters()}}

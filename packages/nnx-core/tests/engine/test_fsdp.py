@@ -87,6 +87,12 @@ def test_one_run_whose_id_and_last_are_the_single_process_ones(tmp_path):
                                        atol=1e-6, rtol=1e-5)
     assert mine["param_names"] == theirs["param_names"]
     _check_sharded_optimizer_files(tmp_path / "fsdp" / "runs", zero["run_id"])
+    # A fit stopped inside an epoch does not rewrite LAST at its end: the optimizer shards
+    # its ranks staged for that LAST are removed, not left behind.
+    stopped = tmp_path / "fsdp" / "stopped" / zero["stopped"] / "checkpoints"
+    assert NNCheckpoint.verify(zero["stopped"], "last", root=stopped.parent.parent
+                               ).position["completed_epoch"] == 0
+    assert not [p.name for p in stopped.iterdir() if p.name.startswith(".optim-staging.")]
     # So one process resumes the FSDP run statefully, as it resumes its own.
     resumed, own = w.fresh_model(), w.fresh_model()
     status = resumed.train(w.fit_params(16, 3, resume_from_run_id=zero["run_id"]),

@@ -35,7 +35,7 @@ from nnx._foundation.records import NNIterationDataPoint, first_finite
 from nnx._persistence.best import promote_best
 from nnx._persistence.best_pending import clear_pending, mark_pending
 from nnx._persistence.checkpoint import NNCheckpoint
-from nnx._persistence.optimizer_shards import StagedShards
+from nnx._persistence.optimizer_shards import StagedShards, remove_tree
 from nnx._persistence.point_flush import one_directory_flush
 from nnx._persistence.point_position import OWES, SCORE
 from nnx._persistence.run import NNRun
@@ -277,7 +277,16 @@ class EpochCommit:
         continues exactly as the uninterrupted run would have. Skipped before a first
         commit and after a mid-epoch stop (live weights are never relabelled as a
         committed epoch's, §6.1). Written inline, after the commits in flight. The
-        summary follows LAST, which may be a new point."""
+        summary follows LAST, which may be a new point. Optimizer shards a sharded fit's
+        ranks staged for it and no point took are removed."""
+        try:
+            self._refresh_last()
+        finally:
+            shards = _shards(self.net)
+            if shards is not None:
+                remove_tree(shards.staging)  # gone already when LAST took it
+
+    def _refresh_last(self) -> None:
         self.wait()
         last = self.state.last_commit
         if last is None or self.state.partial_stop:
