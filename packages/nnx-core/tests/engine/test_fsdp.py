@@ -102,6 +102,7 @@ def test_one_run_whose_id_and_last_are_the_single_process_ones(tmp_path):
     assert status.mode == "stateful"
     for name, value in own.net.state_dict().items():
         torch.testing.assert_close(resumed.net.state_dict()[name], value, atol=1e-6, rtol=1e-5)
+    _planted_metadata_is_never_unpickled(tmp_path / "fsdp" / "runs", zero["run_id"])
 
 
 def _check_sharded_optimizer_files(root: Path, run_id: str) -> None:
@@ -136,6 +137,41 @@ def _check_sharded_optimizer_files(root: Path, run_id: str) -> None:
         NNCheckpoint.load(run_id, "last", root=root).training_state()
     data[-1] ^= 0xFF
     victim.write_bytes(bytes(data))
+
+
+class _Payload:
+    """Unpickling this runs ``touch`` on the file it names (a planted pickle)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _planted_metadata_is_never_unpickled(root: Path, run_id: str) -> None:
+    """DCP's metadata file is a pickle. One planted with a payload, whose digest a
+    rewritten manifest vouches for, is refused unexecuted: the payload never runs."""
+    import hashlib
+    import json
+    import pickle
+
+    from nnx._persistence.point_manifest import ResumePointError
+
+    point = NNCheckpoint.verify(run_id, "last", root=root)
+    assert point is not None
+    shards = root / run_id / "checkpoints" / point.files["optimizer_shards"]["name"]
+    marker = shards.parent / "payload-ran"
+    planted = pickle.dumps(_Payload(marker))
+    (shards / ".metadata").write_bytes(planted)
+    manifest = root / run_id / "checkpoints" / "last.pt.manifest.json"
+    doc = json.loads(manifest.read_text())
+    doc["files"]["optimizer_shards"]["files"][".metadata"] = {
+        "sha256": hashlib.sha256(planted).hexdigest(), "size": len(planted)}
+    manifest.write_text(json.dumps(doc))
+    with pytest.raises(ResumePointError, match=r"posix\.system|os\.system"):
+        NNCheckpoint.load(run_id, "last", root=root).training_state()
+    assert not marker.exists()
 
 
 def _optimizer_state(root: Path, run_id: str) -> dict:

@@ -25,9 +25,10 @@ tag removes with the sidecars it strands (:mod:`nnx._persistence.resume_point`).
 from __future__ import annotations
 
 import contextlib
+import io
 import os
+import pickle
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +138,67 @@ def _replaced(value: Any, states: Mapping[str, Any]) -> Any:
     return value
 
 
+# What DCP's metadata file may name: its own records and the plain torch values in them.
+# It is a pickle; read with this list only, a planted one is refused unexecuted (the
+# project's rule for every file under a runs root, docs/durability.md).
+_METADATA_GLOBALS = frozenset({
+    ("pathlib", "PosixPath"), ("pathlib", "WindowsPath"), ("torch", "Size"),
+    ("torch.serialization", "_get_layout"),
+    ("torch.distributed.checkpoint.filesystem", "_StorageInfo"),
+    *(("torch.distributed.checkpoint.metadata", n) for n in (
+        "BytesStorageMetadata", "ChunkStorageMetadata", "Metadata", "MetadataIndex",
+        "StorageMeta", "TensorProperties", "TensorStorageMetadata", "_MEM_FORMAT_ENCODING")),
+})
+
+
+class _MetadataUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _METADATA_GLOBALS or (
+                module == "torch" and isinstance(getattr(torch, name, None), torch.dtype)):
+            return super().find_class(module, name)
+        raise ResumePointError("corrupted", f"optimizer shard metadata names {module}.{name}, "
+                               "which DCP's metadata never holds; it is not unpickled")
+
+
+def _read_whole(directory: Path) -> dict[str, Any]:
+    """Every state DCP saved in ``directory``, whole, in one process: DCP's own reader and
+    planner, except that its metadata is unpickled with :data:`_METADATA_GLOBALS` only and
+    its non-tensor items (the parameter groups) through ``weights_only``, as its tensors
+    already are."""
+    from torch.distributed.checkpoint._traverse import set_element
+    from torch.distributed.checkpoint.default_planner import _EmptyStateDictLoadPlanner
+    from torch.distributed.checkpoint.filesystem import FileSystemReader
+    from torch.distributed.checkpoint.metadata import StorageMeta
+    from torch.distributed.checkpoint.state_dict_loader import _load_state_dict
+
+    class Reader(FileSystemReader):
+        def read_metadata(self, *args: Any, **kwargs: Any) -> Any:
+            with open(directory / ".metadata", "rb") as handle:
+                metadata = _MetadataUnpickler(handle).load()
+            metadata.storage_meta = StorageMeta(load_id=self.load_id)  # this read's own
+            return metadata
+
+    class Planner(_EmptyStateDictLoadPlanner):
+        def load_bytes(self, read_item: Any, value: io.BytesIO) -> None:
+            plain = torch.load(value, weights_only=True)
+            if self.flatten_state_dict:
+                set_element(self.original_state_dict,
+                            self.mappings[read_item.dest_index.fqn], plain)
+            else:
+                self.state_dict[read_item.dest_index.fqn] = plain
+
+    # The loader dcp_to_torch_save uses: the public load keeps only the keys it is given.
+    whole: dict[str, Any] = {}
+    planner = Planner()  # type: ignore[no-untyped-call]
+    _load_state_dict(whole, storage_reader=Reader(directory), planner=planner, no_dist=True)
+    return whole
+
+
+def _last_line(exc: BaseException) -> str:
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    return lines[-1].strip() if lines else type(exc).__name__
+
+
 def resolve(state: dict[str, Any], checkpoint: Path, point: ResumePoint | None,
             generation: int | None) -> dict[str, Any]:
     """``state`` (a sidecar's training state) with every sharded optimizer's marker
@@ -145,8 +207,6 @@ def resolve(state: dict[str, Any], checkpoint: Path, point: ResumePoint | None,
     checkpoint read without one finds them by its generation."""
     if not names_shards(state):
         return state
-    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
-
     entry = None if point is None else point.files.get(ROLE)
     if entry is not None:
         check_shards(checkpoint, entry)
@@ -159,13 +219,14 @@ def resolve(state: dict[str, Any], checkpoint: Path, point: ResumePoint | None,
     directory = check_inside(checkpoint.parent, checkpoint.parent / name)
     if not directory.is_dir():
         raise ResumePointError("torn", f"optimizer shards {name} are missing", path=checkpoint)
-    with tempfile.TemporaryDirectory() as scratch:
-        whole = Path(scratch, "optimizers.pt")
-        dcp_to_torch_save(directory, whole)
-        try:
-            states = torch.load(whole, map_location="cpu", weights_only=True)
-        except Exception as exc:
-            raise ResumePointError("corrupted", f"optimizer shards {name} cannot be read as "
-                                   f"plain data ({exc})", path=checkpoint) from None
+    from torch.distributed.checkpoint.api import CheckpointException
+
+    try:
+        states = _read_whole(directory)
+    # DCP wraps what its reader raised (a refused metadata pickle among it) in a
+    # CheckpointException, a BaseException.
+    except (Exception, CheckpointException) as exc:
+        raise ResumePointError("corrupted", f"optimizer shards {name} cannot be read "
+                               f"({_last_line(exc)})", path=checkpoint) from None
     resolved: dict[str, Any] = _replaced(state, states)
     return resolved
