@@ -8,8 +8,8 @@ Modes: ``fit`` (2 epochs of the default step under FSDP with a ModelCheckpoint, 
 starting from other weights: the run id, this rank's full weights and the sharded
 model's gathered output on the validation inputs), ``resume SINGLE_RUN`` (sharded
 resumes: 2+1 against 3 straight, from a single-process run, from a DDP run, and to DDP),
-``reshard RUN`` (a 2-rank run resumed at this world size), ``kill`` (rank 1 SIGKILLed in
-the sharded save of epoch 2) and ``after-kill RUN`` (that run resumed, and 3 epochs
+``reshard RUN`` (a 2-rank run resumed at this world size), ``kill WHERE`` (rank 1 SIGKILLed
+in the sharded save of epoch 2) and ``after-kill RUN`` (that run resumed, and 3 epochs
 straight), and ``agree-fsdp`` / ``agree-ddp`` (the same two fits under FSDP or DDP:
 accumulation over uneven, masked microbatches; gradient clipping with a NaN on rank 1
 only, under FSDP with named units, no resharding after forward and activation
@@ -41,7 +41,7 @@ from nnx import (
     Trainer,
     supervised_objective,
 )
-from nnx.callbacks import ModelCheckpoint
+from nnx.callbacks import Callback, ModelCheckpoint
 from nnx.distributed import DDP, FSDP
 
 
@@ -118,23 +118,37 @@ def reshard(out: str, source: str) -> dict:
     return {"run": run.id, "mode": run.resume_status.mode, "weights": full_weights(model)}
 
 
-def killed(out: str) -> dict:
-    """A 3-epoch FSDP fit whose rank 1 is SIGKILLed in the sharded save of epoch 2 (the
-    gather of the optimizer state every rank joins, after the model's)."""
+class StopInEpoch2(Callback):
+    """Stops the fit right after its 6th update, inside epoch 2 (4 updates an epoch)."""
+
+    def on_train_begin(self, ctx) -> None:
+        ctx.update_listeners.append(self.listen)
+
+    def listen(self, ctx) -> None:
+        if ctx.committed_updates == 6:
+            ctx.stop_at_update = True
+
+
+def killed(out: str, where: str) -> dict:
+    """A 3-epoch FSDP fit whose rank 1 is SIGKILLed in the sharded save of epoch 2:
+    ``where`` is ``state`` (reading its optimizer shard, before DCP writes a file) or
+    ``files`` (after DCP wrote every rank's file and the metadata, before rank 0 has their
+    digests)."""
     import signal
 
     from nnx._engine import fsdp
 
     if dist.get_rank() == 1:
-        gather, calls = fsdp.get_optimizer_state_dict, []
+        name = {"state": "get_optimizer_state_dict", "files": "digests"}[where]
+        original, calls = getattr(fsdp, name), []
 
         def dying(*args, **kwargs):
             calls.append(1)
             if len(calls) == 2:
                 os.kill(os.getpid(), signal.SIGKILL)
-            return gather(*args, **kwargs)
+            return original(*args, **kwargs)
 
-        fsdp.get_optimizer_state_dict = dying
+        setattr(fsdp, name, dying)
     fresh_model().train(resumable_params(3), verbose=False, root=os.path.join(out, "runs"),
                         distributed=FSDP(timeout_s=30))
     return {}
@@ -226,7 +240,11 @@ def run_mode(out: str, mode: str, rank: int) -> dict:
         _, val = data()
         with torch.no_grad():  # every rank joins the sharded forward
             output = model.net(val[:][0])
+        stopped = fresh_model().train(  # a mid-epoch stop: its final LAST is not rewritten
+            fit_params(8, 3), verbose=False, root=os.path.join(out, "stopped"),
+            distributed=FSDP(timeout_s=60), callbacks=[StopInEpoch2()])
         result = {"run_id": run.id, "weights": full_weights(model), "output": output,
+                  "stopped": stopped.id,
                   "sharded": type(model.net).__name__,
                   "local": {n: tuple(p.to_local().shape) for n, p in
                             model.net.named_parameters()}}
@@ -235,7 +253,7 @@ def run_mode(out: str, mode: str, rank: int) -> dict:
     elif mode == "reshard":
         result = reshard(out, sys.argv[3])
     elif mode == "kill":
-        killed(out)
+        killed(out, sys.argv[3])
     elif mode == "after-kill":
         result = after_kill(out, sys.argv[3])
     else:

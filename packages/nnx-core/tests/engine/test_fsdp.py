@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -85,6 +86,13 @@ def test_one_run_whose_id_and_last_are_the_single_process_ones(tmp_path):
             torch.testing.assert_close(mine["optimizer"]["state"][key][name], value,
                                        atol=1e-6, rtol=1e-5)
     assert mine["param_names"] == theirs["param_names"]
+    _check_sharded_optimizer_files(tmp_path / "fsdp" / "runs", zero["run_id"])
+    # A fit stopped inside an epoch does not rewrite LAST at its end: the optimizer shards
+    # its ranks staged for that LAST are removed, not left behind.
+    stopped = tmp_path / "fsdp" / "stopped" / zero["stopped"] / "checkpoints"
+    assert NNCheckpoint.verify(zero["stopped"], "last", root=stopped.parent.parent
+                               ).position["completed_epoch"] == 0
+    assert not [p.name for p in stopped.iterdir() if p.name.startswith(".optim-staging.")]
     # So one process resumes the FSDP run statefully, as it resumes its own.
     resumed, own = w.fresh_model(), w.fresh_model()
     status = resumed.train(w.fit_params(16, 3, resume_from_run_id=zero["run_id"]),
@@ -94,6 +102,76 @@ def test_one_run_whose_id_and_last_are_the_single_process_ones(tmp_path):
     assert status.mode == "stateful"
     for name, value in own.net.state_dict().items():
         torch.testing.assert_close(resumed.net.state_dict()[name], value, atol=1e-6, rtol=1e-5)
+    _planted_metadata_is_never_unpickled(tmp_path / "fsdp" / "runs", zero["run_id"])
+
+
+def _check_sharded_optimizer_files(root: Path, run_id: str) -> None:
+    """The optimizer state went to disk sharded, never whole: each rank's DCP file and the
+    metadata in the point's own directory, every one listed with its SHA-256 in the
+    manifest; the sidecar holds a marker in its place; only the live generations' shard
+    directories remain (no staging directory, no older generation); and a shard whose
+    bytes changed makes the point corrupted."""
+    from nnx._persistence.optimizer_shards import MARKER
+    from nnx._persistence.point_manifest import ResumePointError
+
+    checkpoints = root / run_id / "checkpoints"
+    point = NNCheckpoint.verify(run_id, "last", root=root)
+    assert point is not None
+    shards = point.files["optimizer_shards"]
+    assert shards["name"] == f"last.pt.opt.{point.generation}.dcp"
+    assert sorted(shards["files"]) == [".metadata", "__0_0.distcp", "__1_0.distcp"]
+    assert sorted(p.name for p in (checkpoints / shards["name"]).iterdir()) == sorted(
+        shards["files"])
+    raw = torch.load(checkpoints / point.sidecar, weights_only=True)
+    assert raw["optimizer"] == {MARKER: "optimizer.0"}
+    dirs = sorted(p.name for p in checkpoints.iterdir() if p.is_dir())
+    live = [NNCheckpoint.verify(run_id, tag, root=root) for tag in ("first", "best", "last")]
+    assert dirs == sorted(p.files["optimizer_shards"]["name"] for p in live if p is not None)
+    victim = checkpoints / shards["name"] / "__1_0.distcp"
+    data = bytearray(victim.read_bytes())
+    data[-1] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    with pytest.raises(ResumePointError, match=r"corrupted.*__1_0\.distcp"):
+        NNCheckpoint.verify(run_id, "last", root=root)
+    with pytest.raises(ResumePointError, match=r"__1_0\.distcp"):
+        NNCheckpoint.load(run_id, "last", root=root).training_state()
+    data[-1] ^= 0xFF
+    victim.write_bytes(bytes(data))
+
+
+class _Payload:
+    """Unpickling this runs ``touch`` on the file it names (a planted pickle)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _planted_metadata_is_never_unpickled(root: Path, run_id: str) -> None:
+    """DCP's metadata file is a pickle. One planted with a payload, whose digest a
+    rewritten manifest vouches for, is refused unexecuted: the payload never runs."""
+    import hashlib
+    import json
+    import pickle
+
+    from nnx._persistence.point_manifest import ResumePointError
+
+    point = NNCheckpoint.verify(run_id, "last", root=root)
+    assert point is not None
+    shards = root / run_id / "checkpoints" / point.files["optimizer_shards"]["name"]
+    marker = shards.parent / "payload-ran"
+    planted = pickle.dumps(_Payload(marker))
+    (shards / ".metadata").write_bytes(planted)
+    manifest = root / run_id / "checkpoints" / "last.pt.manifest.json"
+    doc = json.loads(manifest.read_text())
+    doc["files"]["optimizer_shards"]["files"][".metadata"] = {
+        "sha256": hashlib.sha256(planted).hexdigest(), "size": len(planted)}
+    manifest.write_text(json.dumps(doc))
+    with pytest.raises(ResumePointError, match=r"posix\.system|os\.system"):
+        NNCheckpoint.load(run_id, "last", root=root).training_state()
+    assert not marker.exists()
 
 
 def _optimizer_state(root: Path, run_id: str) -> dict:
@@ -154,20 +232,23 @@ def test_a_sharded_resume_is_bit_exact_and_crosses_world_sizes_and_ddp(tmp_path)
 
 
 @pytest.mark.slow
-def test_a_rank_killed_in_the_sharded_save_leaves_the_previous_last_resumable(tmp_path):
-    """Rank 1 is SIGKILLed inside epoch 2's gather: rank 0 never writes epoch 2, LAST of
-    epoch 1 verifies, and resuming it for the 2 lost epochs equals 3 straight bit for
-    bit."""
+@pytest.mark.parametrize("where", ["state", "files"])
+def test_a_rank_killed_in_the_sharded_save_leaves_the_previous_last_resumable(tmp_path, where):
+    """Rank 1 is SIGKILLed inside epoch 2's sharded save (before DCP wrote its file, or
+    after every file was written): rank 0 never writes epoch 2, LAST of epoch 1
+    verifies, the staging directory is a leftover that nothing names, and resuming LAST
+    for the 2 lost epochs equals 3 straight bit for bit."""
     import subprocess
 
     from nnx._persistence.checkpoint import checkpoint_path
+    from nnx._persistence.leftovers import find_leftovers, remove_leftovers
     from nnx._persistence.point_verify import verify_point
 
     out = tmp_path / "fsdp"
     out.mkdir()
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
            "--master_addr=127.0.0.1", f"--master_port={free_port()}", str(WORKER),
-           str(out), "kill"]
+           str(out), "kill", where]
     done = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=240)
     assert done.returncode != 0
     assert "Signal 9" in done.stderr or "SIGKILL" in done.stderr, done.stderr[-4000:]
@@ -178,6 +259,17 @@ def test_a_rank_killed_in_the_sharded_save_leaves_the_previous_last_resumable(tm
     point = verify_point(checkpoint_path(runs[0].name, "last", root=out / "runs"))
     assert point is not None and point.position["completed_epoch"] == 0  # epoch 1 (0-based)
     assert point.position["committed_updates"] == 4  # 32 samples a rank, 4 updates
+    staging = sorted(p.name for p in (runs[0] / "checkpoints").iterdir()
+                     if p.name.startswith(".optim-staging."))
+    if where == "files":  # every rank's file and the metadata, which no point took
+        assert len(staging) == 1
+        assert sorted(os.listdir(runs[0] / "checkpoints" / staging[0])) == [
+            ".metadata", "__0_0.distcp", "__1_0.distcp"]
+    assert find_leftovers(out / "runs", runs[0].name) == [f"checkpoints/{n}" for n in staging]
+    assert remove_leftovers(out / "runs", runs[0].name) == [f"checkpoints/{n}" for n in staging]
+    assert not any(p.name.startswith(".optim-staging.")
+                   for p in (runs[0] / "checkpoints").iterdir())
+    assert verify_point(checkpoint_path(runs[0].name, "last", root=out / "runs")) == point
     zero, one = torchrun(out, "after-kill", runs[0].name)
     assert zero["mode"] == "stateful"
     for name, value in zero["straight"].items():

@@ -94,14 +94,14 @@ def resume(w):
 def hashed_only_inside(ck: Path):
     """Every file verification hashes lies in the checkpoints directory itself."""
     seen: list[Path] = []
-    digest = point_verify._file_digest
+    digest = point_verify.file_sha256
 
     def spy(path: Path) -> str:
         seen.append(Path(path))
         return digest(path)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(point_verify, "_file_digest", spy)
+        mp.setattr(point_verify, "file_sha256", spy)
         yield seen
     assert all(path.parent == ck and not path.is_symlink() for path in seen), seen
 

@@ -18,6 +18,7 @@ import torch
 
 from nnx._foundation.records import NNIterationDataPoint
 from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.optimizer_shards import StagedShards
 
 __all__ = ["HistoryStep", "StagedCommit", "StagedPoint", "staged_copy"]
 
@@ -48,6 +49,8 @@ class StagedCommit:
     history: HistoryStep
     last: StagedPoint
     training_state: dict[str, Any]  # LAST's sidecar; the other points share it
+    #: A sharded fit's optimizer state, which the training state marks (LAST's; shared).
+    optimizer_shards: StagedShards | None = None
     #: The points written after LAST (FIRST / Qk on their epochs, then BEST).
     after_last: list[StagedPoint] = field(default_factory=list)
     #: runs/best: the score to promote BEST with (None: this commit promotes nothing).

@@ -189,7 +189,7 @@ class DistributedSession:
         """What rank 0's commit reads the model from: every replica is whole."""
         return net
 
-    def gather(self, net: torch.nn.Module, optimizers: Any) -> None:
+    def gather(self, net: torch.nn.Module, optimizers: Any, directory: Any) -> None:
         """Before a commit, on every rank: a replica has nothing to gather."""
         return None
 

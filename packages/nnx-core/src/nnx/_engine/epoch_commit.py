@@ -35,6 +35,7 @@ from nnx._foundation.records import NNIterationDataPoint, first_finite
 from nnx._persistence.best import promote_best
 from nnx._persistence.best_pending import clear_pending, mark_pending
 from nnx._persistence.checkpoint import NNCheckpoint
+from nnx._persistence.optimizer_shards import StagedShards, remove_tree
 from nnx._persistence.point_flush import one_directory_flush
 from nnx._persistence.point_position import OWES, SCORE
 from nnx._persistence.run import NNRun
@@ -108,14 +109,17 @@ class EpochCommit:
         return StagedPoint(tag, checkpoint, position)
 
     def save_point(self, point: StagedPoint, saved: Mapping[str, Any], *,
-                   as_last: bool) -> int | None:
+                   as_last: bool, shards: StagedShards | None = None) -> int | None:
         """Write ``point`` with training state ``saved``; returns its generation.
         ``as_last``: in the commit that just saved LAST, whose training state this is, so
-        the two points share its sidecar instead of serializing and flushing a second copy."""
+        the two points share its sidecar (and optimizer shards) instead of serializing and
+        flushing a second copy. ``shards``: a sharded fit's optimizer state, staged by its
+        ranks for this point (:mod:`nnx._persistence.optimizer_shards`)."""
         like = self._saved_last if as_last else None
         checkpoint = point.checkpoint
         checkpoint.save(self.run.checkpoints_dir / f"{point.tag}.pt", training_state=saved,
-                        position=point.position, like=None if like is None else like[0])
+                        position=point.position, like=None if like is None else like[0],
+                        shards=shards)
         if point.tag == "last":
             self._saved_last = (checkpoint, saved)
             self._record_compile(saved)
@@ -168,6 +172,7 @@ class EpochCommit:
             epoch=epoch, idp=idp, history=history,
             last=self._point("last", epoch, idp, weights, owes=owes),
             training_state=staged_copy(self.training_state(epoch, streams)),
+            optimizer_shards=_shards(self.net),
             mark_pending="best" in owes and state.tracker is None,
             named_monitor=state.tracker is not None, monitor_value=value)
         # Fingerprinted on the run's last epoch only (cheap, but not free): the final
@@ -197,7 +202,8 @@ class EpochCommit:
                 self._marked = self._promotion_owed = True
             staged.history.write()
             try:
-                generation = self.save_point(staged.last, staged.training_state, as_last=False)
+                generation = self.save_point(staged.last, staged.training_state, as_last=False,
+                                             shards=staged.optimizer_shards)
             except BaseException:
                 staged.history.undo()  # LAST failed: history rolls back to the last epoch
                 raise
@@ -271,7 +277,16 @@ class EpochCommit:
         continues exactly as the uninterrupted run would have. Skipped before a first
         commit and after a mid-epoch stop (live weights are never relabelled as a
         committed epoch's, §6.1). Written inline, after the commits in flight. The
-        summary follows LAST, which may be a new point."""
+        summary follows LAST, which may be a new point. Optimizer shards a sharded fit's
+        ranks staged for it and no point took are removed."""
+        try:
+            self._refresh_last()
+        finally:
+            shards = _shards(self.net)
+            if shards is not None:
+                remove_tree(shards.staging)  # gone already when LAST took it
+
+    def _refresh_last(self) -> None:
         self.wait()
         last = self.state.last_commit
         if last is None or self.state.partial_stop:
@@ -280,11 +295,17 @@ class EpochCommit:
             return  # on_train_end changed nothing LAST holds: it already is the final LAST
         point = self._point("last", last.epoch, last.idp, self.net.state_dict())
         generation = self.save_point(point, self.training_state(last.epoch, last.streams),
-                                as_last=False)
+                                     as_last=False, shards=_shards(self.net))
         if self.attempt is not None:
             self.attempt.committed("last", last.epoch, generation)
         summarize_commit(self.run, last.epoch, last.idp, named_monitor=False,
                          monitor_value=None)
+
+
+def _shards(net: Any) -> StagedShards | None:
+    """The optimizer shards a sharded fit's ranks staged for this commit (its full-state
+    view's, nnx._engine.fsdp.FullStateNet); None for any other net."""
+    return getattr(net, "optimizer_shards", None)
 
 
 class ScoreKeeper:

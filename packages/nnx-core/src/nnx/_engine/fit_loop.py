@@ -282,7 +282,8 @@ class FitLoop:
                value: float | None) -> None:
         """The epoch transaction (:mod:`nnx._engine.epoch_commit`): staged here, written
         by the commit's writer (in the background unless ``async_commit=False``)."""
-        self.session.gather(self.model.net, [slot.optimizer for slot in self.state.slots.values()])
+        self.session.gather(self.model.net, [slot.optimizer for slot in self.state.slots.values()],
+                            self.run.checkpoints_dir)
         self.committer.commit(epoch, idp, improved=improved, value=value)
 
     def epochs(self) -> None:

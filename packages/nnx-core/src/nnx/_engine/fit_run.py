@@ -137,7 +137,7 @@ def _fit(loop: FitLoop) -> NNRun:
                                                      loop.state.transforms)
         # Every process waits for the final LAST, so none goes on to read LAST (a
         # resume in the same process group) while it is being replaced.
-        session.gather(loop.model.net, optimizers)
+        session.gather(loop.model.net, optimizers, run.checkpoints_dir)
         session.on_main(loop.committer.refresh_last, f"write the final LAST of run {run.id}")
         run_deferred(ctx)  # what on_train_end deferred sees the final LAST
     except BaseException as exc:

@@ -12,10 +12,12 @@ What differs from DDP, and where it is answered:
   all-reduces (averages) them, so the default step's rescaling is the same. Inside an
   accumulation window gradient sync is off and the window's last backward reduces
   what the earlier ones left unsharded (:meth:`FSDPSession.window_backward`).
-* **Checkpoints.** Every rank joins the gather of the full model and optimizer state
-  before a commit (:meth:`FSDPSession.gather`); rank 0 writes it through
-  :class:`FullStateNet`, so LAST holds full, unsharded tensors that a single process
-  loads.
+* **Checkpoints.** Every rank joins the gather of the full model state before a
+  commit (:meth:`FSDPSession.gather`); rank 0 writes it through :class:`FullStateNet`,
+  so LAST holds full, unsharded weights that a single process loads. The optimizer
+  state is saved sharded: every rank writes its part with torch.distributed.checkpoint,
+  and rank 0's commit makes the directory part of the point
+  (:mod:`nnx._persistence.optimizer_shards`).
 * **Resume.** Every rank reads the checkpoint and loads its full state through
   :class:`FullStateNet`, keeping its shard: the same point resumes at any world size,
   and a single-process or DDP run resumes sharded (and an FSDP run in one process).
@@ -30,8 +32,11 @@ What differs from DDP, and where it is answered:
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -53,6 +58,7 @@ from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully
 from nnx._engine.distributed import BACKENDS, DistributedSession
 from nnx._engine.loop_state import param_names
 from nnx._foundation.validation import POSITIVE, check_choice, check_real
+from nnx._persistence.optimizer_shards import MARKER, STAGING_PREFIX, StagedShards, digests
 
 __all__ = ["FSDP", "FSDPSession", "FSDPUnsupportedError", "FullStateNet", "check_fsdp_fit",
            "shard_units"]
@@ -157,7 +163,10 @@ class FullStateNet:
     def __init__(self, net: nn.Module, main: bool) -> None:
         self.net, self.main = net, main
         self.weights: dict[str, torch.Tensor] = {}
+        # Each optimizer's marker, and the sharded states the markers name (the last
+        # gather's): the commit writes them (nnx._persistence.optimizer_shards).
         self.optimizers: dict[int, dict[str, Any]] = {}
+        self.optimizer_shards: StagedShards | None = None
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The full weights the last commit gathered (rank 0's commit, and the callbacks'
@@ -175,8 +184,9 @@ class FullStateNet:
         return self.net.named_parameters()
 
     def optimizer_state(self, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
-        """``optimizer``'s gathered full state in its own format (parameters numbered
-        across its groups), as a single process's ``optimizer.state_dict()`` has it."""
+        """What a checkpoint's training state holds for ``optimizer``: a marker naming its
+        sharded state, which readers resolve to the full state in a single process's
+        format (:func:`nnx._persistence.optimizer_shards.resolve`)."""
         return self.optimizers[id(optimizer)]
 
     def load_state_dict(self, weights: Mapping[str, torch.Tensor]) -> None:
@@ -192,8 +202,9 @@ class FullStateNet:
 
 
 def _named(numbered: Mapping[str, Any], names: Sequence[Sequence[str]]) -> dict[str, Any]:
-    """The inverse of :func:`_numbered`: a single process's optimizer state keyed by the
-    parameter names of each group (as torch.distributed.checkpoint reads a full state)."""
+    """The inverse of :func:`nnx._persistence.optimizer_shards.numbered`: a single
+    process's optimizer state keyed by the parameter names of each group (as
+    torch.distributed.checkpoint reads a full state)."""
     if len(names) != len(numbered["param_groups"]):
         raise ValueError(f"the saved optimizer state has {len(numbered['param_groups'])} "
                          f"parameter groups; the optimizer has {len(names)}")
@@ -203,18 +214,6 @@ def _named(numbered: Mapping[str, Any], names: Sequence[Sequence[str]]) -> dict[
         name_of.update(zip(group["params"], group_names, strict=True))
         groups.append({**group, "params": list(group_names)})
     return {"state": {name_of[int(i)]: value for i, value in numbered["state"].items()},
-            "param_groups": groups}
-
-
-def _numbered(full: Mapping[str, Any]) -> dict[str, Any]:
-    """A full optimizer state keyed by parameter names, renumbered as torch numbers a
-    plain optimizer's: its groups' parameters in order."""
-    index: dict[str, int] = {}
-    groups = []
-    for group in full["param_groups"]:
-        ids = [index.setdefault(name, len(index)) for name in group["params"]]
-        groups.append({**group, "params": ids})
-    return {"state": {index[name]: value for name, value in full["state"].items()},
             "param_groups": groups}
 
 
@@ -277,13 +276,47 @@ class FSDPSession(DistributedSession):
         self.full = FullStateNet(net, self.is_main)
         return self.full
 
-    def gather(self, net: nn.Module, optimizers: Sequence[torch.optim.Optimizer]) -> None:
-        """Every rank joins; rank 0 receives the full state on the CPU for its commit."""
-        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
-        weights = get_model_state_dict(net, options=options)
-        states = {id(opt): get_optimizer_state_dict(net, opt, options=options)
-                  for opt in optimizers}
-        if self.full is not None and self.is_main:
+    def gather(self, net: nn.Module, optimizers: Sequence[torch.optim.Optimizer],
+               directory: Path) -> None:
+        """Every rank joins: rank 0 receives the full model state on the CPU for its
+        commit, and every rank writes its part of each optimizer's state with
+        torch.distributed.checkpoint into one staging directory under ``directory``,
+        which rank 0's commit makes the point's (:mod:`nnx._persistence.optimizer_shards`).
+        No rank ever holds another's optimizer state."""
+        weights = get_model_state_dict(
+            net, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        shards = self._save_shards(net, optimizers, directory)
+        if self.full is not None and shards is not None:
             self.full.weights = {k: v for k, v in weights.items()
                                  if isinstance(v, torch.Tensor)}
-            self.full.optimizers = {key: _numbered(state) for key, state in states.items()}
+            self.full.optimizers = {id(opt): {MARKER: _key(i)}
+                                    for i, opt in enumerate(optimizers)}
+            self.full.optimizer_shards = shards
+
+    def _save_shards(self, net: nn.Module, optimizers: Sequence[torch.optim.Optimizer],
+                     directory: Path) -> StagedShards | None:
+        """DCP's save of every optimizer's sharded state (each rank its own files, rank 0
+        the metadata); rank 0 gets the staging directory and every file's digest, each
+        hashed by the rank that wrote it. None on the other ranks."""
+        from torch.distributed.checkpoint.filesystem import FileSystemWriter
+        from torch.distributed.checkpoint.state_dict_saver import save
+
+        chosen = [f"{STAGING_PREFIX}{uuid.uuid4().hex}" if self.is_main else None]
+        dist.broadcast_object_list(chosen, src=0)
+        staging = directory / str(chosen[0])
+        states = {_key(i): get_optimizer_state_dict(net, opt) for i, opt in enumerate(optimizers)}
+        save(states, storage_writer=FileSystemWriter(staging, sync_files=True))
+        mine = sorted(n for n in os.listdir(staging) if n.startswith(f"__{self.rank}_"))
+        found: list[Any] = [None] * self.world_size
+        dist.gather_object(digests(staging, mine), found if self.is_main else None, dst=0)
+        if not self.is_main:
+            return None
+        files = digests(staging, [".metadata"])
+        for part in found:
+            files.update(part)
+        return StagedShards(staging, files)
+
+
+def _key(index: int) -> str:
+    """An optimizer's key among a commit's sharded states (the fit's optimizers, in order)."""
+    return f"optimizer.{index}"

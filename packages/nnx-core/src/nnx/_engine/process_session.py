@@ -11,6 +11,7 @@ process's own value, it persists everything, it wraps nothing); a DDP fit holds 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from nnx._persistence.run_history import open_history
@@ -62,9 +63,10 @@ class ProcessSession(Protocol):
         sharded fit's full-state view)."""
         ...
 
-    def gather(self, net: torch.nn.Module, optimizers: Sequence[torch.optim.Optimizer]
-               ) -> None:
-        """Called on every process before a commit reads the model's state."""
+    def gather(self, net: torch.nn.Module, optimizers: Sequence[torch.optim.Optimizer],
+               directory: Path) -> None:
+        """Called on every process before a commit reads the model's state (``directory``:
+        the run's checkpoints, where a sharded fit's ranks write their optimizer shards)."""
         ...
 
     def on_main(self, action: Callable[[], T], what: str) -> T | None:
@@ -111,8 +113,8 @@ class SingleProcess:
     def persisted(self, net: torch.nn.Module) -> Any:
         return net
 
-    def gather(self, net: torch.nn.Module, optimizers: Sequence[torch.optim.Optimizer]
-               ) -> None:
+    def gather(self, net: torch.nn.Module, optimizers: Sequence[torch.optim.Optimizer],
+               directory: Path) -> None:
         return None
 
     def on_main(self, action: Callable[[], T], what: str) -> T | None:

@@ -11,11 +11,13 @@ import hashlib
 import json
 import math
 import numbers
+import os
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["canonical_bytes", "frozen_plain", "md5_hex", "plain", "sealed", "sha256_hex"]
+__all__ = ["canonical_bytes", "file_sha256", "frozen_plain", "md5_hex", "plain", "sealed",
+           "sha256_hex"]
 
 
 def plain(value: Any, path: str = "$") -> Any:
@@ -77,6 +79,15 @@ def md5_hex(value: Any) -> str:
 def sha256_hex(data: bytes) -> str:
     """SHA-256 of raw bytes: the content digest for files and manifests."""
     return hashlib.sha256(data).hexdigest()
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a file's bytes, read in blocks (a file may be optimizer-sized)."""
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
 
 
 def sealed(encoded: bytes, hashed: bytes | None = None) -> bytes:

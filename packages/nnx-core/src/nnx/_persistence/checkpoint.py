@@ -32,6 +32,7 @@ from nnx._persistence.checkpoint_format import (
     decode_checkpoint,
     is_safetensors,
 )
+from nnx._persistence.optimizer_shards import StagedShards, resolve
 from nnx._persistence.point_manifest import ResumePoint, ResumePointError, manifest_path, read_point
 from nnx._persistence.point_position import COMPLETED_EPOCH
 from nnx._persistence.point_verify import check_held, read_verified, verify_point
@@ -226,12 +227,13 @@ class NNCheckpoint:
 
     def save(self, path: str | os.PathLike[str], training_state: Mapping[str, Any] | None = None,
              *, position: Mapping[str, Any] | None = None,
-             like: NNCheckpoint | None = None) -> Path:
+             like: NNCheckpoint | None = None, shards: StagedShards | None = None) -> Path:
         """Write a resume point: the sidecar (when given), the checkpoint, the manifest.
 
         ``like``: a checkpoint just saved beside this one with exactly this
         ``training_state``; the two points then share its sidecar's bytes
-        (:func:`~nnx._persistence.resume_point.write_point`).
+        (:func:`~nnx._persistence.resume_point.write_point`). ``shards``: a sharded
+        fit's optimizer state (:mod:`nnx._persistence.optimizer_shards`).
         """
         dest = Path(path)
         if is_safetensors(dest) and not self.reconstructible:
@@ -244,7 +246,8 @@ class NNCheckpoint:
         beside = like is not None and like.path is not None and like.path.parent == dest.parent
         point = write_point(dest, self.payload(), training_state,
                             position or {COMPLETED_EPOCH: self.epoch},
-                            like=like.point if beside and like is not None else None)
+                            like=like.point if beside and like is not None else None,
+                            shards=shards)
         self.generation, self.checkpoint_id = point.generation, point.checkpoint_id
         self.sidecar, self.path, self.point = point.sidecar, dest, point
         return dest
@@ -304,7 +307,8 @@ class NNCheckpoint:
     def training_state(self, map_location: Any = "cpu") -> dict[str, Any] | None:
         """The sidecar's training state, or None when the checkpoint carries none. A
         checkpoint read verified has its sidecar's bytes checked against the same
-        manifest (ResumePointError naming the checkpoint when they differ)."""
+        manifest (ResumePointError naming the checkpoint when they differ), and so are
+        the optimizer shards of an FSDP run, whose state it returns whole."""
         if self.path is None or not self.training_state_present:
             return None
         side = self.path.with_name(self.sidecar) if self.sidecar else sidecar_path(self.path)
@@ -315,7 +319,8 @@ class NNCheckpoint:
         if self.generation is not None and state.get("generation") != self.generation:
             raise ValueError(f"{side.name} is of generation {state.get('generation')}, the "
                              f"checkpoint of {self.generation}: the resume point is corrupt")
-        return state
+        # A sharded fit's optimizer state comes back whole, as a single process saves it.
+        return resolve(state, self.path, self.verified, self.generation)
 
     # -- observational probes (never create runs/<id>/) ---------------------------------
     @classmethod

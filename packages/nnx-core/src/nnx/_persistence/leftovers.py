@@ -15,7 +15,10 @@ NNx names every temp it writes, so a stranded one is recognizable by name:
   settled as the tag's next save settles it
   (:func:`~nnx._persistence.resume_point.settle_staged`);
 * ``history/chunk-<n>.jsonl`` past what journal.json publishes: an epoch's
-  chunks written before a kill, which no reader reads and no writer continues.
+  chunks written before a kill, which no reader reads and no writer continues;
+* ``checkpoints/.optim-staging.<32 hex>/``: the optimizer shards a sharded fit's ranks
+  wrote for a commit that a kill stopped before a point took them
+  (:mod:`nnx._persistence.optimizer_shards`).
 
 :func:`remove_leftovers` removes them only under the run's lease (held by the
 taken here without waiting), so a live writer of the run, which holds the lease
@@ -38,6 +41,7 @@ from nnx._journal.errors import HistoryCorruptionError
 from nnx._journal.format import HISTORY_DIR, chunk_name
 from nnx._journal.store import load_manifest
 from nnx._persistence.last_epoch import committed_epoch
+from nnx._persistence.optimizer_shards import STAGING_PREFIX, remove_tree
 from nnx._persistence.resume_point import settle_staged
 
 __all__ = ["find_best_temps", "find_leftovers", "remove_best_temps", "remove_leftovers"]
@@ -45,19 +49,22 @@ __all__ = ["find_best_temps", "find_leftovers", "remove_best_temps", "remove_lef
 _TEMP = re.compile(r"^\.[^/\\]+\.[0-9a-f]{8}$")
 _CHUNK = re.compile(r"^chunk-(\d{8})\.jsonl$")
 _STAGED = ".manifest.json.staged"
+_SHARD_STAGING = re.compile(rf"^{re.escape(STAGING_PREFIX)}[0-9a-f]{{32}}$")
 _PLACES = ("", "checkpoints", HISTORY_DIR)  # where a run's writers write
 #: runs/best's hand-over temps in the root (nnx._persistence.best, best_score): the
 #: pointer's ``.best.<pid>.<32 hex>`` link and the score's ``.best.<pid>.score.<16 hex>``.
 _BEST_TEMP = re.compile(r"^\.best\.\d+\.(?:score\.[0-9a-f]{16}|[0-9a-f]{32})$")
 
 
-def _plain_files(directory: Path) -> list[str]:
-    """The regular files directly in ``directory`` (links and directories left out)."""
+def _plain_entries(directory: Path, *, dirs: bool = False) -> list[str]:
+    """The regular files (or, with ``dirs``, the directories) directly in ``directory``;
+    links are left out."""
     try:
         entries = list(os.scandir(directory))
     except (FileNotFoundError, NotADirectoryError):
         return []
-    return sorted(e.name for e in entries if e.is_file(follow_symlinks=False))
+    return sorted(e.name for e in entries if (e.is_dir(follow_symlinks=False) if dirs
+                                               else e.is_file(follow_symlinks=False)))
 
 
 def _unpublished_chunks(hdir: Path, names: list[str]) -> list[str]:
@@ -84,11 +91,13 @@ def find_leftovers(root: str | os.PathLike[str], run_id: str) -> list[str]:
     found = []
     for place in _PLACES:
         directory = check_inside(root, run_dir / place) if place else run_dir
-        names = _plain_files(directory)
+        names = _plain_entries(directory)
         prefix = f"{place}/" if place else ""
         found += [prefix + n for n in names if _TEMP.match(n)]
         if place == "checkpoints":
             found += [prefix + n for n in names if n.endswith(_STAGED)]
+            staging = _plain_entries(directory, dirs=True)
+            found += [prefix + n for n in staging if _SHARD_STAGING.match(n)]
         if place == HISTORY_DIR:
             found += [prefix + n for n in _unpublished_chunks(directory, names)]
     return sorted(found)
@@ -102,6 +111,11 @@ def _remove(run_dir: Path, names: list[str]) -> list[str]:
             outcome = settle_staged(path.with_name(path.name.removesuffix(_STAGED)))
             if outcome is not None:
                 removed.append(f"{name} ({outcome})")
+            continue
+        if _SHARD_STAGING.match(path.name) and path.is_dir() and not path.is_symlink():
+            remove_tree(path)
+            removed.append(name)
+            touched.add(path.parent)
             continue
         with contextlib.suppress(FileNotFoundError):
             if stat.S_ISREG(os.lstat(path).st_mode):

@@ -20,7 +20,7 @@ from nnx._foundation.safe_paths import check_inside, is_link
 from nnx._foundation.validation import check_run_id
 from nnx._persistence.checkpoint_format import read_record
 
-__all__ = ["MANIFEST_FORMAT", "ResumePoint", "ResumePointError", "check_unmanifested",
+__all__ = ["MANIFEST_FORMAT", "SHARDS", "ResumePoint", "ResumePointError", "check_unmanifested",
            "checkpoint_record", "compat_path", "lock_path", "manifest_or_none",
            "manifest_path", "own_file", "parse_manifest", "read_point", "staged_path"]
 
@@ -64,7 +64,10 @@ def lock_path(checkpoint: Path) -> Path:
     return checkpoint.with_name(checkpoint.name + ".lock")
 
 
-_ROLES = ("checkpoint", "sidecar")
+# A sharded fit's optimizer state: a directory beside the checkpoint whose every file the
+# entry lists (nnx._persistence.optimizer_shards).
+SHARDS = "optimizer_shards"
+_ROLES = ("checkpoint", "sidecar", SHARDS)
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -91,11 +94,15 @@ def parse_manifest(path: Path, staged: bool) -> ResumePoint:
     unknown = sorted(set(files) - set(_ROLES))
     if unknown:
         raise ResumePointError("torn", f"{path.name} lists a file of unknown role "
-                               f"{unknown[0]!r} (a point has a checkpoint and a sidecar)")
+                               f"{unknown[0]!r} (a point has a checkpoint, a sidecar and "
+                               "optimizer shards)")
     if "checkpoint" not in files:
         raise ResumePointError("torn", f"{path.name} lists no checkpoint file")
     for role, entry in files.items():
-        _check_entry(path, role, entry)
+        if role == SHARDS:
+            _check_shards_entry(path, entry)
+        else:
+            _check_entry(path, role, entry)
     return ResumePoint(tag=doc["tag"], generation=generation,
                        checkpoint_id=doc["checkpoint_id"], position=doc["position"],
                        files=files, staged=staged)
@@ -117,6 +124,19 @@ def _check_entry(manifest: Path, role: str, entry: Any) -> None:
     size = entry.get("size")
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
         raise ResumePointError("torn", f"{where} has no size (a byte count)")
+
+
+def _check_shards_entry(manifest: Path, entry: Any) -> None:
+    """The optimizer shards: a plain directory name beside the checkpoint and, for each
+    of its files, a plain name, a SHA-256 and a size."""
+    where = f"{manifest.name} entry {SHARDS}"
+    if not isinstance(entry, dict) or not isinstance(entry.get("files"), dict) or not entry[
+            "files"]:
+        raise ResumePointError("torn", f"{where} lists no files")
+    _check_entry(manifest, SHARDS, {"name": entry.get("name"), "sha256": "0" * 64, "size": 0})
+    for name, digest in entry["files"].items():
+        _check_entry(manifest, f"{SHARDS}/{name}", {**digest, "name": name}
+                     if isinstance(digest, dict) else digest)
 
 
 def compat_path(checkpoint: Path) -> Path:

@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from nnx._foundation.hashing import sha256_hex
+from nnx._foundation.hashing import file_sha256, sha256_hex
 from nnx._foundation.locking import file_lock
 from nnx._foundation.safe_paths import check_inside, is_link
+from nnx._persistence.optimizer_shards import check_shards, shards_name
 from nnx._persistence.point_manifest import (
+    SHARDS,
     ResumePoint,
     ResumePointError,
     check_unmanifested,
@@ -42,14 +43,6 @@ __all__ = ["before_locking", "check_held", "check_point", "read_verified", "veri
            "verify_point"]
 
 
-def _file_digest(path: Path) -> str:
-    sha = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()
-
-
 def _matches(path: Path, entry: Mapping[str, Any], held: bytes | None = None) -> bool:
     """The file's bytes are the ones the manifest recorded (size first: it costs nothing).
     ``entry`` passed :func:`parse_manifest`. ``held``: the bytes a loader already read from
@@ -57,7 +50,7 @@ def _matches(path: Path, entry: Mapping[str, Any], held: bytes | None = None) ->
     found = path.stat().st_size if held is None else len(held)
     if found != entry["size"]:
         return False
-    digest = _file_digest(path) if held is None else sha256_hex(held)
+    digest = file_sha256(path) if held is None else sha256_hex(held)
     return digest == str(entry["sha256"])
 
 
@@ -87,6 +80,8 @@ def check_point(checkpoint: Path, point: ResumePoint, held: _Held | None = None)
     to say which point it belongs to. With ``held`` (a loader's read) only the
     checkpoint's bytes are checked, as held: the sidecar is checked when it is read."""
     files = point.files if held is None else {"checkpoint": point.files["checkpoint"]}
+    shards = files.get(SHARDS)  # a directory of files: checked file by file, below
+    files = {role: entry for role, entry in files.items() if role != SHARDS}
     for role, entry in files.items():
         if not own_file(checkpoint, entry["name"]).is_file():
             raise ResumePointError("torn", f"{role} {entry['name']} is missing")
@@ -100,6 +95,11 @@ def check_point(checkpoint: Path, point: ResumePoint, held: _Held | None = None)
                         None if held is None else held.data):
             raise ResumePointError("corrupted", f"{role} {entry['name']} does not match its "
                                    "SHA-256")
+    if shards is not None:
+        if shards["name"] != shards_name(checkpoint.name, point.generation):
+            raise ResumePointError("mixed", f"optimizer shards {shards['name']} are not of "
+                                   f"generation {point.generation}")
+        check_shards(checkpoint, shards)
     # The checkpoint's bytes are the manifest's; does the manifest describe them?
     record = checkpoint_record(checkpoint) if held is None else held.record(checkpoint)
     found = (record.get("generation"), record.get("checkpoint_id"))

@@ -54,9 +54,17 @@ from nnx._foundation.hashing import sha256_hex
 from nnx._foundation.locking import file_lock
 from nnx._persistence.checkpoint_format import encode_checkpoint
 from nnx._persistence.known_files import recall, remember
+from nnx._persistence.optimizer_shards import (
+    StagedShards,
+    names_shards,
+    place_shards,
+    remove_tree,
+    shards_name,
+)
 from nnx._persistence.point_flush import point_published
 from nnx._persistence.point_manifest import (
     MANIFEST_FORMAT,
+    SHARDS,
     ResumePoint,
     ResumePointError,
     compat_path,
@@ -128,9 +136,11 @@ def _settle_staged(checkpoint: Path) -> None:
 
 
 def _side_pattern(checkpoint: Path) -> re.Pattern[str]:
-    """The generation sidecars and compatibility-link temps of one checkpoint."""
+    """The generation sidecars and optimizer-shard directories, and the compatibility-link
+    temps, of one checkpoint."""
     name = re.escape(checkpoint.name)
-    return re.compile(rf"^(?:{name}\.opt\.\d+\.pt|\.{name}\.opt\.pt\.[0-9a-f]{{8}})$")
+    return re.compile(
+        rf"^(?:{name}\.opt\.\d+\.(?:pt|dcp)|\.{name}\.opt\.pt\.[0-9a-f]{{8}})$")
 
 
 def _strays(checkpoint: Path, keep: set[str]) -> list[str]:
@@ -141,8 +151,12 @@ def _strays(checkpoint: Path, keep: set[str]) -> list[str]:
 
 def _remove(directory: Path, names: list[str]) -> None:
     for name in names:
+        path = directory / name
+        if path.is_dir() and not path.is_symlink():
+            remove_tree(path)  # an optimizer-shard directory
+            continue
         with contextlib.suppress(FileNotFoundError):
-            (directory / name).unlink()
+            path.unlink()
 
 
 def _remove_strays(checkpoint: Path, keep: set[str]) -> None:
@@ -160,7 +174,9 @@ def stray_files(checkpoint: Path) -> list[str]:
              manifest_or_none(staged_path(checkpoint), staged=True)]
     if all(point is None for point in named):
         return []
-    return _strays(checkpoint, {p.sidecar for p in named if p is not None and p.sidecar})
+    keep = {p.sidecar for p in named if p is not None and p.sidecar}
+    keep |= {str(p.files[SHARDS]["name"]) for p in named if p is not None and SHARDS in p.files}
+    return _strays(checkpoint, keep)
 
 
 def repair_point(checkpoint: Path, *, root: Path | None = None) -> list[str]:
@@ -204,12 +220,19 @@ def _next_generation(dest: Path) -> int:
 
 
 def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str, Any] | None,
-                position: Mapping[str, Any], *, like: ResumePoint | None = None) -> ResumePoint:
+                position: Mapping[str, Any], *, like: ResumePoint | None = None,
+                shards: StagedShards | None = None) -> ResumePoint:
     """Write one resume point for ``dest`` (a ``<tag>.pt`` path) as described above.
 
     ``like``: a point just saved in the same directory whose sidecar holds exactly
-    ``training_state`` (the caller's promise); this point then shares its sidecar.
+    ``training_state`` (the caller's promise); this point then shares its sidecar, and
+    its optimizer shards. ``shards``: the staging directory of a sharded fit's optimizer
+    state (:mod:`nnx._persistence.optimizer_shards`), which ``training_state`` marks.
     """
+    if names_shards(training_state) and shards is None and (
+            like is None or SHARDS not in like.files):
+        raise ValueError(f"{dest.name}: the training state marks sharded optimizer state, "
+                         "but no shards were given to save with it")
     directory = dest.parent
     with file_lock(lock_path(dest)):
         _settle_staged(dest)
@@ -232,6 +255,13 @@ def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str
             atomic_write_bytes(directory / side_name, side_bytes, strict=True)
             files["sidecar"] = {"name": side_name, **_digest(side_bytes)}
             payload["sidecar"] = side_name
+        side_shards = like.files.get(SHARDS) if shared and like is not None else None
+        if side_shards is not None or (shards is not None and training_state is not None):
+            shard_dir = shards_name(dest.name, generation)
+            place_shards(directory, shard_dir, shards,
+                         None if side_shards is None else str(side_shards["name"]))
+            files[SHARDS] = {"name": shard_dir, "files": dict(
+                side_shards["files"] if side_shards is not None else shards.files)}  # type: ignore[union-attr]
         checkpoint_bytes = encode_checkpoint(dest, payload)
         files["checkpoint"] = {"name": dest.name, **_digest(checkpoint_bytes)}
         manifest = {"format": MANIFEST_FORMAT, "tag": payload["tag"], "generation": generation,
@@ -251,6 +281,8 @@ def write_point(dest: Path, payload: dict[str, Any], training_state: Mapping[str
             # The directory flush, then the previous generation's sidecar and whatever an
             # earlier killed save stranded: now, or once for an epoch commit (point_flush).
             keep = {side} if side else set()
+            if SHARDS in files:
+                keep.add(files[SHARDS]["name"])
             flushed = point_published(directory, lambda: _remove_strays(dest, keep))
         if flushed:
             _remove(directory, _strays(dest, keep))
